@@ -1,0 +1,34 @@
+# ancs-sim: one command from a fresh clone to green tests (`make test`), one for the demo.
+SHELL := /bin/bash
+SWIFT ?= swift
+DEBIAN_PACKAGES := libncurses-dev libbluetooth-dev libssl-dev pkg-config tmux tshark
+
+.PHONY: test demo build release bench deps lint clean
+
+test: deps
+	$(SWIFT) build --build-tests
+	$(SWIFT) test
+
+demo: deps
+	$(SWIFT) build -c release --product ancs
+	.build/release/ancs demo
+
+build: deps
+	$(SWIFT) build
+
+release: deps
+	$(SWIFT) build -c release --product ancs
+
+bench: deps
+	$(SWIFT) build -c release --product ancs
+	.build/release/ancs bench
+
+# Installs the Debian packages that are missing (apt-get as root, sudo otherwise).
+deps:
+	@scripts/install-deps.sh $(DEBIAN_PACKAGES)
+
+lint:
+	$(SWIFT) format lint --strict -r Sources Tests Package.swift
+
+clean:
+	rm -rf .build

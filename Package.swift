@@ -1,0 +1,27 @@
+// swift-tools-version:6.0
+// ancs-sim: a simulator of both ends of Apple's Notification Center Service.
+// Layers (dependencies point down only): ancs -> Links -> GATT -> ATT -> Wire; ANCS -> Wire.
+import PackageDescription
+
+let package = Package(
+  name: "ancs-sim",
+  platforms: [.macOS(.v15)],
+  products: [
+    .executable(name: "ancs", targets: ["ancs"]),
+    .library(name: "ANCS", targets: ["ANCS"]),
+    .library(name: "GATT", targets: ["GATT"]),
+  ],
+  targets: [
+    .target(name: "Wire"),
+    .target(name: "ANCS", dependencies: ["Wire"]),
+    .target(name: "ATT", dependencies: ["Wire"]),
+    .target(name: "GATT", dependencies: ["ATT", "Wire"]),
+    .target(name: "Links", dependencies: ["ATT", "Wire"]),
+    .executableTarget(name: "ancs", dependencies: ["ANCS", "ATT", "GATT", "Links", "Wire"]),
+    .testTarget(name: "WireTests", dependencies: ["Wire"]),
+    .testTarget(name: "ANCSTests", dependencies: ["ANCS", "Wire"]),
+    .testTarget(name: "ATTTests", dependencies: ["ATT", "Wire"]),
+    .testTarget(name: "GATTTests", dependencies: ["GATT", "ATT", "Links", "Wire"]),
+    .testTarget(name: "LinksTests", dependencies: ["Links", "ATT", "GATT", "Wire"]),
+  ]
+)

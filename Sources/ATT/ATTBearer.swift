@@ -1,0 +1,58 @@
+/// How well a link is protected, as the GATT server checks it.
+public enum SecurityLevel: Int, Comparable, Sendable, CustomStringConvertible, CaseIterable {
+  /// No encryption (LE security mode 1 level 1).
+  case unencrypted = 1
+  /// Encrypted with an unauthenticated key, e.g. Just Works (mode 1 level 2).
+  case encrypted = 2
+  /// Encrypted with an authenticated (MITM-protected) key (mode 1 level 3 or 4).
+  case authenticated = 3
+
+  public static func < (a: SecurityLevel, b: SecurityLevel) -> Bool { a.rawValue < b.rawValue }
+
+  public var description: String {
+    switch self {
+    case .unencrypted: return "unencrypted"
+    case .encrypted: return "encrypted"
+    case .authenticated: return "authenticated"
+    }
+  }
+}
+
+/// Why a bearer operation failed.
+public enum BearerError: Error, Hashable, Sendable, CustomStringConvertible {
+  /// The link is down; nothing more can be sent.
+  case disconnected
+  /// A PDU larger than the link can carry.
+  case tooLarge(size: Int, limit: Int)
+  /// The peer refused to pair, or pairing is not possible on this link.
+  case pairingFailed(String)
+  /// An operating-system error on a real or simulated link.
+  case io(String)
+
+  public var description: String {
+    switch self {
+    case .disconnected: return "the link is disconnected"
+    case .tooLarge(let size, let limit): return "PDU of \(size) bytes exceeds the link's \(limit)"
+    case .pairingFailed(let why): return "pairing failed: \(why)"
+    case .io(let why): return why
+    }
+  }
+}
+
+/// Something that carries ATT PDUs between two devices: one `send` is one PDU, one
+/// `receive` is one PDU, as on an L2CAP channel (CID 4). Links implement it; engines use it
+/// and never see a concrete link.
+public protocol ATTBearer: AnyObject, Sendable {
+  /// Sends one PDU. Never blocks on the peer: a link queues what the peer has not yet read.
+  func send(_ pdu: [UInt8]) async throws(BearerError)
+  /// The next PDU from the peer, or nil once the link is closed (by either side).
+  func receive() async throws(BearerError) -> [UInt8]?
+  /// The link's current security level; the GATT server checks it on every access.
+  var securityLevel: SecurityLevel { get }
+  /// Pairs (or re-encrypts with a bond) to reach at least `level`. Returns the level reached.
+  func pair(_ level: SecurityLevel) async throws(BearerError) -> SecurityLevel
+  /// Closes the link; both ends' `receive` then return nil.
+  func close()
+  /// A short description of the link, for logs ("memory", "unix:/tmp/phone.sock").
+  var name: String { get }
+}
