@@ -243,7 +243,9 @@ public struct DataSourceReassembler: Sendable {
       return .notificationAttributes(
         NotificationAttributesResponse(
           notificationUID: uid,
-          attributes: tuples.map { NotificationAttribute(NotificationAttributeID(rawValue: $0.id), Array(buffer[$0.range])) },
+          attributes: tuples.map {
+            NotificationAttribute(NotificationAttributeID(rawValue: $0.id), Array(buffer[$0.range]))
+          },
           missing: missing.map(NotificationAttributeID.init(rawValue:))))
     case .app(let identifier):
       return .appAttributes(

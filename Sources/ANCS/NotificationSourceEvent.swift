@@ -29,7 +29,8 @@ extension NotificationSourceEvent {
   where Bytes.Index == Int {
     guard bytes.count == Self.size else {
       if bytes.count > Self.size {
-        throw ANCSError(field: "NotificationSource", offset: Self.size, reason: .trailingBytes(count: bytes.count - Self.size))
+        throw ANCSError(
+          field: "NotificationSource", offset: Self.size, reason: .trailingBytes(count: bytes.count - Self.size))
       }
       throw ANCSError(
         field: Self.fieldAt(bytes.count), offset: bytes.count,

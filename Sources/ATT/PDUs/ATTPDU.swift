@@ -82,7 +82,8 @@ public enum ATTPDU: Hashable, Sendable {
         throw ATTDecodeError(opcode: opcode, field: error.field, offset: error.offset, reason: .invalid("\(error)"))
       }
       throw ATTDecodeError(
-        opcode: opcode, field: error.field, offset: error.offset, reason: .truncated(needed: needed, available: available))
+        opcode: opcode, field: error.field, offset: error.offset,
+        reason: .truncated(needed: needed, available: available))
     } catch let error as FormatError {
       throw ATTDecodeError(opcode: opcode, field: error.field, offset: error.offset, reason: .invalid(error.detail))
     } catch var error as ATTDecodeError {

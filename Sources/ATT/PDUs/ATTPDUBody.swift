@@ -82,7 +82,9 @@ public struct HandleRange: Hashable, Sendable, CustomStringConvertible {
   /// A request's range is valid when start is not 0 and start <= end (Vol 3 Part F 3.4.3.1).
   public var isValid: Bool { start != 0 && start <= end }
 
-  public var description: String { "0x\(Hex.encode([UInt8(start >> 8), UInt8(start & 0xff)], separator: ""))-0x\(Hex.encode([UInt8(end >> 8), UInt8(end & 0xff)], separator: ""))" }
+  public var description: String {
+    "0x\(Hex.encode([UInt8(start >> 8), UInt8(start & 0xff)], separator: ""))-0x\(Hex.encode([UInt8(end >> 8), UInt8(end & 0xff)], separator: ""))"
+  }
 
   static func read(_ reader: inout ByteReader<[UInt8]>) throws -> HandleRange {
     HandleRange(try reader.u16("StartingHandle"), try reader.u16("EndingHandle"))
@@ -117,7 +119,8 @@ extension ByteReader<[UInt8]> {
     guard entrySize > 0 else { throw FormatError(field: field, offset: offset, detail: "entry size 0") }
     guard !isAtEnd else { throw FormatError(field: field, offset: offset, detail: "empty list") }
     guard remaining % entrySize == 0 else {
-      throw FormatError(field: field, offset: offset, detail: "\(remaining) bytes is not a whole number of \(entrySize)-byte entries")
+      throw FormatError(
+        field: field, offset: offset, detail: "\(remaining) bytes is not a whole number of \(entrySize)-byte entries")
     }
     var items: [T] = []
     while !isAtEnd { items.append(try entry(&self)) }

@@ -43,7 +43,9 @@ public struct ReadByTypeResponse: ATTPDUBody {
   public init(parameters reader: inout ByteReader<[UInt8]>) throws {
     let at = reader.offset
     let length = Int(try reader.u8("Length"))
-    guard length >= 2 else { throw FormatError(field: "Length", offset: at, detail: "entry length \(length) is under 2") }
+    guard length >= 2 else {
+      throw FormatError(field: "Length", offset: at, detail: "entry length \(length) is under 2")
+    }
     entries = try reader.list("AttributeDataList", entrySize: length) { reader in
       HandleValue(handle: try reader.u16("AttributeHandle"), value: try reader.bytes(length - 2, "AttributeValue"))
     }
@@ -103,7 +105,9 @@ public struct ReadByGroupTypeResponse: ATTPDUBody {
   public init(parameters reader: inout ByteReader<[UInt8]>) throws {
     let at = reader.offset
     let length = Int(try reader.u8("Length"))
-    guard length >= 4 else { throw FormatError(field: "Length", offset: at, detail: "entry length \(length) is under 4") }
+    guard length >= 4 else {
+      throw FormatError(field: "Length", offset: at, detail: "entry length \(length) is under 4")
+    }
     entries = try reader.list("AttributeDataList", entrySize: length) { reader in
       GroupValue(
         handle: try reader.u16("AttributeHandle"), endGroupHandle: try reader.u16("EndGroupHandle"),
