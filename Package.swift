@@ -20,7 +20,7 @@ let package = Package(
     .executableTarget(name: "ancs", dependencies: ["ANCS", "ATT", "GATT", "Links", "Wire"]),
     .testTarget(name: "WireTests", dependencies: ["Wire"]),
     .testTarget(name: "ANCSTests", dependencies: ["ANCS", "Wire"]),
-    .testTarget(name: "ATTTests", dependencies: ["ATT", "Wire"]),
+    .testTarget(name: "ATTTests", dependencies: ["ATT", "Links", "Wire"]),
     .testTarget(name: "GATTTests", dependencies: ["GATT", "ATT", "Links", "Wire"]),
     .testTarget(name: "LinksTests", dependencies: ["Links", "ATT", "GATT", "Wire"]),
   ]

@@ -14,7 +14,7 @@ public enum BluetoothUUID: Hashable, Sendable, CustomStringConvertible {
   public init?(_ text: String) {
     var hex = text
     if hex.hasPrefix("0x") || hex.hasPrefix("0X") { hex.removeFirst(2) }
-    if hex.utf8.count == 4, let bytes = Hex.decode(hex), !hex.contains("-") {
+    if hex.utf8.count == 4, let bytes = Hex.decode(hex), bytes.count == 2 {
       self = .bit16(UInt16(bytes[0]) << 8 | UInt16(bytes[1]))
       return
     }

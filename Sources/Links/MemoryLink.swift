@@ -60,6 +60,9 @@ public final class MemoryBearer: ATTBearer {
 
   public var securityLevel: SecurityLevel { shared.level.withLock { $0 } }
 
+  /// PDUs the peer has sent that this end has not yet received.
+  public var queuedCount: Int { inbox.count }
+
   public func pair(_ level: SecurityLevel) async throws(BearerError) -> SecurityLevel {
     if inbox.isClosed { throw .disconnected }
     return try shared.pairingResult(level)

@@ -32,6 +32,9 @@ public final class PDUQueue: Sendable {
 
   public var isClosed: Bool { state.withLock { $0.closed } }
 
+  /// PDUs waiting to be read.
+  public var count: Int { state.withLock { $0.items.count - $0.head } }
+
   /// Ends the queue: the reader gets what is left, then nil.
   public func close() {
     let waiter = state.withLock { state -> CheckedContinuation<[UInt8]?, Never>? in

@@ -49,7 +49,8 @@ public struct FindInformationResponse: ATTPDUBody {
   }
 
   public func encode(to writer: inout ByteWriter) {
-    let wide = !(entries.first?.type.is16Bit ?? true)
+    // One format for the whole list: a single 128-bit UUID makes every entry 128-bit.
+    let wide = entries.contains { !$0.type.is16Bit }
     writer.u8(wide ? 2 : 1)
     for entry in entries {
       writer.u16(entry.handle)

@@ -1,0 +1,222 @@
+import ATT
+import Synchronization
+
+/// A service found by discovery: its UUID and handle range.
+public struct DiscoveredService: Hashable, Sendable {
+  public var uuid: BluetoothUUID
+  public var range: HandleRange
+}
+
+/// A characteristic found inside a service.
+public struct DiscoveredCharacteristic: Hashable, Sendable {
+  public var uuid: BluetoothUUID
+  public var properties: CharacteristicProperties
+  public var declarationHandle: UInt16
+  public var valueHandle: UInt16
+  /// The last handle that belongs to this characteristic (its descriptors end here).
+  public var endHandle: UInt16
+}
+
+/// A descriptor found inside a characteristic.
+public struct DiscoveredDescriptor: Hashable, Sendable {
+  public var handle: UInt16
+  public var uuid: BluetoothUUID
+}
+
+/// The client side of GATT over one ATT connection: discovery, reads, writes, subscriptions
+/// and the notification and indication streams, dispatched by value handle.
+public final class GATTClient: Sendable {
+  public let connection: ATTConnection
+  private final class Handlers: Sendable {
+    struct Table {
+      var byHandle: [UInt16: @Sendable (ATTValueEvent) -> Void] = [:]
+      var other: (@Sendable (ATTValueEvent) -> Void)?
+    }
+    let table = Mutex(Table())
+  }
+  private let handlers = Handlers()
+
+  /// Takes over the connection's notification and indication handler.
+  public init(connection: ATTConnection) {
+    self.connection = connection
+    connection.setValueHandler { [handlers] event in
+      let handler = handlers.table.withLock { $0.byHandle[event.handle] ?? $0.other }
+      handler?(event)
+    }
+  }
+
+  /// Calls `handler` for every notification or indication of `valueHandle`; nil removes it.
+  /// Handlers run on the connection's receive loop and must not block.
+  public func onValue(_ valueHandle: UInt16, _ handler: (@Sendable (ATTValueEvent) -> Void)?) {
+    handlers.table.withLock { $0.byHandle[valueHandle] = handler }
+  }
+
+  /// Calls `handler` for values of handles without their own handler.
+  public func onOtherValues(_ handler: (@Sendable (ATTValueEvent) -> Void)?) {
+    handlers.table.withLock { $0.other = handler }
+  }
+
+  // MARK: - Discovery
+
+  /// Primary services with this UUID (Discover Primary Service by Service UUID: Find By Type
+  /// Value on 0x2800).
+  public func discoverPrimaryServices(_ uuid: BluetoothUUID) async throws(ATTError) -> [DiscoveredService] {
+    var found: [DiscoveredService] = []
+    try await paginate(HandleRange.all) { range throws(ATTError) in
+      let answer = try await connection.request(
+        .findByTypeValueRequest(FindByTypeValueRequest(range: range, type: 0x2800, value: uuid.littleEndian)))
+      guard case .findByTypeValueResponse(let response) = answer else {
+        throw .invalidResponse("expected Find By Type Value Response")
+      }
+      found += response.ranges.map { DiscoveredService(uuid: uuid, range: $0) }
+      return response.ranges.map(\.end).max()
+    }
+    return found
+  }
+
+  /// Every primary service (Discover All Primary Services: Read By Group Type on 0x2800).
+  public func discoverAllPrimaryServices() async throws(ATTError) -> [DiscoveredService] {
+    var found: [DiscoveredService] = []
+    try await paginate(HandleRange.all) { range throws(ATTError) in
+      let answer = try await connection.request(
+        .readByGroupTypeRequest(ReadByGroupTypeRequest(range: range, type: .primaryService)))
+      guard case .readByGroupTypeResponse(let response) = answer else {
+        throw .invalidResponse("expected Read By Group Type Response")
+      }
+      for entry in response.entries {
+        guard let uuid = BluetoothUUID(littleEndian: entry.value) else {
+          throw .invalidResponse("service UUID of \(entry.value.count) bytes")
+        }
+        found.append(DiscoveredService(uuid: uuid, range: HandleRange(entry.handle, entry.endGroupHandle)))
+      }
+      return response.entries.map(\.endGroupHandle).max()
+    }
+    return found
+  }
+
+  /// The characteristics inside a service's range (Read By Type on 0x2803), with the end
+  /// handle of each one.
+  public func discoverCharacteristics(of service: DiscoveredService) async throws(ATTError)
+    -> [DiscoveredCharacteristic]
+  {
+    var declarations: [(handle: UInt16, properties: UInt8, value: UInt16, uuid: BluetoothUUID)] = []
+    try await paginate(service.range) { range throws(ATTError) in
+      let answer = try await connection.request(.readByTypeRequest(ReadByTypeRequest(range: range, type: .characteristic)))
+      guard case .readByTypeResponse(let response) = answer else { throw .invalidResponse("expected Read By Type Response") }
+      for entry in response.entries {
+        let v = entry.value
+        guard v.count == 5 || v.count == 19, let uuid = BluetoothUUID(littleEndian: v[3...]) else {
+          throw .invalidResponse("characteristic declaration of \(v.count) bytes at handle \(entry.handle)")
+        }
+        declarations.append((entry.handle, v[0], UInt16(v[1]) | UInt16(v[2]) << 8, uuid))
+      }
+      return response.entries.map(\.handle).max()
+    }
+    return declarations.enumerated().map { index, declaration in
+      let next = index + 1 < declarations.count ? declarations[index + 1].handle - 1 : service.range.end
+      return DiscoveredCharacteristic(
+        uuid: declaration.uuid, properties: CharacteristicProperties(rawValue: declaration.properties),
+        declarationHandle: declaration.handle, valueHandle: declaration.value, endHandle: max(next, declaration.value))
+    }
+  }
+
+  /// The descriptors of a characteristic (Find Information after its value handle).
+  public func discoverDescriptors(of characteristic: DiscoveredCharacteristic) async throws(ATTError)
+    -> [DiscoveredDescriptor]
+  {
+    guard characteristic.valueHandle < characteristic.endHandle else { return [] }
+    var found: [DiscoveredDescriptor] = []
+    try await paginate(HandleRange(characteristic.valueHandle + 1, characteristic.endHandle)) { range throws(ATTError) in
+      let answer = try await connection.request(.findInformationRequest(FindInformationRequest(range: range)))
+      guard case .findInformationResponse(let response) = answer else {
+        throw .invalidResponse("expected Find Information Response")
+      }
+      found += response.entries.map { DiscoveredDescriptor(handle: $0.handle, uuid: $0.type) }
+      return response.entries.map(\.handle).max()
+    }
+    return found
+  }
+
+  /// Repeats a discovery request over `range`, continuing after the last handle each
+  /// answer reached, until Attribute Not Found or the end of the range. A server whose
+  /// answers do not move forward is an invalid response, never an endless loop.
+  private func paginate(
+    _ range: HandleRange, _ step: (HandleRange) async throws(ATTError) -> UInt16?
+  ) async throws(ATTError) {
+    var start = range.start
+    while start <= range.end && start != 0 {
+      let last: UInt16?
+      do {
+        last = try await step(HandleRange(start, range.end))
+      } catch {
+        if error.errorCode == .attributeNotFound { return }
+        throw error
+      }
+      guard let last, last >= start else { throw .invalidResponse("discovery did not advance past 0x\(String(start, radix: 16))") }
+      if last >= range.end { return }
+      start = last + 1
+    }
+  }
+
+  // MARK: - Values
+
+  /// Reads a value, following with Read Blob while the answers fill ATT_MTU - 1 (long values
+  /// up to the 512-byte attribute maximum).
+  public func read(_ handle: UInt16) async throws(ATTError) -> [UInt8] {
+    let answer = try await connection.request(.readRequest(ReadRequest(handle: handle)))
+    guard case .readResponse(let response) = answer else { throw .invalidResponse("expected Read Response") }
+    var value = response.value
+    var part = value.count
+    while part == connection.mtu - 1 && value.count < 512 {
+      let next: ATTPDU
+      do {
+        next = try await connection.request(.readBlobRequest(ReadBlobRequest(handle: handle, offset: UInt16(value.count))))
+      } catch {
+        if error.errorCode == .attributeNotLong || error.errorCode == .invalidOffset { break }
+        throw error
+      }
+      guard case .readBlobResponse(let blob) = next else { throw .invalidResponse("expected Read Blob Response") }
+      value += blob.value
+      part = blob.value.count
+    }
+    return value
+  }
+
+  /// Write with response.
+  public func write(_ handle: UInt16, _ value: [UInt8]) async throws(ATTError) {
+    let answer = try await connection.request(.writeRequest(WriteRequest(handle: handle, value: value)))
+    guard case .writeResponse = answer else { throw .invalidResponse("expected Write Response") }
+  }
+
+  /// Write without response.
+  public func writeWithoutResponse(_ handle: UInt16, _ value: [UInt8]) async throws(ATTError) {
+    try await connection.send(.writeCommand(WriteCommand(handle: handle, value: value)))
+  }
+
+  /// Writes a characteristic's CCCD: notifications, indications, or [] to unsubscribe.
+  public func configure(cccd handle: UInt16, _ value: CCCDValue) async throws(ATTError) {
+    try await write(handle, [UInt8(truncatingIfNeeded: value.rawValue), UInt8(truncatingIfNeeded: value.rawValue >> 8)])
+  }
+
+  /// Finds the CCCD of `characteristic`, installs `handler` and enables notifications (or
+  /// indications). Returns the CCCD handle, for unsubscribing.
+  @discardableResult
+  public func subscribe(
+    _ characteristic: DiscoveredCharacteristic, indications: Bool = false,
+    handler: @escaping @Sendable (ATTValueEvent) -> Void
+  ) async throws(ATTError) -> UInt16 {
+    let descriptors = try await discoverDescriptors(of: characteristic)
+    guard let cccd = descriptors.first(where: { $0.uuid == .clientCharacteristicConfiguration }) else {
+      throw .invalidResponse("characteristic \(characteristic.uuid) has no CCCD")
+    }
+    onValue(characteristic.valueHandle, handler)
+    try await configure(cccd: cccd.handle, indications ? .indications : .notifications)
+    return cccd.handle
+  }
+
+  /// Disables a subscription and removes its handler.
+  public func unsubscribe(_ characteristic: DiscoveredCharacteristic, cccd: UInt16) async throws(ATTError) {
+    try await configure(cccd: cccd, [])
+    onValue(characteristic.valueHandle, nil)
+  }
+}

@@ -1,0 +1,101 @@
+import ATT
+import Synchronization
+import Wire
+
+/// A GATT server: one attribute database shared by every connection, a `GATTSession` per
+/// connection (its CCCD values, its ATT connection).
+public final class GATTServer: Sendable {
+  private struct State {
+    var database: GATTDatabase
+    var sessions: [ObjectIdentifier: GATTSession] = [:]
+    var serviceChanged: CharacteristicHandles?
+  }
+  private let state: Mutex<State>
+  let logger: Logger
+
+  /// Builds the database from `services`, in order, handles from 1.
+  /// - Parameter serviceChanged: first publish the Generic Attribute service with the
+  ///   Service Changed characteristic (indicate), so clients learn of later changes.
+  public init(services: [ServiceDefinition], serviceChanged: Bool = true, logger: Logger = .none) throws(DatabaseError) {
+    var database = GATTDatabase()
+    var changed: CharacteristicHandles?
+    if serviceChanged {
+      let service = ServiceDefinition(
+        uuid: .genericAttributeService,
+        characteristics: [CharacteristicDefinition(uuid: .serviceChanged, properties: .indicate)])
+      changed = try database.add(service).first
+    }
+    for service in services { try database.add(service) }
+    self.state = Mutex(State(database: database, serviceChanged: changed))
+    self.logger = logger
+  }
+
+  /// The handles of a published service's characteristics, in definition order.
+  public func handles(of service: BluetoothUUID) -> [CharacteristicHandles]? {
+    state.withLock { $0.database.handles[service] }
+  }
+
+  /// The database in force.
+  public var database: GATTDatabase { state.withLock { $0.database } }
+
+  /// The Service Changed characteristic's handles, when published.
+  public var serviceChangedHandles: CharacteristicHandles? { state.withLock { $0.serviceChanged } }
+
+  /// Serves a connection: installs a session as its ATT server. The session ends when the
+  /// connection's `run()` returns; call `detach` then.
+  @discardableResult
+  public func attach(_ connection: ATTConnection) -> GATTSession {
+    let session = GATTSession(server: self, connection: connection)
+    state.withLock { $0.sessions[ObjectIdentifier(connection)] = session }
+    connection.setServer(session)
+    return session
+  }
+
+  public func detach(_ connection: ATTConnection) {
+    connection.setServer(nil)
+    state.withLock { $0.sessions[ObjectIdentifier(connection)] = nil }
+  }
+
+  public var sessions: [GATTSession] { state.withLock { Array($0.sessions.values) } }
+
+  /// Adds a service and indicates Service Changed over its range to subscribed clients.
+  @discardableResult
+  public func publish(_ service: ServiceDefinition, startingAt first: UInt16? = nil) async throws
+    -> [CharacteristicHandles]
+  {
+    let (handles, range) = try state.withLock { state throws(DatabaseError) in
+      let handles = try state.database.add(service, startingAt: first)
+      return (handles, state.database.serviceRanges[service.uuid])
+    }
+    if let range { await indicateServiceChanged(range) }
+    return handles
+  }
+
+  /// Removes a service and indicates Service Changed over the range it had.
+  public func unpublish(_ uuid: BluetoothUUID) async {
+    let range = state.withLock { state in
+      let range = state.database.remove(uuid)
+      for session in state.sessions.values { session.forget(range) }
+      return range
+    }
+    if let range { await indicateServiceChanged(range) }
+  }
+
+  /// Sends a Service Changed indication (affected start and end handles) to every session
+  /// subscribed to it, each awaiting its confirmation.
+  public func indicateServiceChanged(_ range: HandleRange) async {
+    guard let handles = serviceChangedHandles else { return }
+    var writer = ByteWriter()
+    writer.u16(range.start)
+    writer.u16(range.end)
+    for session in sessions where session.cccd(for: handles.value).contains(.indications) {
+      do {
+        try await session.connection.indicate(handle: handles.value, value: writer.bytes)
+      } catch {
+        logger.info("Service Changed indication not confirmed: \(error)")
+      }
+    }
+  }
+
+  func withDatabase<T>(_ body: (GATTDatabase) -> T) -> T { state.withLock { body($0.database) } }
+}

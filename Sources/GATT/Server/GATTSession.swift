@@ -1,0 +1,218 @@
+import ATT
+import Synchronization
+import Wire
+
+/// One client's view of a `GATTServer`: its ATT connection and its CCCD values (a CCCD is
+/// per client, Vol 3 Part G 3.3.3.3). Answers every request of the implemented subset.
+public final class GATTSession: ATTServerHandler, Sendable {
+  public unowned let server: GATTServer
+  public let connection: ATTConnection
+  private let cccds = Mutex([UInt16: CCCDValue]())
+
+  init(server: GATTServer, connection: ATTConnection) {
+    self.server = server
+    self.connection = connection
+  }
+
+  /// This client's configuration for the characteristic whose value is at `valueHandle`.
+  public func cccd(for valueHandle: UInt16) -> CCCDValue { cccds.withLock { $0[valueHandle] ?? [] } }
+
+  /// Sends a notification if this client enabled notifications for the characteristic.
+  /// Returns whether it was sent. The value is cut to ATT_MTU - 3.
+  @discardableResult
+  public func notify(_ valueHandle: UInt16, _ value: [UInt8]) async throws(ATTError) -> Bool {
+    guard cccd(for: valueHandle).contains(.notifications) else { return false }
+    try await connection.notify(handle: valueHandle, value: value)
+    return true
+  }
+
+  /// Sends an indication if this client enabled indications; awaits the confirmation.
+  @discardableResult
+  public func indicate(_ valueHandle: UInt16, _ value: [UInt8]) async throws(ATTError) -> Bool {
+    guard cccd(for: valueHandle).contains(.indications) else { return false }
+    try await connection.indicate(handle: valueHandle, value: value)
+    return true
+  }
+
+  /// Drops the CCCD values of a removed range.
+  func forget(_ range: HandleRange?) {
+    guard let range else { return }
+    cccds.withLock { values in values = values.filter { !(range.start...range.end).contains($0.key) } }
+  }
+
+  /// Drops every CCCD value, as a phone that silently loses its subscriptions does.
+  public func clearSubscriptions() { cccds.withLock { $0.removeAll() } }
+
+  // MARK: - Requests
+
+  public func handle(_ pdu: ATTPDU, on connection: ATTConnection) async -> ATTServerReply {
+    let opcode = pdu.opcode
+    func fail(_ handle: UInt16, _ code: ATTErrorCode) -> ATTServerReply {
+      ATTServerReply(.errorResponse(ErrorResponse(requestOpcode: opcode, handle: handle, errorCode: code)))
+    }
+    let mtu = connection.mtu
+    switch pdu {
+    case .findInformationRequest(let request):
+      guard request.range.isValid else { return fail(request.range.start, .invalidHandle) }
+      return server.withDatabase { db in
+        let found = db.indices(in: request.range)
+        guard let first = found.first else { return fail(request.range.start, .attributeNotFound) }
+        let wide = !db.attributes[first].type.is16Bit
+        let room = (mtu - 2) / (wide ? 18 : 4)
+        let entries = db.attributes[found].prefix { $0.type.is16Bit != wide }.prefix(room).map {
+          FindInformationResponse.Entry(handle: $0.handle, type: $0.type)
+        }
+        return ATTServerReply(.findInformationResponse(FindInformationResponse(entries: entries)))
+      }
+
+    case .findByTypeValueRequest(let request):
+      guard request.range.isValid else { return fail(request.range.start, .invalidHandle) }
+      return server.withDatabase { db in
+        let type = BluetoothUUID.bit16(request.type)
+        let matches = db.attributes[db.indices(in: request.range)].filter {
+          $0.type == type && $0.storedValue == request.value
+        }
+        guard !matches.isEmpty else { return fail(request.range.start, .attributeNotFound) }
+        let ranges = matches.prefix((mtu - 1) / 4).map { attribute -> HandleRange in
+          if case .serviceDeclaration(let end) = attribute.role { return HandleRange(attribute.handle, end) }
+          return HandleRange(attribute.handle, attribute.handle)
+        }
+        return ATTServerReply(.findByTypeValueResponse(FindByTypeValueResponse(ranges: ranges)))
+      }
+
+    case .readByTypeRequest(let request):
+      guard request.range.isValid else { return fail(request.range.start, .invalidHandle) }
+      return server.withDatabase { db in
+        let matches = db.attributes[db.indices(in: request.range)].filter { $0.type == request.type }
+        guard let first = matches.first else { return fail(request.range.start, .attributeNotFound) }
+        // "the attribute values ... shall be the same length"; stop at the first that differs.
+        // An error on the first attribute is reported; later ones end the list.
+        var entries: [HandleValue] = []
+        let limit = min(mtu - 4, 253)
+        for attribute in matches {
+          let value: [UInt8]
+          switch readValue(attribute) {
+          case .failure(let code):
+            if attribute.handle == first.handle { return fail(attribute.handle, code) }
+            return ATTServerReply(.readByTypeResponse(ReadByTypeResponse(entries: entries)))
+          case .success(let read): value = Array(read.prefix(limit))
+          }
+          if let length = entries.first?.value.count, length != value.count { break }
+          if (entries.count + 1) * (2 + value.count) > mtu - 2 { break }
+          entries.append(HandleValue(handle: attribute.handle, value: value))
+        }
+        return ATTServerReply(.readByTypeResponse(ReadByTypeResponse(entries: entries)))
+      }
+
+    case .readByGroupTypeRequest(let request):
+      guard request.range.isValid else { return fail(request.range.start, .invalidHandle) }
+      guard request.type == .primaryService || request.type == .secondaryService else {
+        return fail(request.range.start, .unsupportedGroupType)
+      }
+      return server.withDatabase { db in
+        var entries: [GroupValue] = []
+        for attribute in db.attributes[db.indices(in: request.range)] where attribute.type == request.type {
+          guard case .serviceDeclaration(let end) = attribute.role else { continue }
+          let value = attribute.storedValue
+          if let length = entries.first?.value.count, length != value.count { break }
+          if (entries.count + 1) * (4 + value.count) > mtu - 2 { break }
+          entries.append(GroupValue(handle: attribute.handle, endGroupHandle: end, value: value))
+        }
+        guard !entries.isEmpty else { return fail(request.range.start, .attributeNotFound) }
+        return ATTServerReply(.readByGroupTypeResponse(ReadByGroupTypeResponse(entries: entries)))
+      }
+
+    case .readRequest(let request):
+      return server.withDatabase { db in
+        guard let index = db.index(of: request.handle) else { return fail(request.handle, .invalidHandle) }
+        switch readValue(db.attributes[index]) {
+        case .failure(let code): return fail(request.handle, code)
+        case .success(let value): return ATTServerReply(.readResponse(ReadResponse(value: Array(value.prefix(mtu - 1)))))
+        }
+      }
+
+    case .readBlobRequest(let request):
+      return server.withDatabase { db in
+        guard let index = db.index(of: request.handle) else { return fail(request.handle, .invalidHandle) }
+        switch readValue(db.attributes[index]) {
+        case .failure(let code): return fail(request.handle, code)
+        case .success(let value):
+          let offset = Int(request.offset)
+          guard offset <= value.count else { return fail(request.handle, .invalidOffset) }
+          return ATTServerReply(.readBlobResponse(ReadBlobResponse(value: Array(value[offset...].prefix(mtu - 1)))))
+        }
+      }
+
+    case .writeRequest(let request):
+      switch await write(request.handle, request.value) {
+      case .refused(let code): return fail(request.handle, code)
+      case .accepted(let then): return ATTServerReply(.writeResponse(WriteResponse()), afterResponse: then)
+      }
+
+    case .writeCommand(let command):
+      // "If the server cannot write this attribute for any reason the command shall be
+      // ignored" (Vol 3 Part F 3.4.5.3).
+      if case .accepted(let then) = await write(command.handle, command.value, command: true) {
+        return ATTServerReply(nil, afterResponse: then)
+      }
+      return ATTServerReply(nil)
+
+    default:
+      return opcode.needsResponse ? fail(0, .requestNotSupported) : ATTServerReply(nil)
+    }
+  }
+
+  /// The error a link below `required` gets: Insufficient Authentication when an
+  /// authenticated key is needed, Insufficient Encryption when only encryption is missing.
+  private func securityError(_ required: SecurityLevel) -> ATTErrorCode? {
+    let level = connection.securityLevel
+    if level >= required { return nil }
+    return required == .authenticated ? .insufficientAuthentication : .insufficientEncryption
+  }
+
+  private func readValue(_ attribute: Attribute) -> Result<[UInt8], ATTErrorCode> {
+    switch attribute.role {
+    case .serviceDeclaration, .characteristicDeclaration:
+      return .success(attribute.storedValue)
+    case .value(let characteristic):
+      guard characteristic.properties.contains(.read), let read = characteristic.read else {
+        return .failure(.readNotPermitted)
+      }
+      if let error = securityError(characteristic.security) { return .failure(error) }
+      return .success(read(self))
+    case .cccd(let valueHandle, let characteristic):
+      if let error = securityError(characteristic.security) { return .failure(error) }
+      let value = cccd(for: valueHandle).rawValue
+      return .success([UInt8(truncatingIfNeeded: value), UInt8(truncatingIfNeeded: value >> 8)])
+    }
+  }
+
+  private func write(_ handle: UInt16, _ value: [UInt8], command: Bool = false) async -> WriteOutcome {
+    let attribute = server.withDatabase { db in db.index(of: handle).map { db.attributes[$0] } }
+    guard let attribute else { return .refused(.invalidHandle) }
+    switch attribute.role {
+    case .serviceDeclaration, .characteristicDeclaration:
+      return .refused(.writeNotPermitted)
+    case .value(let characteristic):
+      let allowed: CharacteristicProperties = command ? .writeWithoutResponse : .write
+      guard characteristic.properties.contains(allowed), let write = characteristic.write else {
+        return .refused(.writeNotPermitted)
+      }
+      if let error = securityError(characteristic.security) { return .refused(error) }
+      return await write(self, value)
+    case .cccd(let valueHandle, let characteristic):
+      if let error = securityError(characteristic.security) { return .refused(error) }
+      guard value.count == 2 else { return .refused(.invalidAttributeValueLength) }
+      let requested = CCCDValue(rawValue: UInt16(value[0]) | UInt16(value[1]) << 8)
+      var supported: CCCDValue = []
+      if characteristic.properties.contains(.notify) { supported.insert(.notifications) }
+      if characteristic.properties.contains(.indicate) { supported.insert(.indications) }
+      // Reserved bits, or a mode the characteristic does not support.
+      guard supported.isSuperset(of: requested) else { return .refused(.cccdImproperlyConfigured) }
+      cccds.withLock { $0[valueHandle] = requested }
+      server.logger.debug("\(connection.bearer.name): CCCD 0x\(Hex.encode([UInt8(valueHandle >> 8), UInt8(valueHandle & 0xff)], separator: "")) = \(requested.rawValue)")
+      guard let subscribed = characteristic.subscribed else { return .accepted }
+      return .accepted(then: { await subscribed(self, requested) })
+    }
+  }
+}

@@ -1,0 +1,205 @@
+import ATT
+import Links
+import Testing
+import Wire
+
+/// An engine on one end of a memory link, the raw other end for the test, a manual clock.
+private struct Harness {
+  let connection: ATTConnection
+  let peer: MemoryBearer
+  let clock = ManualClock()
+  let task: Task<Void, Never>
+
+  init(localMTU: UInt16 = 517) {
+    let (a, b) = MemoryLink.pair()
+    peer = b
+    connection = ATTConnection(bearer: a, clock: clock, options: .init(localMTU: localMTU))
+    let connection = self.connection
+    task = Task { await connection.run() }
+  }
+
+  func next() async throws -> [UInt8] {
+    try #require(try await peer.receive())
+  }
+}
+
+private let readRequest = ATTPDU.readRequest(ReadRequest(handle: 3))
+
+@Suite struct ATTConnectionTests {
+  @Test func requestGetsItsResponse() async throws {
+    let h = Harness()
+    async let answer = h.connection.request(readRequest)
+    #expect(try await h.next() == [0x0A, 0x03, 0x00])
+    try await h.peer.send([0x0B, 0x2A])
+    #expect(try await answer == .readResponse(ReadResponse(value: [0x2A])))
+    h.connection.close()
+    await h.task.value
+  }
+
+  @Test func errorResponseThrowsWithItsCode() async throws {
+    let h = Harness()
+    let answer = Task { try await h.connection.request(readRequest) }
+    _ = try await h.next()
+    try await h.peer.send([0x01, 0x0A, 0x03, 0x00, 0x0F])
+    let expected = ErrorResponse(requestOpcode: .readRequest, handle: 3, errorCode: .insufficientEncryption)
+    await #expect(throws: ATTError.errorResponse(expected)) { try await answer.value }
+    h.connection.close()
+  }
+
+  @Test func wrongAnswerIsInvalidResponse() async throws {
+    let h = Harness()
+    async let answer = h.connection.request(readRequest)
+    _ = try await h.next()
+    try await h.peer.send([0x13])  // a Write Response to a Read Request
+    do {
+      _ = try await answer
+      Issue.record("expected invalidResponse")
+    } catch let error as ATTError {
+      guard case .invalidResponse = error else { throw error }
+    }
+    // A malformed answer too.
+    async let second = h.connection.request(readRequest)
+    _ = try await h.next()
+    try await h.peer.send([0x01, 0x0A])
+    do {
+      _ = try await second
+      Issue.record("expected invalidResponse")
+    } catch let error as ATTError {
+      guard case .invalidResponse = error else { throw error }
+    }
+    h.connection.close()
+  }
+
+  /// "A transaction not completed within 30 seconds shall time out" (Vol 3 Part F 3.3.3):
+  /// at 29 s it is still waiting; at 30 s it fails and the bearer is closed.
+  @Test func transactionTimesOutAfterThirtySeconds() async throws {
+    let h = Harness()
+    let request = Task { try await h.connection.request(readRequest) }
+    _ = try await h.next()
+    await h.clock.waitForSleepers(1)
+    h.clock.advance(by: .seconds(29))
+    await h.clock.waitForSleepers(1)  // still armed: nothing expired
+    #expect(h.connection.closedReason == nil)
+    h.clock.advance(by: .seconds(1))
+    await #expect(throws: ATTError.timeout) { try await request.value }
+    #expect(try await h.peer.receive() == nil, "the bearer is closed after a timeout")
+    await h.task.value
+    await #expect(throws: ATTError.timeout) { try await h.connection.request(readRequest) }
+  }
+
+  @Test func answeredInTimeDoesNotTimeOut() async throws {
+    let h = Harness()
+    let request = Task { try await h.connection.request(readRequest) }
+    _ = try await h.next()
+    await h.clock.waitForSleepers(1)
+    h.clock.advance(by: .seconds(29))
+    try await h.peer.send([0x0B, 0x01])
+    _ = try await request.value
+    h.clock.advance(by: .seconds(5))
+    // A second request after the first completed has its own 30 s.
+    let second = Task { try await h.connection.request(readRequest) }
+    _ = try await h.next()
+    try await h.peer.send([0x0B, 0x02])
+    #expect(try await second.value == .readResponse(ReadResponse(value: [2])))
+    #expect(h.connection.closedReason == nil)
+    h.connection.close()
+  }
+
+  /// "A client shall not send a request until it has received the response to the
+  /// previous one": concurrent callers queue, in order.
+  @Test func oneOutstandingRequestAtATime() async throws {
+    let h = Harness()
+    let tasks = (0..<8).map { index in
+      Task { try await h.connection.request(.readRequest(ReadRequest(handle: UInt16(index + 1)))) }
+    }
+    var seen: [UInt16] = []
+    for _ in 0..<8 {
+      let request = try await h.next()
+      for _ in 0..<50 { await Task.yield() }
+      #expect(h.peer.queuedCount == 0, "a second request was sent before the first was answered")
+      let handle = UInt16(request[1]) | UInt16(request[2]) << 8
+      seen.append(handle)
+      try await h.peer.send([0x0B, UInt8(handle)])
+    }
+    for (index, task) in tasks.enumerated() {
+      #expect(try await task.value == .readResponse(ReadResponse(value: [UInt8(index + 1)])))
+    }
+    #expect(Set(seen) == Set(1...8))
+    h.connection.close()
+  }
+
+  @Test func mtuExchangeAndEnforcement() async throws {
+    let h = Harness(localMTU: 100)
+    async let mtu = h.connection.exchangeMTU()
+    #expect(try await h.next() == [0x02, 100, 0])
+    try await h.peer.send([0x03, 0xF7, 0x00])  // the peer offers 247
+    #expect(try await mtu == 100)
+    // Notifications are cut to ATT_MTU - 3.
+    try await h.connection.notify(handle: 9, value: Array(repeating: 7, count: 200))
+    #expect(try await h.next().count == 100)
+    // Any other PDU over ATT_MTU is refused before it reaches the wire.
+    await #expect(throws: ATTError.pduTooLarge(size: 101, mtu: 100)) {
+      try await h.connection.request(.writeRequest(WriteRequest(handle: 1, value: Array(repeating: 0, count: 98))))
+    }
+    h.connection.close()
+  }
+
+  @Test func serverSideExchangeMTUNeverBelow23() async throws {
+    let h = Harness()
+    try await h.peer.send([0x02, 0x10, 0x00])  // the peer offers 16
+    #expect(try await h.next() == [0x03, 0x05, 0x02])
+    try await h.connection.notify(handle: 1, value: Array(repeating: 0, count: 40))
+    #expect(try await h.next().count == 23)
+    h.connection.close()
+  }
+
+  @Test func notificationsAndIndicationsAreDispatchedAndConfirmed() async throws {
+    let h = Harness()
+    let events = AsyncStream<ATTValueEvent>.makeStream()
+    h.connection.setValueHandler { events.continuation.yield($0) }
+    try await h.peer.send([0x1B, 0x05, 0x00, 0xAA])
+    try await h.peer.send([0x1D, 0x06, 0x00, 0xBB, 0xCC])
+    var iterator = events.stream.makeAsyncIterator()
+    #expect(await iterator.next() == ATTValueEvent(handle: 5, value: [0xAA], isIndication: false))
+    #expect(await iterator.next() == ATTValueEvent(handle: 6, value: [0xBB, 0xCC], isIndication: true))
+    #expect(try await h.next() == [0x1E], "an indication is confirmed")
+    h.connection.close()
+  }
+
+  @Test func indicationAwaitsConfirmationAndTimesOut() async throws {
+    let h = Harness()
+    async let confirmed: Void = h.connection.indicate(handle: 3, value: [1, 2])
+    #expect(try await h.next() == [0x1D, 0x03, 0x00, 0x01, 0x02])
+    try await h.peer.send([0x1E])
+    try await confirmed
+    let unconfirmed = Task { try await h.connection.indicate(handle: 3, value: [3]) }
+    _ = try await h.next()
+    await h.clock.waitForSleepers(1)
+    h.clock.advance(by: .seconds(30))
+    await #expect(throws: ATTError.timeout) { try await unconfirmed.value }
+  }
+
+  @Test func disconnectFailsWhatIsPending() async throws {
+    let h = Harness()
+    let request = Task { try await h.connection.request(readRequest) }
+    _ = try await h.next()
+    h.peer.close()
+    await #expect(throws: ATTError.disconnected) { try await request.value }
+    await h.task.value
+    await #expect(throws: ATTError.disconnected) { try await h.connection.request(readRequest) }
+  }
+
+  @Test func requestsWithoutServerAreRefused() async throws {
+    let h = Harness()
+    try await h.peer.send([0x0A, 0x01, 0x00])
+    #expect(try await h.next() == [0x01, 0x0A, 0x00, 0x00, 0x06])
+    try await h.peer.send([0x52, 0x01, 0x00, 0x01])  // a command: no answer
+    try await h.peer.send([0x0A, 0x01])  // malformed request: Invalid PDU
+    #expect(try await h.next() == [0x01, 0x0A, 0x00, 0x00, 0x04])
+    try await h.peer.send([])  // empty PDU: ignored
+    try await h.peer.send([0x13])  // a response nobody asked for: ignored
+    try await h.peer.send([0x04, 0x01, 0x00, 0xFF, 0xFF])
+    #expect(try await h.next() == [0x01, 0x04, 0x00, 0x00, 0x06])
+    h.connection.close()
+  }
+}
