@@ -89,13 +89,13 @@ struct ClientServerPair {
   let client: GATTClient
   let clientTask: Task<Void, Never>
 
-  init(server: GATTServer, level: SecurityLevel = .unencrypted) {
+  init(server: GATTServer, level: SecurityLevel = .unencrypted, clientMTU: UInt16 = 517) {
     let (central, peripheral) = MemoryLink.pair(initialLevel: level)
     let serverConnection = ATTConnection(bearer: peripheral)
     let session = server.attach(serverConnection)
     let serverTask = Task { await serverConnection.run() }
     served = ServedLink(server: server, connection: serverConnection, session: session, peer: central, task: serverTask)
-    let clientConnection = ATTConnection(bearer: central)
+    let clientConnection = ATTConnection(bearer: central, options: .init(localMTU: clientMTU))
     client = GATTClient(connection: clientConnection)
     clientTask = Task { await clientConnection.run() }
   }

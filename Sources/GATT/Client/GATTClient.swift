@@ -5,6 +5,11 @@ import Synchronization
 public struct DiscoveredService: Hashable, Sendable {
   public var uuid: BluetoothUUID
   public var range: HandleRange
+
+  public init(uuid: BluetoothUUID, range: HandleRange) {
+    self.uuid = uuid
+    self.range = range
+  }
 }
 
 /// A characteristic found inside a service.
@@ -21,6 +26,11 @@ public struct DiscoveredCharacteristic: Hashable, Sendable {
 public struct DiscoveredDescriptor: Hashable, Sendable {
   public var handle: UInt16
   public var uuid: BluetoothUUID
+
+  public init(handle: UInt16, uuid: BluetoothUUID) {
+    self.handle = handle
+    self.uuid = uuid
+  }
 }
 
 /// The client side of GATT over one ATT connection: discovery, reads, writes, subscriptions

@@ -1,0 +1,109 @@
+import ATT
+import GATT
+import Links
+import Synchronization
+import Testing
+import Wire
+
+@Suite struct ClientServerTests {
+  @Test func discoveryFindsTheFixtureLayout() async throws {
+    let pair = ClientServerPair(server: try makeFixtureServer())
+    let client = pair.client
+    let all = try await client.discoverAllPrimaryServices()
+    #expect(all.map(\.uuid) == [0x1801, 0x180F, FixtureUUID.service, 0x1805])
+    #expect(all.map(\.range) == [HandleRange(1, 4), HandleRange(5, 8), HandleRange(9, 17), HandleRange(18, 22)])
+
+    let found = try await client.discoverPrimaryServices(FixtureUUID.service)
+    #expect(found == [DiscoveredService(uuid: FixtureUUID.service, range: HandleRange(9, 17))])
+    let characteristics = try await client.discoverCharacteristics(of: found[0])
+    #expect(characteristics.map(\.uuid) == [FixtureUUID.source, FixtureUUID.control, FixtureUUID.data])
+    #expect(characteristics.map(\.valueHandle) == [11, 14, 16])
+    #expect(characteristics.map(\.endHandle) == [12, 14, 17])
+    #expect(characteristics[1].properties == .write)
+    let descriptors = try await client.discoverDescriptors(of: characteristics[2])
+    #expect(descriptors == [DiscoveredDescriptor(handle: 17, uuid: .clientCharacteristicConfiguration)])
+    #expect(try await client.discoverPrimaryServices(0x1234) == [])
+    await pair.stop()
+  }
+
+  @Test(arguments: [23, 185, 517] as [UInt16])
+  func readsLongValuesAtEveryMTU(mtu: UInt16) async throws {
+    // The client's offer decides: the server offers 517.
+    let pair = ClientServerPair(server: try makeFixtureServer(), clientMTU: mtu)
+    if mtu > 23 { #expect(try await pair.client.connection.exchangeMTU() == Int(mtu)) }
+    #expect(try await pair.client.read(20) == (0..<60).map { UInt8($0) })
+    #expect(try await pair.client.read(7) == [42])
+    await pair.stop()
+  }
+
+  @Test func securityIsEnforcedUntilPaired() async throws {
+    let recorder = Recorder()
+    let pair = ClientServerPair(server: try makeFixtureServer(recorder))
+    let client = pair.client
+    await #expect(throws: ATTError.errorResponse(.init(requestOpcode: .writeRequest, handle: 14, errorCode: .insufficientEncryption))) {
+      try await client.write(14, [1])
+    }
+    #expect(try await client.connection.bearer.pair(.encrypted) == .encrypted)
+    #expect(pair.served.connection.securityLevel == .encrypted, "both ends see the new level")
+    try await client.write(14, [1])
+    await #expect(throws: ATTError.errorResponse(.init(requestOpcode: .readRequest, handle: 22, errorCode: .insufficientAuthentication))) {
+      try await client.read(22)
+    }
+    _ = try await client.connection.bearer.pair(.authenticated)
+    #expect(try await client.read(22) == [7])
+    #expect(recorder.writes.withLock { $0 } == [[1]])
+    await pair.stop()
+  }
+
+  @Test func subscriptionsDeliverNotificationsInOrder() async throws {
+    let pair = ClientServerPair(server: try makeFixtureServer(), level: .encrypted)
+    let client = pair.client
+    let service = try #require(try await client.discoverPrimaryServices(FixtureUUID.service).first)
+    let characteristics = try await client.discoverCharacteristics(of: service)
+    let values = AsyncStream<[UInt8]>.makeStream()
+    let cccd = try await client.subscribe(characteristics[2]) { values.continuation.yield($0.value) }
+    #expect(cccd == 17)
+    #expect(pair.served.session.cccd(for: 16) == .notifications)
+    for index in 0..<100 { try await pair.served.session.notify(16, [UInt8(index)]) }
+    var iterator = values.stream.makeAsyncIterator()
+    for index in 0..<100 { #expect(await iterator.next() == [UInt8(index)]) }
+    try await client.unsubscribe(characteristics[2], cccd: cccd)
+    #expect(try await pair.served.session.notify(16, [1]) == false, "nothing is sent after unsubscribing")
+    await pair.stop()
+  }
+
+  @Test func serviceChangedIsIndicatedToSubscribers() async throws {
+    let server = try makeFixtureServer()
+    let pair = ClientServerPair(server: server)
+    let client = pair.client
+    let gatt = try #require(try await client.discoverPrimaryServices(.genericAttributeService).first)
+    let changed = try #require(try await client.discoverCharacteristics(of: gatt).first)
+    #expect(changed.uuid == .serviceChanged)
+    let ranges = AsyncStream<[UInt8]>.makeStream()
+    try await client.subscribe(changed, indications: true) { ranges.continuation.yield($0.value) }
+    await server.unpublish(FixtureUUID.service)
+    var iterator = ranges.stream.makeAsyncIterator()
+    #expect(await iterator.next() == [0x09, 0x00, 0x11, 0x00], "the removed range 9-17")
+    #expect(try await client.discoverPrimaryServices(FixtureUUID.service) == [])
+    try await server.publish(
+      ServiceDefinition(
+        uuid: FixtureUUID.service,
+        characteristics: [CharacteristicDefinition(uuid: FixtureUUID.source, properties: .notify)]), startingAt: 0x30)
+    #expect(await iterator.next() == [0x30, 0x00, 0x33, 0x00], "the new range: declaration, value, CCCD")
+    #expect(try await client.discoverPrimaryServices(FixtureUUID.service).map(\.range) == [HandleRange(0x30, 0x33)])
+    await pair.stop()
+  }
+
+  @Test func mtuExchangeWidensReadsAndNotifications() async throws {
+    let pair = ClientServerPair(server: try makeFixtureServer())
+    #expect(try await pair.client.connection.exchangeMTU() == 517)
+    #expect(pair.served.connection.mtu == 517)
+    try await pair.client.configure(cccd: 8, .notifications)
+    let values = AsyncStream<[UInt8]>.makeStream()
+    pair.client.onValue(7) { values.continuation.yield($0.value) }
+    try await pair.served.session.notify(7, Array(repeating: 9, count: 514))
+    var iterator = values.stream.makeAsyncIterator()
+    #expect(await iterator.next()?.count == 514)
+    await pair.stop()
+  }
+}
