@@ -20,6 +20,17 @@ public struct DiscoveredCharacteristic: Hashable, Sendable {
   public var valueHandle: UInt16
   /// The last handle that belongs to this characteristic (its descriptors end here).
   public var endHandle: UInt16
+
+  public init(
+    uuid: BluetoothUUID, properties: CharacteristicProperties, declarationHandle: UInt16, valueHandle: UInt16,
+    endHandle: UInt16
+  ) {
+    self.uuid = uuid
+    self.properties = properties
+    self.declarationHandle = declarationHandle
+    self.valueHandle = valueHandle
+    self.endHandle = endHandle
+  }
 }
 
 /// A descriptor found inside a characteristic.
