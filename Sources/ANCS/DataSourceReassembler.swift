@@ -73,6 +73,8 @@ public struct DataSourceReassembler: Sendable {
   private var header: Header?
   private var tuples: [(id: UInt8, range: Range<Int>)] = []
   private var seen = ByteSet()
+  /// How many of the requested attributes have arrived.
+  private var requestedSeen = 0
   private let requested: [(id: UInt8, maximum: Int?)]
   private(set) public var isComplete = false
   /// Fragments fed so far, empty ones included.
@@ -88,11 +90,20 @@ public struct DataSourceReassembler: Sendable {
     self.policy = policy
     switch expectation {
     case .notificationAttributes(let command):
-      requested = command.attributes.map { ($0.id.rawValue, $0.maxLength.map(Int.init)) }
+      requested = Self.unique(command.attributes.map { ($0.id.rawValue, $0.maxLength.map(Int.init)) })
     case .appAttributes(let command):
-      requested = command.attributes.map { ($0.rawValue, nil) }
+      requested = Self.unique(command.attributes.map { ($0.rawValue, nil) })
     case .anything:
       requested = []
+    }
+  }
+
+  /// The first request of each attribute (a request naming one twice gets it once).
+  private static func unique(_ list: [(id: UInt8, maximum: Int?)]) -> [(id: UInt8, maximum: Int?)] {
+    var seen = ByteSet()
+    return list.filter { item in
+      defer { seen.insert(item.id) }
+      return !seen.contains(item.id)
     }
   }
 
@@ -101,7 +112,19 @@ public struct DataSourceReassembler: Sendable {
 
   /// Adds one Data Source notification. Returns the response once it is complete; nil while
   /// more is needed. An empty fragment changes nothing.
+  public mutating func feed(_ fragment: [UInt8]) throws(ANCSError) -> DataSourceResponse? {
+    try fragment.withUnsafeBufferPointer { (buffer) throws(ANCSError) in try feed(buffer: buffer) }
+  }
+
+  public mutating func feed(_ fragment: ArraySlice<UInt8>) throws(ANCSError) -> DataSourceResponse? {
+    try fragment.withUnsafeBufferPointer { (buffer) throws(ANCSError) in try feed(buffer: buffer) }
+  }
+
   public mutating func feed(_ fragment: some Collection<UInt8>) throws(ANCSError) -> DataSourceResponse? {
+    try feed(Array(fragment))
+  }
+
+  private mutating func feed(buffer fragment: UnsafeBufferPointer<UInt8>) throws(ANCSError) -> DataSourceResponse? {
     fragmentCount += 1
     if fragment.isEmpty { return nil }
     if isComplete { throw ANCSError(field: "Fragment", offset: buffer.count, reason: .unexpectedFragment) }
@@ -115,9 +138,9 @@ public struct DataSourceReassembler: Sendable {
     try parseTuples()
     guard cursor == buffer.count else { return nil }
     if case .anything = expectation { return complete(missing: []) }
-    let missing = requested.filter { !seen.contains($0.id) }.map(\.id)
-    if missing.isEmpty { return complete(missing: []) }
+    if requestedSeen == requested.count { return complete(missing: []) }
     let shortFragment = policy.fragmentCapacity.map { fragment.count < $0 } ?? false
+    let missing = requested.filter { !seen.contains($0.id) }.map(\.id)
     if shortFragment && missing.allSatisfy(policy.optionalAttributes.contains) {
       return complete(missing: missing)
     }
@@ -209,8 +232,10 @@ public struct DataSourceReassembler: Sendable {
       if seen.contains(id) {
         throw ANCSError(field: "AttributeID", offset: cursor, reason: .duplicateAttribute(id))
       }
+      var wasRequested = false
       if !anything {
         if let request = requested.first(where: { $0.id == id }) {
+          wasRequested = true
           if policy.enforceMaximumLength, let maximum = request.maximum, length > maximum {
             throw ANCSError(
               field: "AttributeLength", offset: cursor + 1,
@@ -222,10 +247,14 @@ public struct DataSourceReassembler: Sendable {
       }
       let start = cursor + 3
       guard buffer.count - start >= length else { return }
-      if policy.validateUTF8, String(validatingUTF8Bytes: buffer[start..<start + length]) == nil {
-        throw ANCSError(field: "Value of attribute \(id)", offset: start, reason: .invalidUTF8)
+      if policy.validateUTF8 {
+        let valid = buffer.withUnsafeBufferPointer { all in
+          UTF8Validation.isValid(UnsafeBufferPointer(rebasing: all[start..<start + length]))
+        }
+        if !valid { throw ANCSError(field: "Value of attribute \(id)", offset: start, reason: .invalidUTF8) }
       }
       seen.insert(id)
+      if wasRequested { requestedSeen += 1 }
       tuples.append((id, start..<start + length))
       cursor = start + length
     }

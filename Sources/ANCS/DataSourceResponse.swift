@@ -95,7 +95,9 @@ extension DataSourceResponse {
   public init(decoding bytes: [UInt8]) throws(ANCSError) {
     var reassembler = DataSourceReassembler(expecting: .anything)
     guard let response = try reassembler.feed(bytes) else {
-      throw ANCSError(field: "Response", offset: bytes.count, reason: .truncated(needed: 1, available: 0))
+      // Incomplete: finish() throws, naming the field the bytes stopped in and its offset.
+      self = try reassembler.finish()
+      return
     }
     self = response
   }

@@ -32,9 +32,11 @@ extension NotificationSourceEvent {
         throw ANCSError(
           field: "NotificationSource", offset: Self.size, reason: .trailingBytes(count: bytes.count - Self.size))
       }
+      // Like every decoder here, name the incomplete field by where it starts.
+      let start = min(bytes.count, 4)
       throw ANCSError(
-        field: Self.fieldAt(bytes.count), offset: bytes.count,
-        reason: .truncated(needed: Self.size - bytes.count, available: 0))
+        field: Self.fieldAt(bytes.count), offset: start,
+        reason: .truncated(needed: start < 4 ? 1 : 4, available: bytes.count - start))
     }
     let b = bytes.startIndex
     eventID = EventID(rawValue: bytes[b])

@@ -89,7 +89,7 @@ public struct ByteReader<Bytes: RandomAccessCollection<UInt8>>: Sendable where B
   }
 
   /// Reads a NUL-terminated UTF-8 string and consumes its terminator.
-  public mutating func cString(_ field: String) throws(ReadError) -> String {
+  @inlinable public mutating func cString(_ field: String) throws(ReadError) -> String {
     let start = bytes.startIndex + offset
     guard let nul = bytes[start...].firstIndex(of: 0) else {
       throw ReadError(field: field, offset: offset, reason: .missingTerminator)

@@ -1,0 +1,108 @@
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// A usage error: one line on stderr, exit code 2.
+struct UsageError: Error {
+  var message: String
+  init(_ message: String) { self.message = message }
+}
+
+enum CLI {
+  static let version = "0.1.0"
+
+  static let usage = """
+    ancs \(version): a simulator of Apple's Notification Center Service (ANCS)
+
+    usage: ancs <subcommand> [options]
+
+    subcommands:
+      bench      measure codec, reassembly and GATT throughput
+
+    options:
+      --help     show help (also after a subcommand)
+      --version  print the version
+
+    exit codes: 0 success, 1 failure while running, 2 bad usage or input
+    """
+
+  static let benchUsage = """
+    usage: ancs bench [--seconds S] [--filter NAME]
+
+    Measures ANCS codec rates, Data Source reassembly throughput at MTU 23 and 185, and GATT
+    write-with-response round trips, and prints a Markdown table (as in BENCHMARKS.md).
+    Build in release mode first: swift build -c release.
+
+    options:
+      --seconds S    time per case (default 1.0)
+      --filter NAME  only cases whose key contains NAME (ns-decode, ns-encode, cp, ds,
+                     reassembly, gatt-memory, gatt-unix)
+
+    example:
+      ancs bench --seconds 2 --filter reassembly
+    """
+
+  static func main(_ arguments: [String]) async -> Int32 {
+    do {
+      guard let first = arguments.first else {
+        print(usage)
+        return 0
+      }
+      switch first {
+      case "--help", "-h", "help":
+        print(usage)
+        return 0
+      case "--version":
+        print("ancs \(version)")
+        return 0
+      case "bench":
+        return try await bench(Array(arguments.dropFirst()))
+      default:
+        throw UsageError("unknown subcommand '\(first)'; try 'ancs --help'")
+      }
+    } catch let error as UsageError {
+      printError("ancs: \(error.message)")
+      return 2
+    } catch {
+      printError("ancs: \(error)")
+      return 1
+    }
+  }
+
+  static func bench(_ arguments: [String]) async throws -> Int32 {
+    var bench = Bench()
+    var rest = arguments[...]
+    while let argument = rest.popFirst() {
+      switch argument {
+      case "--help", "-h":
+        print(benchUsage)
+        return 0
+      case "--seconds":
+        guard let text = rest.popFirst(), let seconds = Double(text), seconds > 0, seconds <= 600 else {
+          throw UsageError("--seconds needs a number of seconds between 0 and 600")
+        }
+        bench.seconds = seconds
+      case "--filter":
+        guard let name = rest.popFirst() else { throw UsageError("--filter needs a name") }
+        bench.filter = name
+      default:
+        throw UsageError("unknown option '\(argument)' for bench; try 'ancs bench --help'")
+      }
+    }
+    try await bench.run()
+    return 0
+  }
+}
+
+/// Writes a line to standard error (unbuffered).
+func printError(_ line: String) {
+  var text = line + "\n"
+  text.withUTF8 { buffer in
+    var offset = 0
+    while offset < buffer.count {
+      let written = write(2, buffer.baseAddress! + offset, buffer.count - offset)
+      if written <= 0 { return }
+      offset += written
+    }
+  }
+}
