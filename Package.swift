@@ -17,11 +17,15 @@ let package = Package(
     .target(name: "ATT", dependencies: ["Wire"]),
     .target(name: "GATT", dependencies: ["ATT", "Wire"]),
     .target(name: "Links", dependencies: ["ATT", "Wire"]),
-    .executableTarget(name: "ancs", dependencies: ["ANCS", "ATT", "GATT", "Links", "Wire"]),
+    .target(name: "Phone", dependencies: ["ANCS", "ATT", "GATT", "Wire"]),
+    .target(name: "Watch", dependencies: ["ANCS", "ATT", "GATT", "Wire"]),
+    .executableTarget(name: "ancs", dependencies: ["ANCS", "ATT", "GATT", "Links", "Phone", "Watch", "Wire"]),
     .testTarget(name: "WireTests", dependencies: ["Wire"]),
     .testTarget(name: "ANCSTests", dependencies: ["ANCS", "Wire"]),
     .testTarget(name: "ATTTests", dependencies: ["ATT", "Links", "Wire"]),
     .testTarget(name: "GATTTests", dependencies: ["GATT", "ATT", "Links", "Wire"]),
+    .testTarget(name: "PhoneTests", dependencies: ["Phone", "ANCS", "ATT", "GATT", "Links", "Wire"]),
+    .testTarget(name: "WatchTests", dependencies: ["Watch", "Phone", "ANCS", "ATT", "GATT", "Links", "Wire"]),
     .testTarget(name: "LinksTests", dependencies: ["Links", "ATT", "GATT", "Wire"]),
   ]
 )

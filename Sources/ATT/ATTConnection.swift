@@ -175,7 +175,10 @@ public final class ATTConnection: Sendable {
 
   private func shutdown(_ reason: ATTError) {
     let (continuations, waiters, watchdog) = state.withLock {
-      state -> ([CheckedContinuation<Result<ATTPDU, ATTError>, Never>], [CheckedContinuation<Void, Never>], CheckedContinuation<Void, Never>?) in
+      state -> (
+        [CheckedContinuation<Result<ATTPDU, ATTError>, Never>], [CheckedContinuation<Void, Never>],
+        CheckedContinuation<Void, Never>?
+      ) in
       if state.closed == nil { state.closed = reason }
       var continuations: [CheckedContinuation<Result<ATTPDU, ATTError>, Never>] = []
       for kind in 0..<2 {
@@ -364,7 +367,8 @@ public final class ATTConnection: Sendable {
       if error.requestOpcode == request { return .failure(.errorResponse(error)) }
       return .failure(.invalidResponse("Error Response for \(error.requestOpcode), expected one for \(request)"))
     }
-    let expected: UInt8 = request == .handleValueIndication ? ATTOpcode.handleValueConfirmation.rawValue : request.rawValue + 1
+    let expected: UInt8 =
+      request == .handleValueIndication ? ATTOpcode.handleValueConfirmation.rawValue : request.rawValue + 1
     if answer.opcode.rawValue == expected { return .success(answer) }
     return .failure(.invalidResponse("\(answer.opcode) in answer to \(request)"))
   }

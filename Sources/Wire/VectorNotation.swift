@@ -33,14 +33,14 @@ public enum VectorNotation {
   public static func records(in text: String, columns: [String: Int]) throws(SyntaxError) -> [Record] {
     var records: [Record] = []
     var names: Set<String> = []
-    for (index, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+    for (index, raw) in text.split(omittingEmptySubsequences: false, whereSeparator: \.isNewline).enumerated() {
       let line = index + 1
       let content = trimmed(raw)
       if content.isEmpty || content.hasPrefix("#") { continue }
       let head = content.split(separator: "|", maxSplits: 2, omittingEmptySubsequences: false).map(trimmed)
       guard head.count == 3 else { throw SyntaxError(line: line, "expected name | decoder | ...") }
       let (name, decoder) = (head[0], head[1])
-      guard let count = columns[decoder] else {
+      guard let count = columns[decoder], count >= 3 else {
         throw SyntaxError(line: line, "unknown decoder \"\(decoder)\"; known: \(columns.keys.sorted())")
       }
       let rest = head[2].split(separator: "|", maxSplits: count - 3, omittingEmptySubsequences: false).map(trimmed)
@@ -134,21 +134,26 @@ public enum VectorNotation {
   }
 }
 
-/// The expectation column of a vector: a verb (`ok`, `error`, ...) then `key=value` words.
-/// Take every field a check needs, then call `done()`: a field nobody took is an error, so a
-/// misspelt key cannot pass unnoticed.
-public struct VectorExpectation: Sendable {
-  public let verb: String
+/// `key=value` words, as in the expectation column of a vector (after its verb: `ok`,
+/// `error`, ...) or its policy column. Take every field a check needs, then call `done()`: a
+/// field nobody took is an error, so a misspelt key cannot pass unnoticed.
+public struct VectorFields: Sendable {
+  /// The first word when the text starts with a verb, else nil.
+  public let verb: String?
   public let line: Int
   private var fields: [(key: String, value: String)]
 
-  public init(_ text: String, line: Int = 0) throws(VectorNotation.SyntaxError) {
-    let words = try VectorNotation.words(text, line: line)
-    guard let verb = words.first else { throw VectorNotation.SyntaxError(line: line, "empty expectation") }
-    self.verb = verb
+  public init(_ text: String, line: Int = 0, hasVerb: Bool = true) throws(VectorNotation.SyntaxError) {
+    var words = try VectorNotation.words(text, line: line)[...]
+    if hasVerb {
+      guard let verb = words.popFirst() else { throw VectorNotation.SyntaxError(line: line, "empty expectation") }
+      self.verb = verb
+    } else {
+      verb = nil
+    }
     self.line = line
     fields = []
-    for word in words.dropFirst() {
+    for word in words {
       guard let equals = word.firstIndex(of: "="), equals != word.startIndex else {
         throw VectorNotation.SyntaxError(line: line, "expected key=value, found \"\(word)\"")
       }

@@ -40,13 +40,19 @@ import Wire
     let recorder = Recorder()
     let pair = ClientServerPair(server: try makeFixtureServer(recorder))
     let client = pair.client
-    await #expect(throws: ATTError.errorResponse(.init(requestOpcode: .writeRequest, handle: 14, errorCode: .insufficientEncryption))) {
+    await #expect(
+      throws: ATTError.errorResponse(
+        .init(requestOpcode: .writeRequest, handle: 14, errorCode: .insufficientEncryption))
+    ) {
       try await client.write(14, [1])
     }
     #expect(try await client.connection.bearer.pair(.encrypted) == .encrypted)
     #expect(pair.served.connection.securityLevel == .encrypted, "both ends see the new level")
     try await client.write(14, [1])
-    await #expect(throws: ATTError.errorResponse(.init(requestOpcode: .readRequest, handle: 22, errorCode: .insufficientAuthentication))) {
+    await #expect(
+      throws: ATTError.errorResponse(
+        .init(requestOpcode: .readRequest, handle: 22, errorCode: .insufficientAuthentication))
+    ) {
       try await client.read(22)
     }
     _ = try await client.connection.bearer.pair(.authenticated)

@@ -108,7 +108,8 @@ struct ClientServerPair {
 }
 
 extension ServedLink {
-  init(server: GATTServer, connection: ATTConnection, session: GATTSession, peer: MemoryBearer, task: Task<Void, Never>) {
+  init(server: GATTServer, connection: ATTConnection, session: GATTSession, peer: MemoryBearer, task: Task<Void, Never>)
+  {
     self.server = server
     self.connection = connection
     self.session = session

@@ -46,7 +46,8 @@ private let seeds: [[UInt8]] = [
         before.append(answer)
         try #require(before.count <= 2, "round \(round): too many answers to \(Hex.encode(pdu))")
       }
-      #expect(before.count == expectedAnswers(pdu), "round \(round): \(Hex.encode(pdu)) got \(before.map { Hex.encode($0) })")
+      #expect(
+        before.count == expectedAnswers(pdu), "round \(round): \(Hex.encode(pdu)) got \(before.map { Hex.encode($0) })")
       if let answer = before.first, expectedAnswers(pdu) == 1 {
         #expect(answer.count <= 23, "round \(round): answer over ATT_MTU")
         answered += 1
@@ -94,7 +95,8 @@ private let seeds: [[UInt8]] = [
         case 0: _ = try await client.discoverAllPrimaryServices()
         case 1: _ = try await client.discoverPrimaryServices(0x180F)
         case 2:
-          _ = try await client.discoverCharacteristics(of: DiscoveredService(uuid: 0x180F, range: HandleRange(1, 0xFFFF)))
+          _ = try await client.discoverCharacteristics(
+            of: DiscoveredService(uuid: 0x180F, range: HandleRange(1, 0xFFFF)))
         case 3: _ = try await client.read(7)
         default:
           _ = try await client.discoverDescriptors(

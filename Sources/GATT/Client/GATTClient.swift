@@ -122,8 +122,11 @@ public final class GATTClient: Sendable {
   {
     var declarations: [(handle: UInt16, properties: UInt8, value: UInt16, uuid: BluetoothUUID)] = []
     try await paginate(service.range) { range throws(ATTError) in
-      let answer = try await connection.request(.readByTypeRequest(ReadByTypeRequest(range: range, type: .characteristic)))
-      guard case .readByTypeResponse(let response) = answer else { throw .invalidResponse("expected Read By Type Response") }
+      let answer = try await connection.request(
+        .readByTypeRequest(ReadByTypeRequest(range: range, type: .characteristic)))
+      guard case .readByTypeResponse(let response) = answer else {
+        throw .invalidResponse("expected Read By Type Response")
+      }
       for entry in response.entries {
         let v = entry.value
         guard v.count == 5 || v.count == 19, let uuid = BluetoothUUID(littleEndian: v[3...]) else {
@@ -147,7 +150,8 @@ public final class GATTClient: Sendable {
   {
     guard characteristic.valueHandle < characteristic.endHandle else { return [] }
     var found: [DiscoveredDescriptor] = []
-    try await paginate(HandleRange(characteristic.valueHandle + 1, characteristic.endHandle)) { range throws(ATTError) in
+    try await paginate(HandleRange(characteristic.valueHandle + 1, characteristic.endHandle)) {
+      range throws(ATTError) in
       let answer = try await connection.request(.findInformationRequest(FindInformationRequest(range: range)))
       guard case .findInformationResponse(let response) = answer else {
         throw .invalidResponse("expected Find Information Response")
@@ -173,7 +177,9 @@ public final class GATTClient: Sendable {
         if error.errorCode == .attributeNotFound { return }
         throw error
       }
-      guard let last, last >= start else { throw .invalidResponse("discovery did not advance past 0x\(String(start, radix: 16))") }
+      guard let last, last >= start else {
+        throw .invalidResponse("discovery did not advance past 0x\(String(start, radix: 16))")
+      }
       if last >= range.end { return }
       start = last + 1
     }
@@ -191,7 +197,8 @@ public final class GATTClient: Sendable {
     while part == connection.mtu - 1 && value.count < 512 {
       let next: ATTPDU
       do {
-        next = try await connection.request(.readBlobRequest(ReadBlobRequest(handle: handle, offset: UInt16(value.count))))
+        next = try await connection.request(
+          .readBlobRequest(ReadBlobRequest(handle: handle, offset: UInt16(value.count))))
       } catch {
         if error.errorCode == .attributeNotLong || error.errorCode == .invalidOffset { break }
         throw error
@@ -216,7 +223,8 @@ public final class GATTClient: Sendable {
 
   /// Writes a characteristic's CCCD: notifications, indications, or [] to unsubscribe.
   public func configure(cccd handle: UInt16, _ value: CCCDValue) async throws(ATTError) {
-    try await write(handle, [UInt8(truncatingIfNeeded: value.rawValue), UInt8(truncatingIfNeeded: value.rawValue >> 8)])
+    try await write(
+      handle, [UInt8(truncatingIfNeeded: value.rawValue), UInt8(truncatingIfNeeded: value.rawValue >> 8)])
   }
 
   /// Finds the CCCD of `characteristic`, installs `handler` and enables notifications (or

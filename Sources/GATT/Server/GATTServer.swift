@@ -16,7 +16,8 @@ public final class GATTServer: Sendable {
   /// Builds the database from `services`, in order, handles from 1.
   /// - Parameter serviceChanged: first publish the Generic Attribute service with the
   ///   Service Changed characteristic (indicate), so clients learn of later changes.
-  public init(services: [ServiceDefinition], serviceChanged: Bool = true, logger: Logger = .none) throws(DatabaseError) {
+  public init(services: [ServiceDefinition], serviceChanged: Bool = true, logger: Logger = .none) throws(DatabaseError)
+  {
     var database = GATTDatabase()
     var changed: CharacteristicHandles?
     if serviceChanged {
@@ -28,6 +29,13 @@ public final class GATTServer: Sendable {
     for service in services { try database.add(service) }
     self.state = Mutex(State(database: database, serviceChanged: changed))
     self.logger = logger
+  }
+
+  /// Adds a service while setting up, before any client could have discovered the database
+  /// (no Service Changed indication). Use `publish` once clients are connected.
+  @discardableResult
+  public func add(_ service: ServiceDefinition) throws(DatabaseError) -> [CharacteristicHandles] {
+    try state.withLock { state throws(DatabaseError) in try state.database.add(service) }
   }
 
   /// The handles of a published service's characteristics, in definition order.

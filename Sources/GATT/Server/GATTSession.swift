@@ -127,7 +127,8 @@ public final class GATTSession: ATTServerHandler, Sendable {
         guard let index = db.index(of: request.handle) else { return fail(request.handle, .invalidHandle) }
         switch readValue(db.attributes[index]) {
         case .failure(let code): return fail(request.handle, code)
-        case .success(let value): return ATTServerReply(.readResponse(ReadResponse(value: Array(value.prefix(mtu - 1)))))
+        case .success(let value):
+          return ATTServerReply(.readResponse(ReadResponse(value: Array(value.prefix(mtu - 1)))))
         }
       }
 
@@ -210,7 +211,9 @@ public final class GATTSession: ATTServerHandler, Sendable {
       // Reserved bits, or a mode the characteristic does not support.
       guard supported.isSuperset(of: requested) else { return .refused(.cccdImproperlyConfigured) }
       cccds.withLock { $0[valueHandle] = requested }
-      server.logger.debug("\(connection.bearer.name): CCCD 0x\(Hex.encode([UInt8(valueHandle >> 8), UInt8(valueHandle & 0xff)], separator: "")) = \(requested.rawValue)")
+      server.logger.debug(
+        "\(connection.bearer.name): CCCD 0x\(Hex.encode([UInt8(valueHandle >> 8), UInt8(valueHandle & 0xff)], separator: "")) = \(requested.rawValue)"
+      )
       guard let subscribed = characteristic.subscribed else { return .accepted }
       return .accepted(then: { await subscribed(self, requested) })
     }

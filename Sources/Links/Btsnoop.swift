@@ -1,0 +1,217 @@
+import Glibc
+import Synchronization
+
+/// The btsnoop capture format (as written by BlueZ's btsnoop and Android's HCI snoop log, and
+/// read by Wireshark, tshark and btmon), with the HCI UART (H4) datalink. All header fields
+/// are big-endian:
+///
+///   file header:  "btsnoop\0" | version u32 = 1 | datalink u32 = 1002 (HCI UART H4)
+///   record:       original length u32 | included length u32 | flags u32 |
+///                 cumulative drops u32 | timestamp i64 (microseconds since 0000-01-01) |
+///                 packet
+///   flags:        bit 0 direction (0 sent by the recording host, 1 received by it),
+///                 bit 1 0 = data (1 would be command/event)
+///
+/// Each ATT PDU is recorded as the controller would carry it, little-endian inside:
+///   H4 type 0x02 (ACL data) | handle 0x0040 + PB 0b10 (first, automatically flushable) |
+///   ACL length u16 | L2CAP length u16 | CID 0x0004 (ATT) | PDU
+///
+/// A capture may start with an HCI LE Connection Complete event for handle 0x0040 (flags
+/// 0b11: received, event), so that Wireshark knows the connection the ACL packets belong to
+/// instead of flagging each one as "out of any connection handle session".
+public enum Btsnoop {
+  public enum Direction: Hashable, Sendable {
+    /// Sent by the recording end (host to controller).
+    case sent
+    /// Received by the recording end (controller to host).
+    case received
+  }
+
+  /// Microseconds from 0000-01-01 00:00 to the Unix epoch (1970-01-01 00:00).
+  public static let epochOffset: Int64 = 0x00E0_3AB4_4A67_6000
+  public static let datalinkH4: UInt32 = 1002
+  public static let aclHandle: UInt16 = 0x0040
+  /// Handle, with packet boundary 0b10 (first automatically flushable) in bits 12-13.
+  static let aclHandleField: UInt16 = aclHandle | 0b10 << 12
+  /// The largest PDU that fits an ACL length field with its 4-byte L2CAP header.
+  public static let maxPDUSize = Int(UInt16.max) - 4
+
+  public static let fileHeader: [UInt8] = Array("btsnoop".utf8) + [0] + bigEndian(UInt32(1)) + bigEndian(datalinkH4)
+
+  /// The simulated connection announced at the start of a capture.
+  public struct Connection: Hashable, Sendable {
+    public enum Role: UInt8, Hashable, Sendable {
+      case central = 0x00
+      case peripheral = 0x01
+    }
+    /// The recording end's role.
+    public var role: Role
+    /// The peer's random static address, most significant byte first, as it is written.
+    public var peerAddress: [UInt8]
+
+    public init(role: Role = .central, peerAddress: [UInt8] = [0xC0, 0x00, 0x00, 0x00, 0x00, 0x01]) {
+      self.role = role
+      self.peerAddress = peerAddress
+    }
+  }
+
+  /// An H4 HCI LE Connection Complete event for `aclHandle` (Core v5.3, Vol 4, Part E, 7.7.65.1).
+  public static func h4ConnectionComplete(_ connection: Connection) -> [UInt8] {
+    var parameters: [UInt8] = [0x01, 0x00]  // subevent LE Connection Complete, status success
+    parameters += littleEndian(aclHandle)
+    parameters.append(connection.role.rawValue)
+    parameters.append(0x01)  // peer address type: random
+    parameters += (connection.peerAddress + [UInt8](repeating: 0, count: 6)).prefix(6).reversed()
+    parameters += littleEndian(UInt16(24))  // connection interval 30 ms
+    parameters += littleEndian(UInt16(0))  // peripheral latency
+    parameters += littleEndian(UInt16(72))  // supervision timeout 720 ms
+    parameters.append(0x00)  // central clock accuracy
+    return [0x04, 0x3E, UInt8(parameters.count)] + parameters
+  }
+
+  /// An ATT PDU as an H4 ACL packet on L2CAP CID 4.
+  public static func h4Packet(attPDU pdu: [UInt8]) -> [UInt8] {
+    var packet: [UInt8] = [0x02]
+    packet.reserveCapacity(pdu.count + 9)
+    packet += littleEndian(aclHandleField)
+    packet += littleEndian(UInt16(pdu.count + 4))
+    packet += littleEndian(UInt16(pdu.count))
+    packet += littleEndian(UInt16(0x0004))
+    packet += pdu
+    return packet
+  }
+
+  /// One record around `packet`. `unixMicroseconds` counts from the Unix epoch.
+  /// `isEvent` sets flag bit 1 (command or event instead of data).
+  public static func record(
+    _ packet: [UInt8], direction: Direction, isEvent: Bool = false, unixMicroseconds: Int64,
+    cumulativeDrops: UInt32 = 0
+  ) -> [UInt8] {
+    var record: [UInt8] = []
+    record.reserveCapacity(packet.count + 24)
+    record += bigEndian(UInt32(packet.count))
+    record += bigEndian(UInt32(packet.count))
+    record += bigEndian(UInt32((direction == .received ? 1 : 0) | (isEvent ? 2 : 0)))
+    record += bigEndian(cumulativeDrops)
+    record += bigEndian(UInt64(bitPattern: unixMicroseconds &+ epochOffset))
+    record += packet
+    return record
+  }
+
+  static func bigEndian<T: FixedWidthInteger>(_ value: T) -> [UInt8] {
+    withUnsafeBytes(of: value.bigEndian) { Array($0) }
+  }
+
+  static func littleEndian<T: FixedWidthInteger>(_ value: T) -> [UInt8] {
+    withUnsafeBytes(of: value.littleEndian) { Array($0) }
+  }
+}
+
+/// Writes a btsnoop file of ATT PDUs (format in `Btsnoop`). Safe to use from several
+/// threads; records are buffered and reach the file on `flush()`, `close()`, or when the
+/// buffer grows past 64 KiB.
+public final class BtsnoopWriter: Sendable {
+  /// Microseconds since the Unix epoch.
+  public typealias Clock = @Sendable () -> Int64
+
+  /// The wall clock (CLOCK_REALTIME).
+  public static let systemClock: Clock = {
+    var now = timespec()
+    clock_gettime(CLOCK_REALTIME, &now)
+    return Int64(now.tv_sec) * 1_000_000 + Int64(now.tv_nsec) / 1000
+  }
+
+  private struct State {
+    var fd: Int32
+    var buffer: [UInt8]
+    var drops: UInt32 = 0
+    var error: String?
+  }
+
+  public let path: String
+  private let clock: Clock
+  private let state: Mutex<State>
+
+  /// Creates (or truncates) the file at `path` and writes the file header, then the
+  /// connection's LE Connection Complete event unless `connection` is nil.
+  public init(
+    path: String, clock: @escaping Clock = BtsnoopWriter.systemClock,
+    connection: Btsnoop.Connection? = Btsnoop.Connection()
+  ) throws(LinkError) {
+    let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+    guard fd >= 0 else {
+      let code = errno
+      throw LinkError(
+        address: path, kind: code == EACCES ? .permissionDenied : .system(errno: code),
+        detail: "cannot create capture file: \(errnoText(code))")
+    }
+    self.path = path
+    self.clock = clock
+    var start = Btsnoop.fileHeader
+    if let connection {
+      start += Btsnoop.record(
+        Btsnoop.h4ConnectionComplete(connection), direction: .received, isEvent: true, unixMicroseconds: clock())
+    }
+    self.state = Mutex(State(fd: fd, buffer: start))
+    flush()
+  }
+
+  deinit {
+    close()
+  }
+
+  /// Records one ATT PDU. A PDU too large for an ACL packet is counted as dropped.
+  public func record(_ pdu: [UInt8], direction: Btsnoop.Direction) {
+    let time = clock()
+    state.withLock { state in
+      guard state.fd >= 0 else { return }
+      guard pdu.count <= Btsnoop.maxPDUSize else {
+        state.drops &+= 1
+        return
+      }
+      state.buffer += Btsnoop.record(
+        Btsnoop.h4Packet(attPDU: pdu), direction: direction, unixMicroseconds: time, cumulativeDrops: state.drops)
+      if state.buffer.count >= 64 * 1024 { Self.write(&state) }
+    }
+  }
+
+  /// Writes what is buffered to the file.
+  public func flush() {
+    state.withLock { Self.write(&$0) }
+  }
+
+  /// Flushes and closes the file (idempotent); later records are ignored.
+  public func close() {
+    state.withLock { state in
+      guard state.fd >= 0 else { return }
+      Self.write(&state)
+      Glibc.close(state.fd)
+      state.fd = -1
+    }
+  }
+
+  /// The first write error, if any (the capture then stops growing).
+  public var writeError: String? { state.withLock { $0.error } }
+
+  /// PDUs left out because they do not fit an ACL packet.
+  public var droppedCount: UInt32 { state.withLock { $0.drops } }
+
+  private static func write(_ state: inout State) {
+    guard state.fd >= 0, state.error == nil, !state.buffer.isEmpty else { return }
+    let fd = state.fd
+    let failure = state.buffer.withUnsafeBytes { raw -> Int32? in
+      var offset = 0
+      while offset < raw.count {
+        let written = Glibc.write(fd, raw.baseAddress! + offset, raw.count - offset)
+        if written < 0 {
+          if errno == EINTR { continue }
+          return errno
+        }
+        offset += written
+      }
+      return nil
+    }
+    state.buffer.removeAll(keepingCapacity: true)
+    if let failure { state.error = "cannot write the capture: \(errnoText(failure))" }
+  }
+}

@@ -1,0 +1,130 @@
+import ATT
+
+/// Something that waits for a peer and hands out one bearer per connection.
+public protocol LinkListener: AnyObject, Sendable {
+  /// The address as it can be given to the peer's `--connect` ("unix:phone.sock",
+  /// "tcp:127.0.0.1:50123", with the actual port).
+  var name: String { get }
+  /// Waits for the next peer; throws `.listenerClosed` once `close()` was called.
+  func accept() async throws(LinkError) -> SocketBearer
+  /// Stops listening (idempotent). Links already accepted stay up.
+  func close()
+}
+
+/// A simulated-link address, as written on the command line:
+/// `memory`, `unix:PATH`, `tcp:HOST:PORT` (`tcp::PORT` and `tcp:PORT` mean 127.0.0.1, an
+/// IPv6 host goes in brackets: `tcp:[::1]:5000`).
+public enum LinkAddress: Hashable, Sendable, CustomStringConvertible {
+  /// Both ends in this process (`MemoryLink`).
+  case memory
+  /// A named SOCK_SEQPACKET socket.
+  case unix(path: String)
+  /// TCP with length framing.
+  case tcp(host: String, port: UInt16)
+
+  /// The transports this build can open, for error messages.
+  public static let alternatives = "memory, unix:PATH or tcp:HOST:PORT"
+
+  /// Real-Bluetooth transport names, not available yet in this build.
+  static let bluetoothSchemes = ["hci-tcp", "hci-uart", "hci-user", "l2cap"]
+
+  public init(parsing text: String) throws(LinkError) {
+    if text == "memory" {
+      self = .memory
+      return
+    }
+    if text.isEmpty {
+      throw LinkError(
+        address: "", kind: .invalidAddress, detail: "no link address given", advice: "use \(Self.alternatives)")
+    }
+    guard let colon = text.firstIndex(of: ":") else {
+      throw LinkError(
+        address: text, kind: .unknownTransport, detail: "unknown transport", advice: "use \(Self.alternatives)")
+    }
+    let scheme = String(text[..<colon])
+    let rest = String(text[text.index(after: colon)...])
+    switch scheme {
+    case "unix":
+      if rest.isEmpty || rest.utf8.contains(0) || rest.utf8.count > LinkError.maxUnixPathBytes {
+        throw LinkError.unixPathUnusable(rest)
+      }
+      self = .unix(path: rest)
+    case "tcp":
+      self = try Self.parseTCP(rest, text: text)
+    case "memory":
+      throw LinkError(
+        address: text, kind: .invalidAddress, detail: "memory takes no argument", advice: "write just memory")
+    default:
+      if Self.bluetoothSchemes.contains(scheme) {
+        throw LinkError(
+          address: text, kind: .unavailableTransport,
+          detail: "real-Bluetooth transport \(scheme): is not available in this build",
+          advice: "use \(Self.alternatives)")
+      }
+      throw LinkError(
+        address: text, kind: .unknownTransport, detail: "unknown transport \(scheme):",
+        advice: "use \(Self.alternatives)")
+    }
+  }
+
+  private static func parseTCP(_ rest: String, text: String) throws(LinkError) -> LinkAddress {
+    let host: String
+    let portText: String
+    if rest.hasPrefix("[") {
+      guard let close = rest.firstIndex(of: "]"), rest[rest.index(after: close)...].hasPrefix(":") else {
+        throw LinkError(
+          address: text, kind: .invalidAddress, detail: "bad IPv6 host", advice: "write tcp:[ADDRESS]:PORT")
+      }
+      host = String(rest[rest.index(after: rest.startIndex)..<close])
+      portText = String(rest[rest.index(close, offsetBy: 2)...])
+    } else if let colon = rest.lastIndex(of: ":") {
+      host = String(rest[..<colon])
+      portText = String(rest[rest.index(after: colon)...])
+      if host.contains(":") {
+        throw LinkError(
+          address: text, kind: .invalidAddress, detail: "an IPv6 host needs brackets",
+          advice: "write tcp:[ADDRESS]:PORT")
+      }
+    } else {
+      host = ""
+      portText = rest
+    }
+    guard !portText.isEmpty, portText.allSatisfy({ $0.isASCII && $0.isNumber }), let port = UInt16(portText) else {
+      throw LinkError(
+        address: text, kind: .invalidAddress,
+        detail: portText.isEmpty ? "missing port" : "bad port \"\(portText)\" (0...65535)",
+        advice: "write tcp:HOST:PORT or tcp:PORT")
+    }
+    return .tcp(host: host.isEmpty ? TCPLink.defaultHost : host, port: port)
+  }
+
+  public var description: String {
+    switch self {
+    case .memory: return "memory"
+    case .unix(let path): return "unix:\(path)"
+    case .tcp(let host, let port): return "tcp:\(tcpHostText(host)):\(port)"
+    }
+  }
+
+  /// Listens at this address. `memory` has nothing to listen on.
+  public func listen(pairing: PairingPolicy = .accept(upTo: .authenticated)) throws(LinkError) -> any LinkListener {
+    switch self {
+    case .memory: throw Self.memoryIsInProcess
+    case .unix(let path): return try UnixSeqpacketListener(path: path, pairing: pairing)
+    case .tcp(let host, let port): return try TCPListener(host: host, port: port, pairing: pairing)
+    }
+  }
+
+  /// Connects to a listener at this address. `memory` has nothing to connect to.
+  public func connect(pairing: PairingPolicy = .accept(upTo: .authenticated)) async throws(LinkError) -> SocketBearer {
+    switch self {
+    case .memory: throw Self.memoryIsInProcess
+    case .unix(let path): return try await UnixSeqpacketLink.connect(path: path, pairing: pairing)
+    case .tcp(let host, let port): return try await TCPLink.connect(host: host, port: port, pairing: pairing)
+    }
+  }
+
+  private static let memoryIsInProcess = LinkError(
+    address: "memory", kind: .invalidAddress, detail: "an in-process link has no listener",
+    advice: "use unix:PATH or tcp:HOST:PORT between two processes")
+}

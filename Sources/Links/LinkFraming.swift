@@ -1,0 +1,160 @@
+// Framing of the simulated socket links (unix:PATH and tcp:HOST:PORT)
+//
+// Both socket links carry the same frame channel, so that security and pairing work between
+// two processes as they do on the in-memory link. Every message (unix) or frame (tcp) holds
+// one channel byte and a payload:
+//
+//   unix:PATH     | channel (1) | payload |                one SOCK_SEQPACKET message
+//   tcp:HOST:PORT | length (2, little-endian) | channel (1) | payload |
+//
+// The tcp length counts the channel byte and the payload (1...4096); the unix message is
+// 1...4096 bytes long. So an ATT PDU is at most 4095 bytes on either link. TCP_NODELAY is set.
+//
+//   channel 0x04  ATT: the payload is exactly one ATT PDU (as on L2CAP CID 0x0004).
+//   channel 0x06  link control (like SMP on L2CAP CID 0x0006): the payload is one message:
+//     0x01 Pair Request  | 0x01 | wanted level (1) |
+//     0x02 Pair Accept   | 0x02 | granted level (1) |
+//     0x03 Pair Reject   | 0x03 | reason (1) | text (UTF-8, 0 or more bytes) |
+//
+//   Levels: 1 unencrypted, 2 encrypted (unauthenticated key, Just Works),
+//           3 authenticated (MITM-protected key).
+//   Reasons (SMP's codes): 0x03 authentication requirements (wanted more than the responder
+//           grants), 0x05 pairing not supported (the responder rejects pairing),
+//           0x0A invalid parameters (the wanted level is not 1...3).
+//   Text: a one-line explanation phrased for the initiator ("the peer grants at most
+//         encrypted"); the initiator reports it as `BearerError.pairingFailed(text)`.
+//
+// Either end may send a Pair Request. The responder answers each request with exactly one
+// Accept or Reject, in order. On accepting it first raises its own level to
+// max(current, wanted), then sends Pair Accept with that level; the initiator raises its level
+// to the granted one. ATT PDUs sent after the exchange are therefore protected on both ends.
+// Control messages are handled inside the link and never returned by `receive()`.
+//
+// Anything else is a protocol error that closes the link and is recorded in `lastError`:
+// an empty tcp frame, a length over 4096, an unknown channel, an unknown control code, a
+// control message of the wrong size, an Accept or Reject with no request pending, a level
+// outside 1...3 in an Accept, or a stream that ends inside a frame. On unix an empty
+// message cannot be told from end of file and ends the link.
+import ATT
+
+/// The constants of the socket links' framing, described at the top of LinkFraming.swift.
+public enum LinkFraming {
+  /// Channel byte of an ATT PDU (L2CAP's ATT channel is CID 0x0004).
+  public static let attChannel: UInt8 = 0x04
+  /// Channel byte of a link-control message (L2CAP's SMP channel is CID 0x0006).
+  public static let controlChannel: UInt8 = 0x06
+  /// The largest channel byte plus payload in one message or frame.
+  public static let maxFrameBody = 4096
+  /// The largest ATT PDU the socket links carry.
+  public static let maxPDUSize = maxFrameBody - 1
+
+  /// SMP's reason codes, reused in Pair Reject.
+  public enum RejectReason {
+    public static let authenticationRequirements: UInt8 = 0x03
+    public static let pairingNotSupported: UInt8 = 0x05
+    public static let invalidParameters: UInt8 = 0x0A
+  }
+}
+
+/// One message of the link-control channel (0x06).
+enum ControlMessage: Hashable, Sendable {
+  /// The raw level byte, so that an out-of-range request can be answered with a rejection.
+  case pairRequest(wanted: UInt8)
+  case pairAccept(granted: SecurityLevel)
+  case pairReject(reason: UInt8, text: String)
+
+  static let pairRequestCode: UInt8 = 0x01
+  static let pairAcceptCode: UInt8 = 0x02
+  static let pairRejectCode: UInt8 = 0x03
+
+  var encoded: [UInt8] {
+    switch self {
+    case .pairRequest(let wanted): return [Self.pairRequestCode, wanted]
+    case .pairAccept(let granted): return [Self.pairAcceptCode, UInt8(granted.rawValue)]
+    case .pairReject(let reason, let text): return [Self.pairRejectCode, reason] + Array(text.utf8)
+    }
+  }
+
+  static func decode(_ payload: ArraySlice<UInt8>) throws(LinkFault) -> ControlMessage {
+    guard let code = payload.first else { throw .malformedControl("empty message") }
+    let rest = payload.dropFirst()
+    switch code {
+    case pairRequestCode:
+      guard rest.count == 1 else { throw .malformedControl("Pair Request of \(payload.count) bytes, expected 2") }
+      return .pairRequest(wanted: rest[rest.startIndex])
+    case pairAcceptCode:
+      guard rest.count == 1 else { throw .malformedControl("Pair Accept of \(payload.count) bytes, expected 2") }
+      let raw = rest[rest.startIndex]
+      guard let level = SecurityLevel(rawValue: Int(raw)) else {
+        throw .malformedControl("Pair Accept with level \(raw), expected 1...3")
+      }
+      return .pairAccept(granted: level)
+    case pairRejectCode:
+      guard let reason = rest.first else { throw .malformedControl("Pair Reject without a reason") }
+      return .pairReject(reason: reason, text: String(decoding: rest.dropFirst(), as: UTF8.self))
+    default:
+      throw .malformedControl("unknown code 0x\(hex(code))")
+    }
+  }
+}
+
+extension PairingPolicy {
+  /// The responder's answer to a Pair Request: the same rules as `MemoryLink`.
+  func answer(wanted raw: UInt8, current: SecurityLevel) -> ControlMessage {
+    guard let wanted = SecurityLevel(rawValue: Int(raw)) else {
+      return .pairReject(
+        reason: LinkFraming.RejectReason.invalidParameters, text: "the peer got an invalid level \(raw)")
+    }
+    switch self {
+    case .reject:
+      return .pairReject(reason: LinkFraming.RejectReason.pairingNotSupported, text: "the peer rejects pairing")
+    case .accept(let limit):
+      guard wanted <= limit else {
+        return .pairReject(
+          reason: LinkFraming.RejectReason.authenticationRequirements, text: "the peer grants at most \(limit)")
+      }
+      return .pairAccept(granted: max(current, wanted))
+    }
+  }
+}
+
+/// Splits a TCP byte stream into frame bodies (channel byte + payload), whatever the read
+/// sizes: a frame split across reads is held until complete, several frames in one read all
+/// come out. A bad length is reported as soon as its two bytes are in.
+struct StreamFrameDecoder {
+  let limit: Int
+  private var buffer: [UInt8] = []
+  private var start = 0
+
+  init(limit: Int = LinkFraming.maxFrameBody) {
+    self.limit = limit
+  }
+
+  /// Bytes received and not yet returned as a frame.
+  var bufferedCount: Int { buffer.count - start }
+
+  mutating func append(_ bytes: some Collection<UInt8>) {
+    if start > 0 && start * 2 >= buffer.count {
+      buffer.removeFirst(start)
+      start = 0
+    }
+    buffer.append(contentsOf: bytes)
+  }
+
+  /// The next complete frame body, or nil if more bytes are needed.
+  mutating func next() throws(LinkFault) -> [UInt8]? {
+    guard bufferedCount >= 2 else { return nil }
+    let length = Int(buffer[start]) | Int(buffer[start + 1]) << 8
+    if length == 0 { throw .emptyFrame }
+    if length > limit { throw .frameTooLong(length: length, limit: limit) }
+    guard bufferedCount >= 2 + length else { return nil }
+    let body = Array(buffer[(start + 2)..<(start + 2 + length)])
+    start += 2 + length
+    return body
+  }
+
+  /// A frame as it goes on the stream.
+  static func frame(_ body: [UInt8]) -> [UInt8] {
+    [UInt8(truncatingIfNeeded: body.count), UInt8(truncatingIfNeeded: body.count >> 8)] + body
+  }
+}

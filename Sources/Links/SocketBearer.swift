@@ -1,0 +1,328 @@
+import ATT
+import Glibc
+import Synchronization
+
+/// One end of a socket link (unix:PATH or tcp:HOST:PORT), framed as described at the top of
+/// LinkFraming.swift.
+///
+/// A dedicated thread reads the socket (blocking) into a queue, so the peer's sends never wait
+/// for this end's engine and two busy ends cannot deadlock. Sends are synchronous writes under
+/// a lock. Pairing requests from the peer are answered by the reader thread with this end's
+/// `PairingPolicy`. When the peer closes, resets or breaks the framing, or this end closes,
+/// `receive()` returns what was already queued and then nil, `send` throws `.disconnected`,
+/// and a pending `pair` fails with `.disconnected`.
+public final class SocketBearer: ATTBearer {
+  let core: SocketCore
+
+  init(core: SocketCore) {
+    self.core = core
+  }
+
+  deinit {
+    core.disconnect(fault: nil)
+  }
+
+  public var name: String { core.name }
+
+  public func send(_ pdu: [UInt8]) async throws(BearerError) {
+    guard pdu.count <= LinkFraming.maxPDUSize else {
+      throw .tooLarge(size: pdu.count, limit: LinkFraming.maxPDUSize)
+    }
+    try core.sendFrame(channel: LinkFraming.attChannel, pdu)
+  }
+
+  public func receive() async throws(BearerError) -> [UInt8]? {
+    await core.inbox.pop()
+  }
+
+  public var securityLevel: SecurityLevel { core.securityLevel }
+
+  public func pair(_ level: SecurityLevel) async throws(BearerError) -> SecurityLevel {
+    try await core.pair(level).get()
+  }
+
+  /// Closes the link (idempotent): the peer sees end of file, the reader thread ends.
+  public func close() {
+    core.disconnect(fault: nil)
+  }
+
+  /// False once either end closed the link or it faulted.
+  public var isConnected: Bool { !core.isClosed }
+
+  /// Why the link went down on its own, if it did: the peer broke the framing, reset the
+  /// connection, or an I/O error. Nil while connected and after a clean close by either end.
+  public var lastError: LinkFault? { core.fault }
+
+  /// What this end answers when the peer asks to pair.
+  public var pairingPolicy: PairingPolicy { core.pairing }
+}
+
+/// The state a socket link's reader thread shares with its users; it owns the descriptor.
+final class SocketCore: Sendable {
+  enum Framing: Sendable {
+    /// One SOCK_SEQPACKET message per frame body.
+    case messages
+    /// A byte stream of length-prefixed frame bodies.
+    case stream
+  }
+
+  private typealias PairWaiter = CheckedContinuation<Result<SecurityLevel, BearerError>, Never>
+
+  private struct State {
+    var closed = false
+    var level: SecurityLevel
+    var pendingPairs: [PairWaiter] = []
+    var fault: LinkFault?
+  }
+
+  let socket: OwnedFD
+  let framing: Framing
+  let name: String
+  let pairing: PairingPolicy
+  let inbox = PDUQueue()
+  private let state: Mutex<State>
+  private let writeLock = Mutex(())
+
+  private init(fd: Int32, framing: Framing, name: String, pairing: PairingPolicy, level: SecurityLevel) {
+    self.socket = OwnedFD(fd)
+    self.framing = framing
+    self.name = name
+    self.pairing = pairing
+    self.state = Mutex(State(level: level))
+  }
+
+  /// Takes over a connected socket and starts its reader thread.
+  static func start(
+    fd: Int32, framing: Framing, name: String, pairing: PairingPolicy, level: SecurityLevel = .unencrypted
+  ) throws(LinkError) -> SocketBearer {
+    let core = SocketCore(fd: fd, framing: framing, name: name, pairing: pairing, level: level)
+    guard spawnThread({ core.readLoop() }) else {
+      throw LinkError(address: name, kind: .system(errno: EAGAIN), detail: "cannot start the link's reader thread")
+    }
+    return SocketBearer(core: core)
+  }
+
+  var isClosed: Bool { state.withLock { $0.closed } }
+  var fault: LinkFault? { state.withLock { $0.fault } }
+  var securityLevel: SecurityLevel { state.withLock { $0.level } }
+
+  /// Ends the link once; later calls do nothing. Records `fault` as the reason, if any.
+  func disconnect(fault: LinkFault?) {
+    let waiters = state.withLock { state -> [PairWaiter]? in
+      if state.closed { return nil }
+      state.closed = true
+      state.fault = fault
+      defer { state.pendingPairs = [] }
+      return state.pendingPairs
+    }
+    guard let waiters else { return }
+    socket.shutdown()
+    inbox.close()
+    for waiter in waiters { waiter.resume(returning: .failure(.disconnected)) }
+  }
+
+  // MARK: Sending
+
+  func sendFrame(channel: UInt8, _ payload: [UInt8]) throws(BearerError) {
+    var frame: [UInt8] = []
+    frame.reserveCapacity(payload.count + 3)
+    if framing == .stream {
+      let length = payload.count + 1
+      frame.append(UInt8(truncatingIfNeeded: length))
+      frame.append(UInt8(truncatingIfNeeded: length >> 8))
+    }
+    frame.append(channel)
+    frame.append(contentsOf: payload)
+    let code: Int32? = writeLock.withLock { _ in
+      if isClosed { return nil }
+      return writeAll(frame)
+    }
+    guard let code else { throw .disconnected }
+    if code == 0 { return }
+    switch code {
+    case EPIPE, ENOTCONN, ESHUTDOWN: disconnect(fault: nil)
+    case ECONNRESET: disconnect(fault: .connectionReset)
+    default: disconnect(fault: .io("send: \(errnoText(code))"))
+    }
+    throw .disconnected
+  }
+
+  /// Writes all of `bytes`: retries on EINTR and continues after a partial write (TCP).
+  /// MSG_NOSIGNAL turns a write to a closed peer into EPIPE instead of SIGPIPE.
+  private func writeAll(_ bytes: [UInt8]) -> Int32 {
+    bytes.withUnsafeBytes { raw -> Int32 in
+      var offset = 0
+      while offset < raw.count {
+        let written = Glibc.send(socket.fd, raw.baseAddress! + offset, raw.count - offset, Int32(MSG_NOSIGNAL))
+        if written < 0 {
+          let code = errno
+          if code == EINTR { continue }
+          return code
+        }
+        offset += written
+      }
+      return 0
+    }
+  }
+
+  // MARK: Pairing
+
+  func pair(_ wanted: SecurityLevel) async -> Result<SecurityLevel, BearerError> {
+    await withCheckedContinuation { (waiter: PairWaiter) in
+      let registered = state.withLock { state -> Bool in
+        if state.closed { return false }
+        state.pendingPairs.append(waiter)
+        return true
+      }
+      guard registered else {
+        waiter.resume(returning: .failure(.disconnected))
+        return
+      }
+      // A failed send disconnects (or found the link already closed, which disconnected it),
+      // and disconnecting fails every pending request, this one included.
+      try? sendFrame(
+        channel: LinkFraming.controlChannel, ControlMessage.pairRequest(wanted: UInt8(wanted.rawValue)).encoded)
+    }
+  }
+
+  // MARK: Reading (on the reader thread)
+
+  func readLoop() {
+    switch framing {
+    case .messages: readMessages()
+    case .stream: readStream()
+    }
+  }
+
+  private func readMessages() {
+    let limit = LinkFraming.maxFrameBody
+    var buffer = [UInt8](repeating: 0, count: limit + 1)
+    while !isClosed {
+      // MSG_TRUNC makes recv return the message's real length, so an oversized one shows.
+      let count = buffer.withUnsafeMutableBytes { raw in
+        recv(socket.fd, raw.baseAddress, raw.count, Int32(MSG_TRUNC))
+      }
+      if count < 0 {
+        let code = errno
+        if code == EINTR { continue }
+        disconnect(fault: Self.readFault(code))
+        return
+      }
+      if count == 0 {
+        disconnect(fault: nil)
+        return
+      }
+      if count > limit {
+        disconnect(fault: .frameTooLong(length: count, limit: limit))
+        return
+      }
+      if !handle(buffer[0..<count]) { return }
+    }
+  }
+
+  private func readStream() {
+    var decoder = StreamFrameDecoder()
+    var chunk = [UInt8](repeating: 0, count: 16 * 1024)
+    while !isClosed {
+      let count = chunk.withUnsafeMutableBytes { raw in recv(socket.fd, raw.baseAddress, raw.count, 0) }
+      if count < 0 {
+        let code = errno
+        if code == EINTR { continue }
+        disconnect(fault: Self.readFault(code))
+        return
+      }
+      if count == 0 {
+        let buffered = decoder.bufferedCount
+        disconnect(fault: buffered > 0 ? .truncatedFrame(bufferedBytes: buffered) : nil)
+        return
+      }
+      decoder.append(chunk[0..<count])
+      do {
+        while let body = try decoder.next() {
+          if !handle(body[...]) { return }
+        }
+      } catch {
+        disconnect(fault: error)
+        return
+      }
+    }
+  }
+
+  /// EPIPE on a read is a reset that came after the peer's FIN: the peer closed, with data of
+  /// ours unread. That is an ordinary close.
+  private static func readFault(_ code: Int32) -> LinkFault? {
+    switch code {
+    case EPIPE: return nil
+    case ECONNRESET: return .connectionReset
+    default: return .io("recv: \(errnoText(code))")
+    }
+  }
+
+  /// Dispatches one frame body; false once the link is down.
+  private func handle(_ body: ArraySlice<UInt8>) -> Bool {
+    guard let channel = body.first else {
+      disconnect(fault: .emptyFrame)
+      return false
+    }
+    let payload = body.dropFirst()
+    switch channel {
+    case LinkFraming.attChannel:
+      inbox.push(Array(payload))
+      return true
+    case LinkFraming.controlChannel:
+      return handleControl(payload)
+    default:
+      disconnect(fault: .unknownChannel(channel))
+      return false
+    }
+  }
+
+  private func handleControl(_ payload: ArraySlice<UInt8>) -> Bool {
+    let message: ControlMessage
+    do {
+      message = try ControlMessage.decode(payload)
+    } catch {
+      disconnect(fault: error)
+      return false
+    }
+    switch message {
+    case .pairRequest(let wanted):
+      // The level rises before the Accept leaves, so nothing this end sends afterwards
+      // can reach the initiator before the initiator knows the link is protected.
+      let answer = state.withLock { state -> ControlMessage in
+        let answer = pairing.answer(wanted: wanted, current: state.level)
+        if case .pairAccept(let granted) = answer { state.level = granted }
+        return answer
+      }
+      do {
+        try sendFrame(channel: LinkFraming.controlChannel, answer.encoded)
+      } catch {
+        return false
+      }
+      return true
+    case .pairAccept(let granted):
+      let taken = state.withLock { state -> (PairWaiter, SecurityLevel)? in
+        guard !state.pendingPairs.isEmpty else { return nil }
+        state.level = max(state.level, granted)
+        return (state.pendingPairs.removeFirst(), state.level)
+      }
+      guard let (waiter, level) = taken else {
+        disconnect(fault: .unexpectedPairResponse)
+        return false
+      }
+      waiter.resume(returning: .success(level))
+      return true
+    case .pairReject(let reason, let text):
+      let waiter = state.withLock { state -> PairWaiter? in
+        state.pendingPairs.isEmpty ? nil : state.pendingPairs.removeFirst()
+      }
+      guard let waiter else {
+        disconnect(fault: .unexpectedPairResponse)
+        return false
+      }
+      let why = text.isEmpty ? "the peer rejected pairing (reason 0x\(hex(reason)))" : text
+      waiter.resume(returning: .failure(.pairingFailed(why)))
+      return true
+    }
+  }
+}

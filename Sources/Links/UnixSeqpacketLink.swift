@@ -1,0 +1,254 @@
+import ATT
+import Glibc
+import Synchronization
+
+/// The simulated link over Unix-domain SOCK_SEQPACKET sockets: one message is one frame, as
+/// one L2CAP packet is one PDU. Framing at the top of LinkFraming.swift.
+public enum UnixSeqpacketLink {
+  /// A connected pair in one process (socketpair(2)): `central` (the phone, in ANCS) and
+  /// `peripheral` (the watch). Both ends answer pairing requests with `pairing`.
+  public static func pair(
+    pairing: PairingPolicy = .accept(upTo: .authenticated), initialLevel: SecurityLevel = .unencrypted
+  ) throws(LinkError) -> (central: SocketBearer, peripheral: SocketBearer) {
+    var fds: [Int32] = [-1, -1]
+    let type = Int32(SOCK_SEQPACKET.rawValue) | Int32(SOCK_CLOEXEC.rawValue)
+    guard socketpair(AF_UNIX, type, 0, &fds) == 0 else {
+      let code = errno
+      throw LinkError(address: "unix:socketpair", kind: .system(errno: code), detail: errnoText(code))
+    }
+    let central: SocketBearer
+    do {
+      central = try SocketCore.start(
+        fd: fds[0], framing: .messages, name: "unix:socketpair(central)", pairing: pairing, level: initialLevel)
+    } catch {
+      Glibc.close(fds[1])
+      throw error
+    }
+    let peripheral = try SocketCore.start(
+      fd: fds[1], framing: .messages, name: "unix:socketpair(peripheral)", pairing: pairing, level: initialLevel)
+    return (central, peripheral)
+  }
+
+  /// Connects to a `UnixSeqpacketListener` at `path`, possibly in another process.
+  public static func connect(
+    path: String, pairing: PairingPolicy = .accept(upTo: .authenticated)
+  ) async throws(LinkError) -> SocketBearer {
+    let address = "unix:\(path)"
+    guard let socketAddress = SocketAddress(unixPath: path) else { throw LinkError.unixPathUnusable(path) }
+    let outcome = await runBlocking { () -> Result<Int32, LinkError> in
+      let fd: Int32
+      switch makeSocket(family: AF_UNIX, type: Int32(SOCK_SEQPACKET.rawValue)) {
+      case .success(let made): fd = made
+      case .failure(let failure):
+        let code = failure.code
+
+        return .failure(LinkError(address: address, kind: .system(errno: code), detail: errnoText(code)))
+      }
+      let code = connectSocket(fd, to: socketAddress)
+      if code == 0 { return .success(fd) }
+      Glibc.close(fd)
+      return .failure(LinkError.unixConnect(address: address, errno: code))
+    }
+    let fd = try outcome.get()
+    return try SocketCore.start(fd: fd, framing: .messages, name: address, pairing: pairing)
+  }
+}
+
+/// Listens on a named SOCK_SEQPACKET socket, for a peer in another process.
+///
+/// The socket file is made with mode 0600 (only this user may connect) before anyone can
+/// connect to it. An existing socket file nobody listens on (left by a process that died) is
+/// removed and reused; one where someone is listening fails with `.addressInUse`; anything
+/// that is not a socket is never deleted and fails with `.notASocket`. Closing the listener
+/// removes its socket file, if it is still the one it made.
+public final class UnixSeqpacketListener: LinkListener {
+  public let path: String
+  public let pairing: PairingPolicy
+  private let socket: OwnedFD
+  /// Device and inode of the socket file, to remove only our own on close.
+  private let identity: (dev_t, ino_t)
+  private let closed = Mutex(false)
+
+  public var name: String { "unix:\(path)" }
+
+  public init(path: String, pairing: PairingPolicy = .accept(upTo: .authenticated)) throws(LinkError) {
+    let address = "unix:\(path)"
+    guard let socketAddress = SocketAddress(unixPath: path) else { throw LinkError.unixPathUnusable(path) }
+    try Self.clearStalePath(path, socketAddress: socketAddress, address: address)
+
+    let fd: Int32
+    switch makeSocket(family: AF_UNIX, type: Int32(SOCK_SEQPACKET.rawValue)) {
+    case .success(let made): fd = made
+    case .failure(let failure):
+      let code = failure.code
+      throw LinkError(address: address, kind: .system(errno: code), detail: errnoText(code))
+    }
+    let socket = OwnedFD(fd)
+    if socketAddress.withSockaddr({ bind(fd, $0, $1) }) != 0 {
+      throw LinkError.unixBind(address: address, errno: errno)
+    }
+    // Nobody can connect before listen(2), so the file is never reachable with the
+    // umask's wider mode.
+    var info = stat()
+    guard chmod(path, 0o600) == 0, lstat(path, &info) == 0 else {
+      let code = errno
+      unlink(path)
+      throw LinkError(
+        address: address, kind: .system(errno: code),
+        detail: "cannot restrict the socket to mode 0600: \(errnoText(code))")
+    }
+    guard listen(fd, 16) == 0 else {
+      let code = errno
+      unlink(path)
+      throw LinkError(address: address, kind: .system(errno: code), detail: "listen: \(errnoText(code))")
+    }
+    setNonBlocking(fd)
+    self.path = path
+    self.pairing = pairing
+    self.socket = socket
+    self.identity = (info.st_dev, info.st_ino)
+  }
+
+  deinit {
+    close()
+  }
+
+  /// Waits for the next peer to connect.
+  public func accept() async throws(LinkError) -> SocketBearer {
+    let socket = self.socket
+    let address = name
+    if closed.withLock({ $0 }) { throw LinkError.listenerClosed(address) }
+    let outcome = try await cancellable(address) { wake -> Result<Int32, LinkError> in
+      switch acceptConnection(socket.fd, wake: wake) {
+      case .accepted(let fd, _): return .success(fd)
+      case .closed: return .failure(LinkError.listenerClosed(address))
+      case .cancelled: return .failure(LinkError.cancelled(address))
+      case .failed(let code):
+        return .failure(LinkError(address: address, kind: .system(errno: code), detail: "accept: \(errnoText(code))"))
+      }
+    }
+    let fd = try outcome.get()
+    if closed.withLock({ $0 }) {
+      Glibc.close(fd)
+      throw LinkError.listenerClosed(address)
+    }
+    return try SocketCore.start(fd: fd, framing: .messages, name: address, pairing: pairing)
+  }
+
+  /// Stops listening (idempotent), wakes a pending `accept`, and removes the socket file if it
+  /// is still ours. Links already accepted stay up.
+  public func close() {
+    let first = closed.withLock { closed -> Bool in
+      defer { closed = true }
+      return !closed
+    }
+    guard first else { return }
+    socket.shutdown()
+    var info = stat()
+    if lstat(path, &info) == 0 && info.st_dev == identity.0 && info.st_ino == identity.1 {
+      unlink(path)
+    }
+  }
+
+  /// Makes `path` free for bind(2): nothing there, or a stale socket (removed). Never
+  /// removes anything that is not a socket, nor a socket someone listens on.
+  private static func clearStalePath(_ path: String, socketAddress: SocketAddress, address: String) throws(LinkError) {
+    var info = stat()
+    guard lstat(path, &info) == 0 else { return }
+    guard info.st_mode & S_IFMT == S_IFSOCK else {
+      throw LinkError(
+        address: address, kind: .notASocket, detail: "exists and is not a socket",
+        advice: "refusing to replace it; pick another path")
+    }
+    let probe: Int32
+    switch makeSocket(family: AF_UNIX, type: Int32(SOCK_SEQPACKET.rawValue)) {
+    case .success(let made): probe = made
+    case .failure(let failure):
+      let code = failure.code
+      throw LinkError(address: address, kind: .system(errno: code), detail: errnoText(code))
+    }
+    let code = connectSocket(probe, to: socketAddress)
+    Glibc.close(probe)
+    switch code {
+    case 0, EPROTOTYPE:
+      throw LinkError.unixInUse(address)
+    case ECONNREFUSED:
+      // A socket file with no listener: what a process leaves when it dies.
+      if unlink(path) != 0 && errno != ENOENT {
+        let code = errno
+        throw LinkError(
+          address: address, kind: code == EACCES || code == EPERM ? .permissionDenied : .system(errno: code),
+          detail: "cannot remove the stale socket: \(errnoText(code))")
+      }
+    case ENOENT:
+      return
+    default:
+      throw LinkError.unixConnect(address: address, errno: code)
+    }
+  }
+}
+
+extension LinkError {
+  static func listenerClosed(_ address: String) -> LinkError {
+    LinkError(address: address, kind: .listenerClosed, detail: "the listener is closed")
+  }
+
+  static func unixInUse(_ address: String) -> LinkError {
+    LinkError(
+      address: address, kind: .addressInUse, detail: "address in use",
+      advice: "another phone is listening there; pick another path")
+  }
+
+  static func unixPathUnusable(_ path: String) -> LinkError {
+    let count = path.utf8.count
+    if path.isEmpty {
+      return LinkError(address: "unix:", kind: .invalidAddress, detail: "empty socket path", advice: "write unix:PATH")
+    }
+    if path.utf8.contains(0) {
+      return LinkError(address: "unix:\(path)", kind: .invalidAddress, detail: "the path contains a NUL byte")
+    }
+    return LinkError(
+      address: "unix:\(path)", kind: .invalidAddress,
+      detail: "path of \(count) bytes is too long for a Unix socket (at most \(maxUnixPathBytes))",
+      advice: "use a shorter or relative path")
+  }
+
+  static var maxUnixPathBytes: Int { MemoryLayout.size(ofValue: sockaddr_un().sun_path) - 1 }
+
+  static func unixBind(address: String, errno code: Int32) -> LinkError {
+    switch code {
+    case EADDRINUSE: return unixInUse(address)
+    case ENOENT, ENOTDIR:
+      return LinkError(
+        address: address, kind: .noSuchPath, detail: "no such directory", advice: "create the directory first")
+    case EACCES, EPERM, EROFS:
+      return LinkError(
+        address: address, kind: .permissionDenied, detail: "permission denied",
+        advice: "pick a path in a directory you can write")
+    default:
+      return LinkError(address: address, kind: .system(errno: code), detail: "bind: \(errnoText(code))")
+    }
+  }
+
+  static func unixConnect(address: String, errno code: Int32) -> LinkError {
+    switch code {
+    case ENOENT, ENOTDIR:
+      return LinkError(
+        address: address, kind: .noSuchPath, detail: "no such socket", advice: "is `ancs phone --listen` running?")
+    case ECONNREFUSED:
+      return LinkError(
+        address: address, kind: .connectionRefused, detail: "connection refused",
+        advice: "is `ancs phone --listen` running?")
+    case EACCES, EPERM:
+      return LinkError(
+        address: address, kind: .permissionDenied, detail: "permission denied",
+        advice: "the socket belongs to another user")
+    case EPROTOTYPE:
+      return LinkError(
+        address: address, kind: .connectionRefused, detail: "not a SOCK_SEQPACKET socket",
+        advice: "something other than ancs is listening there")
+    default:
+      return LinkError(address: address, kind: .system(errno: code), detail: "connect: \(errnoText(code))")
+    }
+  }
+}

@@ -1,0 +1,103 @@
+import ANCS
+
+/// One notification as the phone holds it.
+public struct PhoneNotification: Hashable, Sendable {
+  public var uid: UInt32
+  public var appIdentifier: String
+  public var category: CategoryID
+  /// Silent and Important; the action flags follow from the labels below.
+  public var flags: EventFlags
+  public var title: String
+  public var subtitle: String
+  public var message: String
+  /// yyyyMMdd'T'HHmmSS, or empty.
+  public var date: String
+  /// Non-nil when the notification offers a positive action (the PositiveAction flag).
+  public var positiveAction: String?
+  public var negativeAction: String?
+
+  public init(
+    uid: UInt32 = 0, appIdentifier: String, category: CategoryID = .other, flags: EventFlags = [], title: String = "",
+    subtitle: String = "", message: String = "", date: String = "", positiveAction: String? = nil,
+    negativeAction: String? = nil
+  ) {
+    self.uid = uid
+    self.appIdentifier = appIdentifier
+    self.category = category
+    self.flags = flags
+    self.title = title
+    self.subtitle = subtitle
+    self.message = message
+    self.date = date
+    self.positiveAction = positiveAction
+    self.negativeAction = negativeAction
+  }
+
+  /// The EventFlags of its events: Silent and Important as set, the action flags from the labels.
+  public var eventFlags: EventFlags {
+    var flags = self.flags.intersection([.silent, .important])
+    if positiveAction != nil { flags.insert(.positiveAction) }
+    if negativeAction != nil { flags.insert(.negativeAction) }
+    return flags
+  }
+}
+
+/// The phone's notifications and apps: a plain value. UIDs are unique for the life of the
+/// center (never reused), which makes them unique within every session.
+public struct NotificationCenter: Sendable {
+  /// Active notifications, oldest first.
+  public private(set) var notifications: [PhoneNotification] = []
+  /// App identifier to display name.
+  public private(set) var apps: [String: String] = [:]
+  private var nextUID: UInt32 = 1
+
+  public init() {}
+
+  public mutating func register(app identifier: String, name: String) { apps[identifier] = name }
+
+  /// The display name: registered, or the identifier's last component ("com.example.chat" → "chat").
+  public func displayName(of app: String) -> String? {
+    if let name = apps[app] { return name }
+    guard notifications.contains(where: { $0.appIdentifier == app }) else { return nil }
+    return app.split(separator: ".").last.map(String.init) ?? app
+  }
+
+  public func notification(_ uid: UInt32) -> PhoneNotification? { notifications.first { $0.uid == uid } }
+
+  public func count(of category: CategoryID) -> Int { notifications.lazy.filter { $0.category == category }.count }
+
+  /// CategoryCount as an event carries it: saturates at 255.
+  public func categoryCount(_ category: CategoryID) -> UInt8 { UInt8(min(255, count(of: category))) }
+
+  /// Adds a notification with a fresh UID; returns it.
+  public mutating func post(_ notification: PhoneNotification) -> PhoneNotification {
+    var posted = notification
+    posted.uid = nextUID
+    nextUID &+= 1
+    if nextUID == 0 || nextUID == 0xFFFF_FFFF { nextUID = 1 }  // 0xFFFFFFFF is the watch's liveness probe
+    notifications.append(posted)
+    return posted
+  }
+
+  /// Replaces a notification's content, keeping its UID.
+  public mutating func modify(_ uid: UInt32, _ change: (inout PhoneNotification) -> Void) -> PhoneNotification? {
+    guard let index = notifications.firstIndex(where: { $0.uid == uid }) else { return nil }
+    change(&notifications[index])
+    notifications[index].uid = uid
+    return notifications[index]
+  }
+
+  public mutating func remove(_ uid: UInt32) -> PhoneNotification? {
+    guard let index = notifications.firstIndex(where: { $0.uid == uid }) else { return nil }
+    return notifications.remove(at: index)
+  }
+
+  /// The Notification Source event for `notification` after `event` happened to it.
+  public func event(_ event: EventID, for notification: PhoneNotification, extraFlags: EventFlags = [])
+    -> NotificationSourceEvent
+  {
+    NotificationSourceEvent(
+      eventID: event, eventFlags: notification.eventFlags.union(extraFlags), categoryID: notification.category,
+      categoryCount: categoryCount(notification.category), notificationUID: notification.uid)
+  }
+}

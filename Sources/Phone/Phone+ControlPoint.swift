@@ -1,0 +1,183 @@
+import ANCS
+import ATT
+import GATT
+import Wire
+
+extension Phone {
+  /// Answers a Control Point write: an ATT error (0xA0-0xA3, or 0xFD without a Data Source
+  /// subscription), or acceptance followed by the Data Source answer. Protocol/ANCS.md
+  /// lists every rule.
+  func controlPoint(_ gatt: GATTSession, _ bytes: [UInt8]) async -> WriteOutcome {
+    let id = sessionID(gatt)
+    let command: ControlPointCommand
+    do {
+      command = try ControlPointCommand(decoding: bytes)
+    } catch {
+      logger.info("session \(id): \(error)")
+      emit(.refused(session: id, command: Hex.encode(bytes), code: error.controlPointErrorCode.rawValue))
+      return .refused(ATTErrorCode(rawValue: error.controlPointErrorCode.rawValue))
+    }
+    let count = state.withLock { state -> Int in
+      state.sessions[ObjectIdentifier(gatt)]?.commands += 1
+      return state.sessions[ObjectIdentifier(gatt)]?.commands ?? 0
+    }
+    let outcome: Result<[UInt8]?, ANCSRefusal>
+    switch command {
+    case .getNotificationAttributes(let get): outcome = notificationAttributes(get).map { $0 }
+    case .getAppAttributes(let get): outcome = appAttributes(get).map { $0 }
+    case .performNotificationAction(let action): outcome = await perform(action, session: id).map { nil }
+    }
+    let name = command.commandID.name ?? "command"
+    switch outcome {
+    case .failure(let refusal):
+      emit(.refused(session: id, command: name, code: refusal.code))
+      return .refused(ATTErrorCode(rawValue: refusal.code))
+    case .success(nil):
+      return .accepted(then: { [self] in await afterCommand(count) })
+    case .success(let answer?):
+      guard let handles = ancsHandles, gatt.cccd(for: handles.data).contains(.notifications) else {
+        // Without a Data Source subscription the answer could not be delivered.
+        emit(.refused(session: id, command: name, code: ATTErrorCode.cccdImproperlyConfigured.rawValue))
+        return .refused(.cccdImproperlyConfigured)
+      }
+      let size = quirks.chunk20 ? 20 : gatt.connection.mtu - 3
+      let fragments = dataSourceFragments(answer, maximumSize: size).map(Array.init) + (quirks.emptyPacket ? [[]] : [])
+      return .accepted(then: { [self] in
+        for fragment in fragments {
+          do {
+            try await gatt.notify(handles.data, fragment)
+          } catch {
+            logger.info("session \(id): Data Source answer not delivered: \(error)")
+            return
+          }
+        }
+        emit(.answered(session: id, command: name))
+        await afterCommand(count)
+      })
+    }
+  }
+
+  struct ANCSRefusal: Error {
+    var code: UInt8
+    static let invalidParameter = ANCSRefusal(code: ANCSErrorCode.invalidParameter.rawValue)
+    static let actionFailed = ANCSRefusal(code: ANCSErrorCode.actionFailed.rawValue)
+  }
+
+  /// The quirk service-changed: after the N-th command, unpublish and republish ANCS.
+  private func afterCommand(_ count: Int) async {
+    guard let after = quirks.serviceChangedAfter, count >= after else { return }
+    let first = state.withLock { state -> Bool in
+      defer { state.serviceChanged = true }
+      return !state.serviceChanged
+    }
+    guard first else { return }
+    let end = server.database.attributes.last?.handle ?? 0x20
+    await server.unpublish(Self.ancsService)
+    _ = try? await server.publish(ancsDefinition(), startingAt: end + 0x10)
+    emit(.quirk("service-changed: ANCS republished at handle \(end + 0x10)"))
+  }
+
+  /// The Data Source answer to Get Notification Attributes: tuples in request order, each
+  /// value cut to its maximum on a UTF-8 scalar boundary.
+  func notificationAttributes(_ command: GetNotificationAttributesCommand) -> Result<[UInt8], ANCSRefusal> {
+    let found = state.withLock { $0.center.notification(command.notificationUID) }
+    guard let notification = found else { return .failure(.invalidParameter) }
+    var tuples: [NotificationAttribute] = []
+    for request in command.attributes {
+      let text: String
+      switch request.id {
+      case .appIdentifier: text = notification.appIdentifier
+      case .title: text = notification.title
+      case .subtitle: text = notification.subtitle
+      case .message: text = notification.message
+      case .messageSize: text = String(notification.message.utf8.count)
+      case .date: text = notification.date
+      case .positiveActionLabel: text = notification.positiveAction ?? ""
+      case .negativeActionLabel: text = notification.negativeAction ?? ""
+      default: return .failure(.invalidParameter)
+      }
+      let value =
+        request.maxLength.map { ANCSText.truncate(text, toBytes: Int($0), ellipsis: quirks.ellipsis) }
+        ?? Array(text.utf8)
+      tuples.append(NotificationAttribute(request.id, value))
+    }
+    if quirks.omitTuple && !tuples.isEmpty { tuples.removeLast() }
+    if quirks.reverseTuples { tuples.reverse() }
+    return .success(
+      DataSourceResponse.notificationAttributes(
+        NotificationAttributesResponse(notificationUID: notification.uid, attributes: tuples)
+      ).encoded())
+  }
+
+  func appAttributes(_ command: GetAppAttributesCommand) -> Result<[UInt8], ANCSRefusal> {
+    let name = state.withLock { $0.center.displayName(of: command.appIdentifier) }
+    guard let name else { return .failure(.invalidParameter) }
+    var tuples: [AppAttribute] = []
+    for id in command.attributes {
+      guard id == .displayName else { return .failure(.invalidParameter) }
+      tuples.append(AppAttribute(id, text: name))
+    }
+    if quirks.reverseTuples { tuples.reverse() }
+    return .success(
+      DataSourceResponse.appAttributes(AppAttributesResponse(appIdentifier: command.appIdentifier, attributes: tuples))
+        .encoded())
+  }
+
+  /// Performs an action: the notification must exist (0xA2) and offer it (0xA3). Every
+  /// action ends the notification; on an incoming call positive answers and negative declines.
+  func perform(_ command: PerformNotificationActionCommand, session: Int) async -> Result<Void, ANCSRefusal> {
+    let found = state.withLock { $0.center.notification(command.notificationUID) }
+    guard let notification = found else { return .failure(.invalidParameter) }
+    let label: String?
+    switch command.actionID {
+    case .positive: label = notification.positiveAction
+    case .negative: label = notification.negativeAction
+    default: return .failure(.invalidParameter)
+    }
+    guard let label else { return .failure(.actionFailed) }
+    let outcome: String
+    if notification.category == .incomingCall {
+      outcome = command.actionID == .positive ? "call answered" : "call declined"
+    } else {
+      outcome = "\(label) performed"
+    }
+    emit(
+      .action(
+        session: session, uid: notification.uid, action: command.actionID.name ?? "?", title: notification.title,
+        outcome: outcome))
+    await remove(notification.uid)
+    return .success(())
+  }
+
+  // MARK: - Current Time Service
+
+  /// Current Time (0x2A2B): Exact Time 256 (year, month, day, hours, minutes, seconds,
+  /// day of week 1 = Monday, fractions256) and Adjust Reason.
+  func currentTime() -> [UInt8] {
+    let (seconds, offset) = wallClock.now()
+    let local = seconds + Int64(offset)
+    let date = ANCSDate(secondsSinceEpoch: local)
+    let days = local >= 0 ? local / 86_400 : (local - 86_399) / 86_400
+    // 1970-01-01 was a Thursday (4).
+    let weekday = UInt8(((days % 7) + 7 + 3) % 7 + 1)
+    var writer = ByteWriter()
+    writer.u16(UInt16(clamping: date.year))
+    for part in [date.month, date.day, date.hour, date.minute, date.second] { writer.u8(UInt8(clamping: part)) }
+    writer.u8(weekday)
+    writer.u8(0)
+    writer.u8(0)
+    return writer.bytes
+  }
+
+  /// Local Time Information (0x2A0F): time zone in 15-minute units, DST offset unknown (255).
+  func localTimeInformation() -> [UInt8] {
+    let offset = wallClock.now().utcOffsetSeconds / 900
+    return [UInt8(bitPattern: Int8(clamping: offset)), 255]
+  }
+
+  /// The Date attribute for "now" on this phone's wall clock.
+  public func dateNow() -> String {
+    let (seconds, offset) = wallClock.now()
+    return ANCSDate(secondsSinceEpoch: seconds + Int64(offset)).description
+  }
+}

@@ -1,0 +1,286 @@
+import ANCS
+import ATT
+import GATT
+import Synchronization
+import Wire
+
+/// What happened on the phone, for its console and for tests.
+public enum PhoneEvent: Hashable, Sendable {
+  case connected(session: Int, link: String)
+  /// The watch enabled Notification Source notifications: an ANCS session began.
+  case sessionStarted(session: Int, preExisting: Int)
+  case sessionEnded(session: Int)
+  /// A Control Point command was answered on the Data Source.
+  case answered(session: Int, command: String)
+  /// A Control Point command was refused with this ATT error code.
+  case refused(session: Int, command: String, code: UInt8)
+  /// The watch performed an action; `outcome` says what it did ("answered", "declined", ...).
+  case action(session: Int, uid: UInt32, action: String, title: String, outcome: String)
+  case disconnected(session: Int)
+  /// A quirk did something visible on the wire.
+  case quirk(String)
+}
+
+/// The simulated iPhone: a notification center served as ANCS, with the Current Time and
+/// Battery services, to any number of watches at once.
+public final class Phone: Sendable {
+  static let ancsService = BluetoothUUID(ANCSUUID.service)!
+  static let currentTimeService: BluetoothUUID = 0x1805
+  static let batteryService: BluetoothUUID = 0x180F
+
+  struct Session {
+    var id: Int
+    var gatt: GATTSession
+    var started = false
+    var events = 0
+    var commands = 0
+  }
+
+  struct State {
+    var center = NotificationCenter()
+    var battery: UInt8 = 80
+    var sessions: [ObjectIdentifier: Session] = [:]
+    var nextSession = 1
+    var flooded = false
+    var serviceChanged = false
+    /// UIDs announced and retracted at once (quirk retract-uid).
+    var retracted: Set<UInt32> = []
+    var listeners: [Int: AsyncStream<PhoneEvent>.Continuation] = [:]
+    var nextListener = 0
+  }
+
+  public let server: GATTServer
+  public let quirks: Quirks
+  let wallClock: any WallClock
+  let logger: Logger
+  let state = Mutex(State())
+
+  public init(quirks: Quirks = Quirks(), wallClock: any WallClock = SystemWallClock(), logger: Logger = .none) throws {
+    self.quirks = quirks
+    self.wallClock = wallClock
+    self.logger = logger
+    server = try GATTServer(services: [], logger: logger)
+    try server.add(ancsDefinition())
+    try server.add(
+      ServiceDefinition(
+        uuid: Self.currentTimeService,
+        characteristics: [
+          CharacteristicDefinition(
+            uuid: 0x2A2B, properties: [.read, .notify], read: { [unowned self] _ in currentTime() }),
+          CharacteristicDefinition(
+            uuid: 0x2A0F, properties: .read, read: { [unowned self] _ in localTimeInformation() }),
+        ]))
+    try server.add(
+      ServiceDefinition(
+        uuid: Self.batteryService,
+        characteristics: [
+          CharacteristicDefinition(
+            uuid: 0x2A19, properties: [.read, .notify], read: { [unowned self] _ in [state.withLock { $0.battery }] })
+        ]))
+  }
+
+  func ancsDefinition() -> ServiceDefinition {
+    ServiceDefinition(
+      uuid: Self.ancsService,
+      characteristics: [
+        CharacteristicDefinition(
+          uuid: BluetoothUUID(ANCSUUID.notificationSource)!, properties: .notify, security: .encrypted,
+          subscribed: { [unowned self] session, value in await notificationSourceConfigured(session, value) }),
+        CharacteristicDefinition(
+          uuid: BluetoothUUID(ANCSUUID.controlPoint)!, properties: .write, security: .encrypted,
+          write: { [unowned self] session, bytes in await controlPoint(session, bytes) }),
+        CharacteristicDefinition(
+          uuid: BluetoothUUID(ANCSUUID.dataSource)!, properties: .notify, security: .encrypted),
+      ])
+  }
+
+  /// Value handles of Notification Source, Control Point, Data Source as published now.
+  var ancsHandles: (source: UInt16, control: UInt16, data: UInt16)? {
+    guard let handles = server.handles(of: Self.ancsService), handles.count == 3 else { return nil }
+    return (handles[0].value, handles[1].value, handles[2].value)
+  }
+
+  // MARK: - Events
+
+  /// A stream of everything that happens from now on.
+  public func events() -> AsyncStream<PhoneEvent> {
+    let (stream, continuation) = AsyncStream<PhoneEvent>.makeStream()
+    let id = state.withLock { state in
+      state.nextListener += 1
+      state.listeners[state.nextListener] = continuation
+      return state.nextListener
+    }
+    continuation.onTermination = { [weak self] _ in
+      _ = self?.state.withLock { $0.listeners.removeValue(forKey: id) }
+    }
+    return stream
+  }
+
+  func emit(_ event: PhoneEvent) {
+    for listener in state.withLock({ Array($0.listeners.values) }) { listener.yield(event) }
+  }
+
+  // MARK: - Connections
+
+  /// Serves one watch over `bearer` until the link closes.
+  public func serve(_ bearer: any ATTBearer, clock: any EngineClock = SystemClock()) async {
+    let connection = ATTConnection(bearer: bearer, clock: clock, logger: logger)
+    let gatt = server.attach(connection)
+    let id = state.withLock { state in
+      defer { state.nextSession += 1 }
+      state.sessions[ObjectIdentifier(gatt)] = Session(id: state.nextSession, gatt: gatt)
+      return state.nextSession
+    }
+    emit(.connected(session: id, link: bearer.name))
+    await connection.run()
+    server.detach(connection)
+    let started = state.withLock { $0.sessions.removeValue(forKey: ObjectIdentifier(gatt))?.started ?? false }
+    if started { emit(.sessionEnded(session: id)) }
+    emit(.disconnected(session: id))
+  }
+
+  /// Number of connected watches.
+  public var connectionCount: Int { state.withLock { $0.sessions.count } }
+
+  // MARK: - The notification center
+
+  public var notifications: [PhoneNotification] { state.withLock { $0.center.notifications } }
+  public var apps: [String: String] { state.withLock { $0.center.apps } }
+
+  public func register(app identifier: String, name: String) {
+    state.withLock { $0.center.register(app: identifier, name: name) }
+  }
+
+  /// Posts a notification and announces it to every session. Returns it with its UID.
+  @discardableResult
+  public func post(_ notification: PhoneNotification) async -> PhoneNotification {
+    if quirks.retractUID {
+      let phantom = state.withLock { state -> NotificationSourceEvent in
+        var ghost = notification
+        ghost.title = "(retracted)"
+        let posted = state.center.post(ghost)
+        let event = state.center.event(.added, for: posted)
+        _ = state.center.remove(posted.uid)
+        state.retracted.insert(posted.uid)
+        return event
+      }
+      emit(.quirk("retract-uid: announced UID \(phantom.notificationUID) and retracted it"))
+      await broadcast(phantom)
+    }
+    let (posted, event) = state.withLock { state in
+      let posted = state.center.post(notification)
+      return (posted, state.center.event(.added, for: posted, extraFlags: quirks.preExistingOnNew ? .preExisting : []))
+    }
+    await broadcast(event)
+    return posted
+  }
+
+  /// Changes a notification and announces Modified. Nil when the UID does not exist.
+  @discardableResult
+  public func modify(_ uid: UInt32, _ change: @Sendable (inout PhoneNotification) -> Void) async -> PhoneNotification? {
+    let result = state.withLock { state -> (PhoneNotification, NotificationSourceEvent)? in
+      guard let changed = state.center.modify(uid, change) else { return nil }
+      return (changed, state.center.event(.modified, for: changed))
+    }
+    guard let (changed, event) = result else { return nil }
+    await broadcast(event)
+    return changed
+  }
+
+  /// Removes a notification and announces Removed. False when the UID does not exist.
+  @discardableResult
+  public func remove(_ uid: UInt32) async -> Bool {
+    let event = state.withLock { state -> NotificationSourceEvent? in
+      guard let removed = state.center.remove(uid) else { return nil }
+      return state.center.event(.removed, for: removed)
+    }
+    guard let event else { return false }
+    if quirks.loseRemoved {
+      emit(.quirk("lose-removed: Removed event for UID \(uid) not sent"))
+      return true
+    }
+    await broadcast(event)
+    return true
+  }
+
+  /// Sets the battery level (0-100) and notifies subscribers.
+  public func setBattery(_ level: UInt8) async {
+    state.withLock { $0.battery = min(level, 100) }
+    guard let handle = server.handles(of: Self.batteryService)?.first?.value else { return }
+    for session in server.sessions { _ = try? await session.notify(handle, [min(level, 100)]) }
+  }
+
+  public var battery: UInt8 { state.withLock { $0.battery } }
+
+  /// Sends the current time to Current Time subscribers.
+  public func notifyTime() async {
+    guard let handle = server.handles(of: Self.currentTimeService)?.first?.value else { return }
+    let value = currentTime()
+    for session in server.sessions { _ = try? await session.notify(handle, value) }
+  }
+
+  /// Sends an event to every session that has Notification Source enabled.
+  func broadcast(_ event: NotificationSourceEvent) async {
+    guard let handles = ancsHandles else { return }
+    let bytes = event.encoded()
+    for gatt in server.sessions where gatt.cccd(for: handles.source).contains(.notifications) {
+      await send(bytes, to: gatt, source: handles.source)
+    }
+  }
+
+  private func send(_ event: [UInt8], to gatt: GATTSession, source: UInt16) async {
+    do {
+      try await gatt.notify(source, event)
+    } catch {
+      logger.info("event not delivered: \(error)")
+      return
+    }
+    let drop = state.withLock { state -> Bool in
+      guard var session = state.sessions[ObjectIdentifier(gatt)] else { return false }
+      session.events += 1
+      state.sessions[ObjectIdentifier(gatt)] = session
+      return quirks.dropSubscriptionsAfter == session.events
+    }
+    if drop {
+      gatt.clearSubscriptions()
+      emit(.quirk("drop-subscriptions: subscriptions of the session silently dropped"))
+    }
+  }
+
+  // MARK: - Sessions
+
+  private func notificationSourceConfigured(_ gatt: GATTSession, _ value: CCCDValue) async {
+    let key = ObjectIdentifier(gatt)
+    guard value.contains(.notifications) else {
+      let (ended, id) = state.withLock { state -> (Bool, Int) in
+        let ended = state.sessions[key]?.started ?? false
+        state.sessions[key]?.started = false
+        return (ended, state.sessions[key]?.id ?? 0)
+      }
+      if ended { emit(.sessionEnded(session: id)) }
+      return
+    }
+    // "At session start the phone reports every existing notification" with PreExisting.
+    let (id, events) = state.withLock { state -> (Int, [NotificationSourceEvent]) in
+      if let flood = quirks.flood, !state.flooded {
+        state.flooded = true
+        for index in 0..<flood {
+          _ = state.center.post(
+            PhoneNotification(
+              appIdentifier: "com.apple.mobilemail", category: .email, title: "Flood \(index + 1)",
+              message: "Pre-existing message \(index + 1)", date: ANCSDate(secondsSinceEpoch: 1_700_000_000).description
+            ))
+        }
+      }
+      state.sessions[key]?.started = true
+      state.sessions[key]?.events = 0
+      let events = state.center.notifications.map { state.center.event(.added, for: $0, extraFlags: .preExisting) }
+      return (state.sessions[key]?.id ?? 0, events)
+    }
+    emit(.sessionStarted(session: id, preExisting: events.count))
+    guard let source = ancsHandles?.source else { return }
+    for event in events { await send(event.encoded(), to: gatt, source: source) }
+  }
+
+  func sessionID(_ gatt: GATTSession) -> Int { state.withLock { $0.sessions[ObjectIdentifier(gatt)]?.id ?? 0 } }
+}

@@ -1,0 +1,101 @@
+/// Documented iOS misbehaviours the simulated phone can reproduce, each off by default and
+/// chosen by name (`--quirk NAME` or `NAME=N`). Protocol/ANCS.md describes each one.
+public struct Quirks: Hashable, Sendable {
+  /// New notifications carry the PreExisting flag (one iOS release did this for Mail).
+  public var preExistingOnNew = false
+  /// The subscriptions are silently dropped, the link staying up, after this many
+  /// Notification Source events of a session.
+  public var dropSubscriptionsAfter: Int?
+  /// This many extra pre-existing notifications are reported when a session starts.
+  public var flood: Int?
+  /// Data Source tuples come in reverse request order.
+  public var reverseTuples = false
+  /// The last requested tuple is left out of every notification-attributes answer.
+  public var omitTuple = false
+  /// An empty Data Source notification follows every answer.
+  public var emptyPacket = false
+  /// Cut values end in "…" inside the byte budget.
+  public var ellipsis = false
+  /// Removed events are never sent.
+  public var loseRemoved = false
+  /// Before each new notification, a phantom one is announced and retracted at once: its
+  /// fetch is answered 0xA2 and no Removed event follows.
+  public var retractUID = false
+  /// After this many Control Point commands in a session the ANCS service is unpublished
+  /// and republished at other handles, with Service Changed indications.
+  public var serviceChangedAfter: Int?
+  /// Data Source answers are cut into 20-byte notifications whatever the MTU.
+  public var chunk20 = false
+
+  public init() {}
+
+  public struct Definition: Sendable {
+    public var name: String
+    public var summary: String
+    /// The default N for quirks that take one.
+    public var defaultCount: Int?
+    let apply: @Sendable (inout Quirks, Int?) -> Void
+  }
+
+  /// Every quirk, by name, in documentation order.
+  public static let catalog: [Definition] = [
+    Definition(name: "preexisting-on-new", summary: "new notifications carry the PreExisting flag", defaultCount: nil) {
+      q, _ in q.preExistingOnNew = true
+    },
+    Definition(
+      name: "drop-subscriptions", summary: "subscriptions silently dropped after N events (link stays up)",
+      defaultCount: 3
+    ) { q, n in q.dropSubscriptionsAfter = n },
+    Definition(name: "flood", summary: "N extra pre-existing notifications at session start", defaultCount: 200) {
+      q, n in q.flood = n
+    },
+    Definition(name: "reverse-tuples", summary: "Data Source tuples in reverse request order", defaultCount: nil) {
+      q, _ in q.reverseTuples = true
+    },
+    Definition(name: "omit-tuple", summary: "the last requested tuple is left out", defaultCount: nil) { q, _ in
+      q.omitTuple = true
+    },
+    Definition(name: "empty-packet", summary: "an empty Data Source packet after every answer", defaultCount: nil) {
+      q, _ in q.emptyPacket = true
+    },
+    Definition(name: "ellipsis", summary: "cut values end in \"…\" within the byte budget", defaultCount: nil) {
+      q, _ in q.ellipsis = true
+    },
+    Definition(name: "lose-removed", summary: "Removed events are never sent", defaultCount: nil) { q, _ in
+      q.loseRemoved = true
+    },
+    Definition(
+      name: "retract-uid", summary: "a phantom UID announced, then retracted before its fetch (0xA2)",
+      defaultCount: nil
+    ) { q, _ in q.retractUID = true },
+    Definition(
+      name: "service-changed", summary: "ANCS unpublished and republished after N Control Point commands",
+      defaultCount: 2
+    ) { q, n in q.serviceChangedAfter = n },
+    Definition(name: "chunk20", summary: "Data Source answers in 20-byte chunks whatever the MTU", defaultCount: nil) {
+      q, _ in q.chunk20 = true
+    },
+  ]
+
+  /// Why a quirk name was refused.
+  public struct UnknownQuirk: Error, CustomStringConvertible {
+    public var text: String
+    public var description: String {
+      "unknown quirk '\(text)'; known: " + Quirks.catalog.map(\.name).joined(separator: ", ")
+    }
+  }
+
+  /// Turns on the quirk `NAME` or `NAME=N`.
+  public mutating func enable(_ text: String) throws(UnknownQuirk) {
+    let parts = text.split(separator: "=", maxSplits: 1).map(String.init)
+    guard let definition = Self.catalog.first(where: { $0.name == parts.first }) else { throw UnknownQuirk(text: text) }
+    var count = definition.defaultCount
+    if parts.count == 2 {
+      guard definition.defaultCount != nil, let n = Int(parts[1]), n >= 0, n <= 100_000 else {
+        throw UnknownQuirk(text: text + " (only drop-subscriptions, flood and service-changed take =N, 0-100000)")
+      }
+      count = n
+    }
+    definition.apply(&self, count)
+  }
+}

@@ -1,0 +1,316 @@
+import ANCS
+import ATT
+import GATT
+import Synchronization
+import Wire
+
+/// Why the watch could not use a phone's GATT database.
+public struct WatchSetupError: Error, CustomStringConvertible {
+  public var description: String
+}
+
+/// The ANCS client: connects (and reconnects with back-off), pairs, discovers ANCS inside
+/// its service range, subscribes, and runs `WatchMachine` on everything the phone sends.
+/// The display reads `state` and `events()`; the engine never waits on them.
+public final class WatchEngine: Sendable {
+  public typealias Connector = @Sendable () async throws -> any ATTBearer
+
+  /// What one connection's session loop reacts to.
+  enum Control: Sendable {
+    case closed
+    case serviceChanged
+  }
+
+  /// The live connection, for the actions the machine asks for.
+  struct Context: Sendable {
+    var generation: Int
+    var client: GATTClient
+    var controlPoint: UInt16
+    var sourceCCCD: UInt16
+    var dataCCCD: UInt16
+    var subscribe: @Sendable () async throws -> Void
+  }
+
+  struct Shared {
+    var machine: WatchMachine
+    var context: Context?
+    var generation = 0
+    var stopped = false
+    var connection: ATTConnection?
+    var listeners: [Int: AsyncStream<WatchEvent>.Continuation] = [:]
+    var nextListener = 0
+  }
+
+  public let options: WatchOptions
+  let connect: Connector
+  let clock: any EngineClock
+  let logger: Logger
+  let shared: Mutex<Shared>
+  let inputs: AsyncStream<(Int?, WatchMachine.Input)>
+  let feed: AsyncStream<(Int?, WatchMachine.Input)>.Continuation
+
+  public init(
+    options: WatchOptions = WatchOptions(), clock: any EngineClock = SystemClock(), logger: Logger = .none,
+    connect: @escaping Connector
+  ) {
+    self.options = options
+    self.connect = connect
+    self.clock = clock
+    self.logger = logger
+    shared = Mutex(Shared(machine: WatchMachine(options: options)))
+    (inputs, feed) = AsyncStream.makeStream()
+  }
+
+  /// A snapshot of the watch face's model.
+  public var state: WatchState { shared.withLock { $0.machine.state } }
+
+  /// Everything the watch reports from now on.
+  public func events() -> AsyncStream<WatchEvent> {
+    let (stream, continuation) = AsyncStream<WatchEvent>.makeStream()
+    let id = shared.withLock { shared in
+      shared.nextListener += 1
+      shared.listeners[shared.nextListener] = continuation
+      return shared.nextListener
+    }
+    continuation.onTermination = { [weak self] _ in
+      _ = self?.shared.withLock { $0.listeners.removeValue(forKey: id) }
+    }
+    return stream
+  }
+
+  /// Asks the phone to perform the notification's positive or negative action.
+  public func perform(_ action: ActionID, on uid: UInt32) { feed.yield((nil, .perform(uid: uid, action: action))) }
+
+  /// Ends `run()`: closes the link and stops reconnecting.
+  public func stop() {
+    let connection = shared.withLock { shared -> ATTConnection? in
+      shared.stopped = true
+      return shared.connection
+    }
+    connection?.close()
+    feed.yield((nil, .link(.stopped)))
+    feed.finish()
+  }
+
+  var stopped: Bool { shared.withLock { $0.stopped } }
+
+  // MARK: - Running
+
+  /// Connects and serves sessions until `stop()` (or the first loss, without `reconnect`).
+  public func run() async {
+    await withTaskGroup(of: Void.self) { group in
+      group.addTask { await self.process() }
+      group.addTask { await self.ticker() }
+      await connectionLoop()
+      stop()
+      group.cancelAll()
+    }
+    let listeners = shared.withLock { Array($0.listeners.values) }
+    for listener in listeners { listener.finish() }
+  }
+
+  private func connectionLoop() async {
+    var attempt = 0
+    while !stopped {
+      feed.yield((nil, .link(.connecting)))
+      var reason = "link closed"
+      do {
+        let bearer = try await connect()
+        attempt = 0
+        try await session(bearer)
+      } catch {
+        reason = "\(error)"
+        logger.info("watch: \(reason)")
+      }
+      if stopped || !options.reconnect { break }
+      attempt += 1
+      let delay = min(options.maximumReconnectDelay, options.reconnectDelay * (1 << min(attempt - 1, 16)))
+      feed.yield((nil, .link(.reconnecting(attempt: attempt, retryIn: delay, reason: reason))))
+      do { try await clock.sleep(until: clock.now + delay) } catch { break }
+    }
+  }
+
+  /// One connection: set up, then react to Service Changed until the link closes.
+  private func session(_ bearer: any ATTBearer) async throws {
+    let connection = ATTConnection(bearer: bearer, clock: clock, options: .init(localMTU: options.mtu), logger: logger)
+    let client = GATTClient(connection: connection)
+    let (controls, control) = AsyncStream<Control>.makeStream()
+    let runner = Task {
+      await connection.run()
+      control.yield(.closed)
+    }
+    let stoppedNow = shared.withLock { shared -> Bool in
+      shared.connection = connection
+      return shared.stopped
+    }
+    defer {
+      connection.close()
+      shared.withLock {
+        $0.context = nil
+        $0.connection = nil
+      }
+    }
+    if stoppedNow { return }
+    do {
+      _ = try await bearer.pair(options.security == .authenticated ? .authenticated : .encrypted)
+      try await connection.exchangeMTU()
+      try await watchServiceChanged(client, control)
+      try await setUp(client, connection)
+      await readPhoneStatus(client)
+    } catch {
+      connection.close()
+      await runner.value
+      throw error
+    }
+    for await event in controls {
+      switch event {
+      case .closed:
+        await runner.value
+        return
+      case .serviceChanged:
+        logger.info("watch: Service Changed; discovering ANCS again")
+        do { try await setUp(client, connection) } catch { emit(.error("rediscovery failed: \(error)")) }
+      }
+    }
+  }
+
+  /// Discovers ANCS inside its service range, installs handlers and subscribes.
+  private func setUp(_ client: GATTClient, _ connection: ATTConnection) async throws {
+    guard let service = try await client.discoverPrimaryServices(BluetoothUUID(ANCSUUID.service)!).first else {
+      throw WatchSetupError(description: "the phone publishes no ANCS service")
+    }
+    let characteristics = try await client.discoverCharacteristics(of: service)
+    func find(_ uuid: String) throws -> DiscoveredCharacteristic {
+      guard let found = characteristics.first(where: { $0.uuid == BluetoothUUID(uuid)! }) else {
+        throw WatchSetupError(description: "ANCS has no characteristic \(uuid)")
+      }
+      return found
+    }
+    let source = try find(ANCSUUID.notificationSource)
+    let control = try find(ANCSUUID.controlPoint)
+    let data = try find(ANCSUUID.dataSource)
+    let sourceCCCD = try await cccd(of: source, client)
+    let dataCCCD = try await cccd(of: data, client)
+    let generation = shared.withLock { shared in
+      shared.generation += 1
+      return shared.generation
+    }
+    client.onValue(source.valueHandle) { [feed] in feed.yield((generation, .notificationSource($0.value))) }
+    client.onValue(data.valueHandle) { [feed] in feed.yield((generation, .dataSource($0.value))) }
+    let dataFirst = options.dataSourceFirst
+    let mtu = connection.mtu
+    let subscribe: @Sendable () async throws -> Void = { [feed] in
+      // The session starts before the events it brings, in the same input stream.
+      feed.yield((generation, .sessionStarted(mtu: mtu)))
+      for handle in dataFirst ? [dataCCCD, sourceCCCD] : [sourceCCCD, dataCCCD] {
+        try await client.configure(cccd: handle, .notifications)
+      }
+    }
+    shared.withLock {
+      $0.context = Context(
+        generation: generation, client: client, controlPoint: control.valueHandle, sourceCCCD: sourceCCCD,
+        dataCCCD: dataCCCD, subscribe: subscribe)
+    }
+    try await subscribe()
+    feed.yield((generation, .link(.connected(connection.bearer.name))))
+  }
+
+  private func cccd(of characteristic: DiscoveredCharacteristic, _ client: GATTClient) async throws -> UInt16 {
+    let descriptors = try await client.discoverDescriptors(of: characteristic)
+    guard let cccd = descriptors.first(where: { $0.uuid == .clientCharacteristicConfiguration }) else {
+      throw WatchSetupError(description: "\(characteristic.uuid) has no Client Characteristic Configuration descriptor")
+    }
+    return cccd.handle
+  }
+
+  /// Subscribes to Service Changed when the phone has it.
+  private func watchServiceChanged(_ client: GATTClient, _ control: AsyncStream<Control>.Continuation) async throws {
+    guard let gatt = try await client.discoverPrimaryServices(.genericAttributeService).first,
+      let changed = try await client.discoverCharacteristics(of: gatt).first(where: { $0.uuid == .serviceChanged })
+    else { return }
+    try await client.subscribe(changed, indications: true) { _ in control.yield(.serviceChanged) }
+  }
+
+  /// Current Time and battery level, read once and then followed.
+  private func readPhoneStatus(_ client: GATTClient) async {
+    for (service, characteristic) in [(BluetoothUUID(0x1805), BluetoothUUID(0x2A2B)), (0x180F, 0x2A19)] {
+      do {
+        guard let found = try await client.discoverPrimaryServices(service).first,
+          let value = try await client.discoverCharacteristics(of: found).first(where: { $0.uuid == characteristic })
+        else { continue }
+        let generation = shared.withLock { $0.generation }
+        let wrap: @Sendable ([UInt8]) -> WatchMachine.Input = {
+          characteristic == 0x2A19 ? .battery($0.first ?? 0) : .currentTime($0)
+        }
+        feed.yield((generation, wrap(try await client.read(value.valueHandle))))
+        if value.properties.contains(.notify) {
+          try await client.subscribe(value) { [feed] in feed.yield((generation, wrap($0.value))) }
+        }
+      } catch {
+        emit(.error("reading \(characteristic): \(error)"))
+      }
+    }
+  }
+
+  // MARK: - The machine
+
+  /// Applies inputs in order and performs the machine's actions.
+  private func process() async {
+    for await (generation, input) in inputs {
+      await apply(input, generation: generation)
+    }
+  }
+
+  private func apply(_ input: WatchMachine.Input, generation: Int?) async {
+    let now = clock.now
+    let actions = shared.withLock { shared -> [WatchMachine.Action]? in
+      if let generation, generation != shared.generation { return nil }
+      return shared.machine.handle(input, now: now)
+    }
+    guard let actions else { return }
+    for action in actions { await perform(action) }
+  }
+
+  private func perform(_ action: WatchMachine.Action) async {
+    switch action {
+    case .emit(let event):
+      emit(event)
+    case .write(let bytes):
+      guard let context = shared.withLock({ $0.context }) else {
+        await apply(.writeFailed("not connected"), generation: nil)
+        return
+      }
+      do {
+        try await context.client.write(context.controlPoint, bytes)
+        await apply(.written(nil), generation: context.generation)
+      } catch {
+        if let code = error.errorCode {
+          await apply(.written(code.rawValue), generation: context.generation)
+        } else {
+          await apply(.writeFailed("\(error)"), generation: context.generation)
+        }
+      }
+    case .probe:
+      guard let context = shared.withLock({ $0.context }) else { return }
+      let value = try? await context.client.read(context.sourceCCCD)
+      let subscribed = value.map { $0.first.map { $0 & 1 == 1 } ?? false } ?? true
+      await apply(.probed(subscribed: subscribed), generation: context.generation)
+    case .resubscribe:
+      guard let context = shared.withLock({ $0.context }) else { return }
+      do { try await context.subscribe() } catch { emit(.error("subscribing again failed: \(error)")) }
+    }
+  }
+
+  func emit(_ event: WatchEvent) {
+    if logger.enabled(.debug) { logger.debug("watch: \(event.json)") }
+    for listener in shared.withLock({ Array($0.listeners.values) }) { listener.yield(event) }
+  }
+
+  /// One `.tick` a second on the engine clock: command timeouts, liveness, call checks.
+  private func ticker() async {
+    while !stopped {
+      do { try await clock.sleep(until: clock.now + .seconds(1)) } catch { return }
+      feed.yield((nil, .tick))
+    }
+  }
+}

@@ -1,0 +1,475 @@
+import ANCS
+import Wire
+
+/// The ANCS client's decisions as a plain value: it takes an input (bytes from the phone,
+/// the result of a write, the time) and returns what to do. It does no I/O and reads no
+/// clock, so every race and timeout is tested by feeding inputs. `WatchEngine` is the shell
+/// that performs the actions.
+public struct WatchMachine: Sendable {
+  public enum Input: Sendable {
+    /// Subscriptions are in place: a new ANCS session begins (the old UIDs are void).
+    case sessionStarted(mtu: Int)
+    case notificationSource([UInt8])
+    case dataSource([UInt8])
+    /// The Control Point write of the command in flight was answered (nil: Write Response;
+    /// otherwise the ATT error code).
+    case written(UInt8?)
+    /// The write failed without an answer (timeout, link down).
+    case writeFailed(String)
+    case tick
+    /// The wearer asks for an action.
+    case perform(uid: UInt32, action: ActionID)
+    /// Result of a liveness probe: is Notification Source still enabled?
+    case probed(subscribed: Bool)
+    case currentTime([UInt8])
+    case battery(UInt8)
+    case link(LinkState)
+  }
+
+  public enum Action: Hashable, Sendable {
+    /// Write these bytes to the Control Point and feed back `.written` or `.writeFailed`.
+    case write([UInt8])
+    case emit(WatchEvent)
+    /// Read the Notification Source CCCD and feed back `.probed`.
+    case probe
+    /// Write the CCCDs again (the phone dropped them), then feed `.sessionStarted`.
+    case resubscribe
+  }
+
+  enum Command: Sendable {
+    case notification(uid: UInt32, request: GetNotificationAttributesCommand)
+    /// A minimal fetch that only asks whether the UID still exists.
+    case verify(uid: UInt32)
+    case app(String)
+    case action(uid: UInt32, action: ActionID)
+  }
+
+  struct InFlight: Sendable {
+    var command: Command
+    var deadline: Duration
+    var written = false
+    /// The notification was removed while its fetch was in flight: discard the answer.
+    var cancelled = false
+    var reassembler: DataSourceReassembler?
+  }
+
+  public let options: WatchOptions
+  public private(set) var state = WatchState()
+  var now: Duration = .zero
+  var mtu = 23
+  var sessionStart: Duration = .zero
+  var inFlight: InFlight?
+  /// New notifications and actions first, then pre-existing ones.
+  var actions: [(UInt32, ActionID)] = []
+  var urgent: [UInt32] = []
+  var background: [UInt32] = []
+  var apps: [String] = []
+  var verifications: [UInt32] = []
+  /// Fetched notifications waiting for their app's display name.
+  var awaitingApp: Set<UInt32> = []
+  var announced: Set<UInt32> = []
+  var lastHeard: Duration = .zero
+  var probing = false
+  var lastCallCheck: [UInt32: Duration] = [:]
+
+  public init(options: WatchOptions = WatchOptions()) {
+    self.options = options
+  }
+
+  /// Handles one input at time `now` (the engine clock).
+  public mutating func handle(_ input: Input, now: Duration) -> [Action] {
+    self.now = now
+    var out: [Action] = []
+    switch input {
+    case .sessionStarted(let mtu):
+      self.mtu = mtu
+      startSession(&out)
+    case .notificationSource(let bytes):
+      lastHeard = now
+      notificationSource(bytes, &out)
+    case .dataSource(let bytes):
+      lastHeard = now
+      dataSource(bytes, &out)
+    case .written(let code):
+      lastHeard = now
+      written(code, &out)
+    case .writeFailed(let reason):
+      out.append(.emit(.error("Control Point write failed: \(reason)")))
+      inFlight = nil
+    case .tick:
+      tick(&out)
+    case .perform(let uid, let action):
+      actions.append((uid, action))
+    case .probed(let subscribed):
+      probing = false
+      lastHeard = now
+      if !subscribed {
+        out.append(.emit(.error("the phone dropped the subscriptions; subscribing again")))
+        out.append(.resubscribe)
+      }
+    case .currentTime(let bytes):
+      if let date = Self.decodeCurrentTime(bytes) {
+        state.time = PhoneTime(date: date, receivedAt: now)
+        out.append(.emit(.time(date)))
+      }
+    case .battery(let level):
+      state.battery = level
+      out.append(.emit(.battery(level)))
+    case .link(let link):
+      linkChanged(link, &out)
+    }
+    next(&out)
+    return out
+  }
+
+  // MARK: - Session
+
+  private mutating func startSession(_ out: inout [Action]) {
+    // UIDs are valid within a session only: everything is rebuilt from the events to come.
+    for uid in announced.sorted() { out.append(.emit(.removed(uid: uid))) }
+    state.notifications = []
+    announced = []
+    awaitingApp = []
+    urgent = []
+    background = []
+    verifications = []
+    lastCallCheck = [:]
+    inFlight = nil
+    probing = false
+    sessionStart = now
+    lastHeard = now
+  }
+
+  private mutating func linkChanged(_ link: LinkState, _ out: inout [Action]) {
+    let was = state.link
+    state.link = link
+    let reason: String
+    switch link {
+    case .connected(let name):
+      out.append(.emit(.connected(link: name)))
+      return
+    case .reconnecting(_, _, let why): reason = why
+    case .stopped: reason = "stopped"
+    case .connecting: return
+    }
+    if case .connected = was { out.append(.emit(.disconnected(reason: reason))) }
+    inFlight = nil
+    probing = false
+  }
+
+  // MARK: - Notification Source
+
+  private mutating func notificationSource(_ bytes: [UInt8], _ out: inout [Action]) {
+    let event: NotificationSourceEvent
+    do {
+      event = try NotificationSourceEvent(decoding: bytes)
+    } catch {
+      out.append(.emit(.error("Notification Source: \(error); ignored")))
+      return
+    }
+    let uid = event.notificationUID
+    switch event.eventID {
+    case .added, .modified:
+      let preExisting =
+        event.eventFlags.contains(.preExisting) && event.eventID == .added
+        && now - sessionStart <= options.preExistingWindow
+      if let index = state.notifications.firstIndex(where: { $0.uid == uid }) {
+        state.notifications[index].flags = event.eventFlags
+        state.notifications[index].category = event.categoryID
+        enqueue(uid, urgent: true)
+        return
+      }
+      var notification = WatchNotification(
+        uid: uid, category: event.categoryID, flags: event.eventFlags, receivedAt: now)
+      if preExisting, case .listOnly = options.preExisting {
+        notification.fetched = false
+        state.notifications.append(notification)
+        announce(uid, &out)
+        return
+      }
+      state.notifications.append(notification)
+      enqueue(uid, urgent: !preExisting)
+      if preExisting, case .fetchNewest(let limit) = options.preExisting, background.count > max(0, limit) {
+        let dropped = background.removeFirst()
+        announce(dropped, &out)
+      }
+    case .removed:
+      remove(uid, &out)
+    default:
+      out.append(
+        .emit(.error("Notification Source: unknown EventID \(event.eventID.rawValue) for UID \(uid); ignored")))
+    }
+  }
+
+  private mutating func enqueue(_ uid: UInt32, urgent isUrgent: Bool) {
+    if urgent.contains(uid) { return }
+    background.removeAll { $0 == uid }
+    if isUrgent {
+      // An incoming call jumps the queue.
+      if state.notification(uid)?.category == .incomingCall { urgent.insert(uid, at: 0) } else { urgent.append(uid) }
+    } else {
+      background.append(uid)
+    }
+  }
+
+  private mutating func remove(_ uid: UInt32, _ out: inout [Action]) {
+    state.notifications.removeAll { $0.uid == uid }
+    urgent.removeAll { $0 == uid }
+    background.removeAll { $0 == uid }
+    verifications.removeAll { $0 == uid }
+    awaitingApp.remove(uid)
+    lastCallCheck[uid] = nil
+    if var flight = inFlight, flight.command.uid == uid {
+      flight.cancelled = true
+      inFlight = flight
+    }
+    if announced.remove(uid) != nil { out.append(.emit(.removed(uid: uid))) }
+  }
+
+  /// Emits `added` the first time, `modified` afterwards.
+  private mutating func announce(_ uid: UInt32, _ out: inout [Action]) {
+    guard let notification = state.notification(uid) else { return }
+    if announced.insert(uid).inserted {
+      out.append(.emit(.added(notification)))
+    } else {
+      out.append(.emit(.modified(notification)))
+    }
+    if notification.category == .incomingCall { lastCallCheck[uid] = now }
+  }
+
+  // MARK: - Commands
+
+  /// Starts the next command when none is in flight: actions, then app names, then
+  /// verifications, new notifications, pre-existing ones.
+  private mutating func next(_ out: inout [Action]) {
+    guard inFlight == nil, case .connected = state.link else { return }
+    let command: Command
+    if !actions.isEmpty {
+      let (uid, action) = actions.removeFirst()
+      command = .action(uid: uid, action: action)
+    } else if !apps.isEmpty {
+      command = .app(apps.removeFirst())
+    } else if !verifications.isEmpty {
+      command = .verify(uid: verifications.removeFirst())
+    } else if let uid = urgent.first ?? background.first {
+      if !urgent.isEmpty { urgent.removeFirst() } else { background.removeFirst() }
+      let flags = state.notification(uid)?.flags ?? []
+      command = .notification(
+        uid: uid,
+        request: GetNotificationAttributesCommand(
+          notificationUID: uid, attributes: options.attributeRequests(for: flags)))
+    } else {
+      return
+    }
+    var flight = InFlight(command: command, deadline: now + options.commandTimeout)
+    let policy = DataSourceReassembler.Policy(
+      optionalAttributes: WatchOptions.optionalAttributes, fragmentCapacity: mtu - 3, acceptPartial: true,
+      enforceMaximumLength: false)
+    switch command {
+    case .notification(_, let request):
+      flight.reassembler = DataSourceReassembler(expecting: .notificationAttributes(request), policy: policy)
+    case .verify(let uid):
+      flight.reassembler = DataSourceReassembler(
+        expecting: .notificationAttributes(.init(notificationUID: uid, attributes: [AttributeRequest(.appIdentifier)])),
+        policy: policy)
+    case .app(let identifier):
+      flight.reassembler = DataSourceReassembler(
+        expecting: .appAttributes(.init(appIdentifier: identifier)), policy: policy)
+    case .action: break
+    }
+    inFlight = flight
+    out.append(.write(command.encoded))
+  }
+
+  private mutating func written(_ code: UInt8?, _ out: inout [Action]) {
+    guard var flight = inFlight else { return }
+    guard let code else {
+      if case .action(let uid, let action) = flight.command {
+        out.append(.emit(.action(uid: uid, action: action)))
+        inFlight = nil
+        return
+      }
+      flight.written = true
+      inFlight = flight
+      return
+    }
+    inFlight = nil
+    let name = ANCSErrorCode(rawValue: code).description
+    switch flight.command {
+    case .notification(let uid, _), .verify(let uid):
+      // 0xA2: "that notification is gone": drop it and go on, never flush or resubscribe.
+      if code == ANCSErrorCode.invalidParameter.rawValue {
+        remove(uid, &out)
+      } else {
+        out.append(.emit(.error("fetching UID \(uid) refused with \(name)")))
+      }
+    case .app(let identifier):
+      appNameArrived(identifier, identifier, &out)
+      if code != ANCSErrorCode.invalidParameter.rawValue {
+        out.append(.emit(.error("app attributes of \(identifier) refused with \(name)")))
+      }
+    case .action(let uid, let action):
+      out.append(.emit(.error("\(action.name ?? "?") action on UID \(uid) refused with \(name)")))
+    }
+  }
+
+  // MARK: - Data Source
+
+  private mutating func dataSource(_ bytes: [UInt8], _ out: inout [Action]) {
+    guard var flight = inFlight, var reassembler = flight.reassembler else {
+      if !bytes.isEmpty {
+        out.append(.emit(.error("Data Source: \(bytes.count) bytes with no command in flight; ignored")))
+      }
+      return
+    }
+    do {
+      let response = try reassembler.feed(bytes)
+      flight.reassembler = reassembler
+      inFlight = flight
+      if let response { complete(flight, response, &out) }
+    } catch {
+      if reassembler.byteCount == 0 {
+        // A stray fragment (late answer to a command that timed out): drop it, keep waiting.
+        out.append(.emit(.error("Data Source: \(error); fragment dropped")))
+        return
+      }
+      out.append(.emit(.error("Data Source: \(error)")))
+      inFlight = nil
+    }
+  }
+
+  private mutating func complete(_ flight: InFlight, _ response: DataSourceResponse, _ out: inout [Action]) {
+    inFlight = nil
+    switch (flight.command, response) {
+    case (.notification(let uid, _), .notificationAttributes(let attributes)):
+      guard !flight.cancelled, let index = state.notifications.firstIndex(where: { $0.uid == uid }) else { return }
+      fill(&state.notifications[index], attributes)
+      let app = state.notifications[index].appIdentifier
+      if let name = state.appNames[app] {
+        state.notifications[index].appName = name
+        announce(uid, &out)
+      } else {
+        awaitingApp.insert(uid)
+        if !apps.contains(app) { apps.append(app) }
+      }
+    case (.verify, _):
+      break
+    case (.app(let identifier), .appAttributes(let attributes)):
+      let name = attributes[.displayName]?.text ?? ""
+      appNameArrived(identifier, name.isEmpty ? identifier : name, &out)
+    default:
+      out.append(.emit(.error("Data Source: answer does not match the command")))
+    }
+  }
+
+  private mutating func appNameArrived(_ identifier: String, _ name: String, _ out: inout [Action]) {
+    state.appNames[identifier] = name
+    for uid in awaitingApp.sorted() {
+      guard let index = state.notifications.firstIndex(where: { $0.uid == uid }),
+        state.notifications[index].appIdentifier == identifier
+      else { continue }
+      state.notifications[index].appName = name
+      awaitingApp.remove(uid)
+      announce(uid, &out)
+    }
+  }
+
+  private func fill(_ notification: inout WatchNotification, _ response: NotificationAttributesResponse) {
+    for tuple in response.attributes {
+      let text = tuple.text
+      switch tuple.id {
+      case .appIdentifier: notification.appIdentifier = text
+      case .title: notification.title = text
+      case .subtitle: notification.subtitle = text
+      case .message: notification.message = text
+      case .messageSize: notification.messageSize = Int(text)
+      case .date: notification.date = text
+      case .positiveActionLabel: notification.positiveActionLabel = text
+      case .negativeActionLabel: notification.negativeActionLabel = text
+      default: break
+      }
+    }
+    notification.fetched = true
+  }
+
+  // MARK: - Time
+
+  private mutating func tick(_ out: inout [Action]) {
+    if let flight = inFlight, now >= flight.deadline, flight.written || flight.reassembler == nil {
+      timeOut(flight, &out)
+    }
+    guard case .connected = state.link else { return }
+    if inFlight == nil && !probing && now - lastHeard >= options.livenessInterval {
+      probing = true
+      out.append(.probe)
+    }
+    for notification in state.notifications where notification.category == .incomingCall {
+      let uid = notification.uid
+      guard announced.contains(uid), let last = lastCallCheck[uid], now - last >= options.callRecheckInterval,
+        !verifications.contains(uid)
+      else { continue }
+      lastCallCheck[uid] = now
+      verifications.append(uid)
+    }
+  }
+
+  /// "A per-command timeout after which it moves on": take what arrived if it ends on a
+  /// tuple boundary, otherwise report and drop the command.
+  private mutating func timeOut(_ flight: InFlight, _ out: inout [Action]) {
+    inFlight = nil
+    guard var reassembler = flight.reassembler else { return }
+    do {
+      let response = try reassembler.finish()
+      out.append(
+        .emit(.error("\(flight.command) answer incomplete after \(options.commandTimeout); using what arrived")))
+      complete(flight, response, &out)
+    } catch {
+      out.append(.emit(.error("\(flight.command) not answered within \(options.commandTimeout): \(error)")))
+      if case .app(let identifier) = flight.command { appNameArrived(identifier, identifier, &out) }
+      if case .notification(let uid, _) = flight.command, state.notification(uid) != nil, !announced.contains(uid) {
+        announce(uid, &out)
+      }
+    }
+  }
+
+  /// Current Time characteristic: year(2) month day hours minutes seconds, then day of week,
+  /// fractions and adjust reason (ignored).
+  static func decodeCurrentTime(_ bytes: [UInt8]) -> ANCSDate? {
+    guard bytes.count >= 7 else { return nil }
+    let date = ANCSDate(
+      year: Int(bytes[0]) | Int(bytes[1]) << 8, month: Int(bytes[2]), day: Int(bytes[3]), hour: Int(bytes[4]),
+      minute: Int(bytes[5]), second: Int(bytes[6]))
+    return (try? ANCSDate.parse(date.description)) ?? nil
+  }
+}
+
+extension WatchMachine.Command: CustomStringConvertible {
+  var uid: UInt32? {
+    switch self {
+    case .notification(let uid, _), .verify(let uid), .action(let uid, _): return uid
+    case .app: return nil
+    }
+  }
+
+  var encoded: [UInt8] {
+    switch self {
+    case .notification(_, let request): return ControlPointCommand.getNotificationAttributes(request).encoded()
+    case .verify(let uid):
+      return ControlPointCommand.getNotificationAttributes(
+        .init(notificationUID: uid, attributes: [AttributeRequest(.appIdentifier)])
+      ).encoded()
+    case .app(let identifier): return ControlPointCommand.getAppAttributes(.init(appIdentifier: identifier)).encoded()
+    case .action(let uid, let action):
+      return ControlPointCommand.performNotificationAction(.init(notificationUID: uid, actionID: action)).encoded()
+    }
+  }
+
+  var description: String {
+    switch self {
+    case .notification(let uid, _): return "Get Notification Attributes for UID \(uid)"
+    case .verify(let uid): return "check of UID \(uid)"
+    case .app(let identifier): return "Get App Attributes for \(identifier)"
+    case .action(let uid, let action): return "\(action.name ?? "?") action on UID \(uid)"
+    }
+  }
+}

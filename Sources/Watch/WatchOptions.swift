@@ -1,0 +1,64 @@
+import ANCS
+
+/// How the watch treats notifications that were already on the phone when a session began.
+public enum PreExistingPolicy: Hashable, Sendable {
+  /// Fetch every one (new notifications are always fetched first).
+  case fetchAll
+  /// Fetch only the newest N; the rest are listed without text.
+  case fetchNewest(Int)
+  /// List them without fetching anything.
+  case listOnly
+}
+
+/// Settings of the watch engine; the defaults suit the terminal watch.
+public struct WatchOptions: Sendable {
+  /// Subscribe to Data Source before Notification Source (several firmwares do), or after.
+  public var dataSourceFirst = true
+  /// Time allowed for one Control Point command's answer before the watch moves on.
+  public var commandTimeout: Duration = .seconds(10)
+  /// Byte maxima asked for Title, Subtitle and Message (65535: whole texts).
+  public var titleMaximum: UInt16 = 65535
+  public var subtitleMaximum: UInt16 = 65535
+  public var messageMaximum: UInt16 = 65535
+  public var preExisting: PreExistingPolicy = .fetchAll
+  /// PreExisting flags count only this long after subscribing; later ones are new
+  /// notifications whatever the flag says (one iOS release flagged new Mail PreExisting).
+  public var preExistingWindow: Duration = .seconds(3)
+  /// After this long without a word from the phone, check that the subscriptions still hold.
+  public var livenessInterval: Duration = .seconds(30)
+  /// Incoming calls are re-checked this often, so a lost Removed event cannot leave a call
+  /// ringing forever.
+  public var callRecheckInterval: Duration = .seconds(20)
+  /// Security level asked for before touching ANCS.
+  public var security: SecurityLevelRequest = .encrypted
+  /// Receive MTU offered in Exchange MTU.
+  public var mtu: UInt16 = 517
+  /// Reconnect back-off: first delay, doubled per attempt up to the maximum.
+  public var reconnectDelay: Duration = .milliseconds(500)
+  public var maximumReconnectDelay: Duration = .seconds(30)
+  /// Reconnect after the link drops (false: stop).
+  public var reconnect = true
+
+  public enum SecurityLevelRequest: Sendable { case encrypted, authenticated }
+
+  public init() {}
+
+  /// The attributes asked for a notification: labels before the text so a phone that omits
+  /// a tuple omits an optional one, MessageSize last.
+  func attributeRequests(for flags: EventFlags) -> [AttributeRequest] {
+    var list: [AttributeRequest] = [AttributeRequest(.appIdentifier)]
+    if flags.contains(.positiveAction) { list.append(AttributeRequest(.positiveActionLabel)) }
+    if flags.contains(.negativeAction) { list.append(AttributeRequest(.negativeActionLabel)) }
+    list += [
+      AttributeRequest(.title, maxLength: titleMaximum), AttributeRequest(.subtitle, maxLength: subtitleMaximum),
+      AttributeRequest(.message, maxLength: messageMaximum), AttributeRequest(.date), AttributeRequest(.messageSize),
+    ]
+    return list
+  }
+
+  /// Attributes a phone may omit: the reassembler does not wait for them past a short notification.
+  static let optionalAttributes: Set<UInt8> = [
+    NotificationAttributeID.positiveActionLabel.rawValue, NotificationAttributeID.negativeActionLabel.rawValue,
+    NotificationAttributeID.messageSize.rawValue,
+  ]
+}

@@ -1,0 +1,189 @@
+import ATT
+import Testing
+
+@testable import Links
+
+/// What every socket link must do, whichever kind.
+@Suite("Socket links")
+struct SocketLinkTests {
+  @Test("one send is one receive, both ways", arguments: LinkKind.allCases)
+  func oneSendOneReceive(kind: LinkKind) async throws {
+    let ends = try await kind.open()
+    defer { ends.close() }
+    let pdus: [[UInt8]] = [[0x0A, 0x03, 0x00], [0x02], [0x1B, 0x0E, 0x00, 0x00, 0x12, 0x34, 0x56, 0x78, 0x00, 0x00]]
+    for pdu in pdus { try await ends.a.send(pdu) }
+    for pdu in pdus { #expect(try await ends.b.receive() == pdu) }
+    for pdu in pdus.reversed() { try await ends.b.send(pdu) }
+    for pdu in pdus.reversed() { #expect(try await ends.a.receive() == pdu) }
+  }
+
+  @Test("order is kept over thousands of PDUs sent both ways at once", arguments: LinkKind.allCases)
+  func orderUnderLoad(kind: LinkKind) async throws {
+    let ends = try await kind.open()
+    defer { ends.close() }
+    let count = 5000
+    func pdu(_ index: Int) -> [UInt8] {
+      [0x52, UInt8(index & 0xFF), UInt8(index >> 8)] + [UInt8](repeating: UInt8(index % 251), count: index % 40)
+    }
+    // Both ends send everything before reading anything: the links' reader threads must
+    // absorb it, or the two senders would block each other.
+    async let sentByA: Void = { for index in 0..<count { try await ends.a.send(pdu(index)) } }()
+    async let sentByB: Void = { for index in 0..<count { try await ends.b.send(pdu(index)) } }()
+    try await sentByA
+    try await sentByB
+    for index in 0..<count { #expect(try await ends.b.receive() == pdu(index)) }
+    for index in 0..<count { #expect(try await ends.a.receive() == pdu(index)) }
+  }
+
+  @Test("large PDUs pass whole; over the limit is refused", arguments: LinkKind.allCases)
+  func largePDUs(kind: LinkKind) async throws {
+    let ends = try await kind.open()
+    defer { ends.close() }
+    let pdu517 = (0..<517).map { UInt8(truncatingIfNeeded: $0 * 7) }
+    let largest = (0..<LinkFraming.maxPDUSize).map { UInt8(truncatingIfNeeded: $0) }
+    try await ends.a.send(pdu517)
+    try await ends.a.send(largest)
+    #expect(try await ends.b.receive() == pdu517)
+    #expect(try await ends.b.receive() == largest)
+    await #expect(throws: BearerError.tooLarge(size: 4096, limit: 4095)) {
+      try await ends.a.send([UInt8](repeating: 0, count: 4096))
+    }
+    // The refused PDU did not hurt the link.
+    try await ends.b.send(pdu517)
+    #expect(try await ends.a.receive() == pdu517)
+  }
+
+  @Test("closing one end is seen by the other", arguments: LinkKind.allCases, [true, false])
+  func disconnect(kind: LinkKind, closeA: Bool) async throws {
+    let ends = try await kind.open()
+    defer { ends.close() }
+    let (closer, other) = closeA ? (ends.a, ends.b) : (ends.b, ends.a)
+    try await closer.send([0x01, 0x02])
+    closer.close()
+    closer.close()
+    await #expect(throws: BearerError.disconnected) { try await closer.send([0x02]) }
+    // What was sent before closing still arrives, then the end.
+    #expect(try await other.receive() == [0x01, 0x02])
+    #expect(try await other.receive() == nil)
+    #expect(try await other.receive() == nil)
+    #expect(!other.isConnected)
+    await #expect(throws: BearerError.disconnected) { try await other.send([0x02]) }
+    #expect(try await closer.receive() == nil)
+    #expect(other.lastError == nil)
+    #expect(closer.lastError == nil)
+  }
+
+  @Test("pairing raises the level on both ends", arguments: LinkKind.allCases)
+  func pairingRaisesLevel(kind: LinkKind) async throws {
+    let ends = try await kind.open()
+    defer { ends.close() }
+    #expect(ends.a.securityLevel == .unencrypted)
+    #expect(try await ends.a.pair(.encrypted) == .encrypted)
+    #expect(ends.a.securityLevel == .encrypted)
+    #expect(ends.b.securityLevel == .encrypted)
+    // The other end may ask too; asking for less keeps the higher level.
+    #expect(try await ends.b.pair(.authenticated) == .authenticated)
+    #expect(try await ends.a.pair(.encrypted) == .authenticated)
+    #expect(ends.a.securityLevel == .authenticated)
+    #expect(ends.b.securityLevel == .authenticated)
+    // Control messages never come out of receive(): the next PDU is the ATT one.
+    try await ends.b.send([0x1B, 0x03, 0x00])
+    #expect(try await ends.a.receive() == [0x1B, 0x03, 0x00])
+  }
+
+  @Test("concurrent pairing requests are answered in order", arguments: LinkKind.allCases)
+  func concurrentPairing(kind: LinkKind) async throws {
+    let ends = try await kind.open(b: .accept(upTo: .encrypted))
+    defer { ends.close() }
+    async let first = ends.a.pair(.encrypted)
+    async let second = ends.a.pair(.encrypted)
+    async let fromB = ends.b.pair(.authenticated)
+    // b's own request may be granted first and raise b's level, so a may get more than it asked.
+    #expect(try await first >= .encrypted)
+    #expect(try await second >= .encrypted)
+    #expect(try await fromB == .authenticated)
+    #expect(ends.a.securityLevel == .authenticated)
+    #expect(ends.b.securityLevel == .authenticated)
+  }
+
+  @Test("a responder that rejects, or grants less, fails the pairing", arguments: LinkKind.allCases)
+  func pairingRejected(kind: LinkKind) async throws {
+    let rejecting = try await kind.open(b: .reject)
+    defer { rejecting.close() }
+    await #expect(throws: BearerError.pairingFailed("the peer rejects pairing")) {
+      try await rejecting.a.pair(.encrypted)
+    }
+    #expect(rejecting.a.securityLevel == .unencrypted)
+    #expect(rejecting.b.securityLevel == .unencrypted)
+    // b rejects, but a accepts when b asks.
+    #expect(try await rejecting.b.pair(.authenticated) == .authenticated)
+
+    let limited = try await kind.open(b: .accept(upTo: .encrypted))
+    defer { limited.close() }
+    await #expect(throws: BearerError.pairingFailed("the peer grants at most encrypted")) {
+      try await limited.a.pair(.authenticated)
+    }
+    #expect(limited.a.securityLevel == .unencrypted)
+    #expect(try await limited.a.pair(.encrypted) == .encrypted)
+    // The link is still fine after a rejection.
+    try await limited.a.send([0x0A, 0x01, 0x00])
+    #expect(try await limited.b.receive() == [0x0A, 0x01, 0x00])
+  }
+
+  @Test("pairing over a closed link fails with .disconnected", arguments: LinkKind.allCases)
+  func pairingClosed(kind: LinkKind) async throws {
+    let ends = try await kind.open()
+    defer { ends.close() }
+    ends.a.close()
+    await #expect(throws: BearerError.disconnected) { try await ends.a.pair(.encrypted) }
+    #expect(try await ends.b.receive() == nil)
+    await #expect(throws: BearerError.disconnected) { try await ends.b.pair(.encrypted) }
+  }
+
+  @Test("socketpair ends share the initial level and the policy")
+  func socketpairOptions() async throws {
+    let (central, peripheral) = try UnixSeqpacketLink.pair(pairing: .reject, initialLevel: .encrypted)
+    defer {
+      central.close()
+      peripheral.close()
+    }
+    #expect(central.securityLevel == .encrypted)
+    #expect(peripheral.securityLevel == .encrypted)
+    #expect(central.pairingPolicy == .reject)
+    #expect(central.name == "unix:socketpair(central)")
+    await #expect(throws: BearerError.pairingFailed("the peer rejects pairing")) {
+      try await peripheral.pair(.authenticated)
+    }
+  }
+
+  @Test("cancelling a pending accept ends it; the listener goes on", arguments: [LinkKind.unixNamed, .tcp])
+  func cancelAccept(kind: LinkKind) async throws {
+    let directory = TemporaryDirectory()
+    let listener: any LinkListener =
+      kind == .tcp ? try TCPListener() : try UnixSeqpacketListener(path: directory.file("c.sock"))
+    defer { listener.close() }
+    let pending = Task { try await listener.accept() }
+    pending.cancel()
+    let error = await #expect(throws: LinkError.self) { _ = try await pending.value }
+    #expect(error?.kind == .cancelled)
+
+    let address = try LinkAddress(parsing: listener.name)
+    async let accepted = listener.accept()
+    let client = try await address.connect()
+    let server = try await accepted
+    defer {
+      client.close()
+      server.close()
+    }
+    try await server.send([0x1B, 0x01, 0x00])
+    #expect(try await client.receive() == [0x1B, 0x01, 0x00])
+  }
+
+  @Test("a dropped bearer closes its link")
+  func droppedBearerCloses() async throws {
+    var pair: (central: SocketBearer, peripheral: SocketBearer)? = try UnixSeqpacketLink.pair()
+    let peripheral = pair!.peripheral
+    pair = nil
+    #expect(try await peripheral.receive() == nil)
+  }
+}
