@@ -154,8 +154,7 @@ extension Phone {
   /// Current Time (0x2A2B): Exact Time 256 (year, month, day, hours, minutes, seconds,
   /// day of week 1 = Monday, fractions256) and Adjust Reason.
   func currentTime() -> [UInt8] {
-    let (seconds, offset) = wallClock.now()
-    let local = seconds + Int64(offset)
+    let local = localNow()
     let date = ANCSDate(secondsSinceEpoch: local)
     let days = local >= 0 ? local / 86_400 : (local - 86_399) / 86_400
     // 1970-01-01 was a Thursday (4).
@@ -177,7 +176,12 @@ extension Phone {
 
   /// The Date attribute for "now" on this phone's wall clock.
   public func dateNow() -> String {
+    ANCSDate(secondsSinceEpoch: localNow()).description
+  }
+
+  /// The phone's local time, in seconds since 1970-01-01 local.
+  func localNow() -> Int64 {
     let (seconds, offset) = wallClock.now()
-    return ANCSDate(secondsSinceEpoch: seconds + Int64(offset)).description
+    return seconds + Int64(offset) + state.withLock { $0.timeShift }
   }
 }

@@ -45,6 +45,8 @@ public final class Phone: Sendable {
     var serviceChanged = false
     /// UIDs announced and retracted at once (quirk retract-uid).
     var retracted: Set<UInt32> = []
+    /// Seconds added to the wall clock (a scenario's or console's "time" step).
+    var timeShift: Int64 = 0
     var listeners: [Int: AsyncStream<PhoneEvent>.Continuation] = [:]
     var nextListener = 0
   }
@@ -211,6 +213,19 @@ public final class Phone: Sendable {
   }
 
   public var battery: UInt8 { state.withLock { $0.battery } }
+
+  /// Sets the phone's local time (seconds since 1970-01-01 in local time) and notifies
+  /// Current Time subscribers.
+  public func setTime(localSecondsSinceEpoch seconds: Int64) async {
+    let (now, offset) = wallClock.now()
+    state.withLock { $0.timeShift = seconds - (now + Int64(offset)) }
+    await notifyTime()
+  }
+
+  /// Closes every watch's link (as walking out of radio range would).
+  public func disconnectAll() {
+    for session in server.sessions { session.connection.close() }
+  }
 
   /// Sends the current time to Current Time subscribers.
   public func notifyTime() async {
