@@ -52,6 +52,7 @@ extension Phone {
           }
         }
         emit(.answered(session: id, command: name))
+        answered(gatt)
         await afterCommand(count)
       })
     }
@@ -71,10 +72,14 @@ extension Phone {
       return !state.serviceChanged
     }
     guard first else { return }
-    let end = server.database.attributes.last?.handle ?? 0x20
-    await server.unpublish(Self.ancsService)
-    _ = try? await server.publish(ancsDefinition(), startingAt: end + 0x10)
-    emit(.quirk("service-changed: ANCS republished at handle \(end + 0x10)"))
+    // Not awaited: this runs on the connection's receive loop, which must stay free to
+    // take the watch's confirmations of the Service Changed indications.
+    Task {
+      let end = server.database.attributes.last?.handle ?? 0x20
+      await server.unpublish(Self.ancsService)
+      _ = try? await server.publish(ancsDefinition(), startingAt: end + 0x10)
+      emit(.quirk("service-changed: ANCS republished at handle \(end + 0x10)"))
+    }
   }
 
   /// The Data Source answer to Get Notification Attributes: tuples in request order, each

@@ -32,7 +32,7 @@ public final class Phone: Sendable {
     var id: Int
     var gatt: GATTSession
     var started = false
-    var events = 0
+    var answers = 0
     var commands = 0
   }
 
@@ -250,15 +250,19 @@ public final class Phone: Sendable {
       logger.info("event not delivered: \(error)")
       return
     }
+  }
+
+  /// Counts a Data Source answer; the quirk drop-subscriptions acts on the N-th.
+  func answered(_ gatt: GATTSession) {
     let drop = state.withLock { state -> Bool in
       guard var session = state.sessions[ObjectIdentifier(gatt)] else { return false }
-      session.events += 1
+      session.answers += 1
       state.sessions[ObjectIdentifier(gatt)] = session
-      return quirks.dropSubscriptionsAfter == session.events
+      return quirks.dropSubscriptionsAfter == session.answers
     }
     if drop {
       gatt.clearSubscriptions()
-      emit(.quirk("drop-subscriptions: subscriptions of the session silently dropped"))
+      emit(.quirk("drop-subscriptions: the subscriptions were silently dropped"))
     }
   }
 
@@ -288,7 +292,6 @@ public final class Phone: Sendable {
         }
       }
       state.sessions[key]?.started = true
-      state.sessions[key]?.events = 0
       let events = state.center.notifications.map { state.center.event(.added, for: $0, extraFlags: .preExisting) }
       return (state.sessions[key]?.id ?? 0, events)
     }

@@ -3,8 +3,8 @@
 public struct Quirks: Hashable, Sendable {
   /// New notifications carry the PreExisting flag (one iOS release did this for Mail).
   public var preExistingOnNew = false
-  /// The subscriptions are silently dropped, the link staying up, after this many
-  /// Notification Source events of a session.
+  /// The subscriptions are silently dropped, the link staying up, after this many Data
+  /// Source answers on a connection (once per connection).
   public var dropSubscriptionsAfter: Int?
   /// This many extra pre-existing notifications are reported when a session starts.
   public var flood: Int?
@@ -43,7 +43,7 @@ public struct Quirks: Hashable, Sendable {
       q, _ in q.preExistingOnNew = true
     },
     Definition(
-      name: "drop-subscriptions", summary: "subscriptions silently dropped after N events (link stays up)",
+      name: "drop-subscriptions", summary: "subscriptions silently dropped after N Data Source answers (link stays up)",
       defaultCount: 3
     ) { q, n in q.dropSubscriptionsAfter = n },
     Definition(name: "flood", summary: "N extra pre-existing notifications at session start", defaultCount: 200) {

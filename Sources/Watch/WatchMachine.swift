@@ -296,6 +296,10 @@ public struct WatchMachine: Sendable {
     inFlight = nil
     let name = ANCSErrorCode(rawValue: code).description
     switch flight.command {
+    case _ where code == 0xFD:
+      // CCCD improperly configured: the phone no longer sees our Data Source subscription.
+      out.append(.emit(.error("the phone refused \(flight.command) for lack of a subscription; subscribing again")))
+      out.append(.resubscribe)
     case .notification(let uid, _), .verify(let uid):
       // 0xA2: "that notification is gone": drop it and go on, never flush or resubscribe.
       if code == ANCSErrorCode.invalidParameter.rawValue {

@@ -221,6 +221,10 @@ struct Bench {
       let (a, b) = MemoryLink.pair()
       results.append(try await roundTrips(name: "in-memory link", central: a, peripheral: b))
     }
+    if wanted("gatt-unix") {
+      let (a, b) = try UnixSeqpacketLink.pair()
+      results.append(try await roundTrips(name: "Unix SEQPACKET link", central: a, peripheral: b))
+    }
     return results
   }
 

@@ -113,3 +113,61 @@ import Wire
     await pair.stop()
   }
 }
+
+/// The link kinds a GATT client and server are tested over.
+enum LinkKind: String, CaseIterable, Sendable {
+  case memory, unixSocketpair, unixPath, tcp
+
+  /// A connected pair: (client side, server side), and a clean-up.
+  func open() async throws -> (any ATTBearer, any ATTBearer, @Sendable () -> Void) {
+    switch self {
+    case .memory:
+      let (a, b) = MemoryLink.pair()
+      return (a, b, {})
+    case .unixSocketpair:
+      let (a, b) = try UnixSeqpacketLink.pair()
+      return (a, b, {})
+    case .unixPath:
+      let path = "/tmp/ancs-gatt-test-\(UInt32.random(in: 0...UInt32.max)).sock"
+      let listener = try UnixSeqpacketListener(path: path)
+      async let accepted = listener.accept()
+      let client = try await UnixSeqpacketLink.connect(path: path)
+      let server = try await accepted
+      return (client, server, { listener.close() })
+    case .tcp:
+      let listener = try TCPListener(port: 0)
+      async let accepted = listener.accept()
+      let client = try await TCPLink.connect(port: listener.port)
+      let server = try await accepted
+      return (client, server, { listener.close() })
+    }
+  }
+}
+
+@Suite struct ClientServerOverLinksTests {
+  /// Discovery, pairing, a long read, a write and 200 notifications in order over each link.
+  @Test(arguments: LinkKind.allCases)
+  func fullExchange(_ kind: LinkKind) async throws {
+    let (clientBearer, serverBearer, cleanUp) = try await kind.open()
+    defer { cleanUp() }
+    let recorder = Recorder()
+    let pair = ClientServerPair(
+      server: try makeFixtureServer(recorder), central: clientBearer, peripheral: serverBearer, clientMTU: 185)
+    let client = pair.client
+    #expect(try await client.connection.exchangeMTU() == 185)
+    #expect(try await client.discoverAllPrimaryServices().count == 4)
+    await #expect(throws: ATTError.self) { try await client.write(14, [1]) }
+    #expect(try await clientBearer.pair(.encrypted) == .encrypted)
+    try await client.write(14, [9, 9])
+    #expect(recorder.writes.withLock { $0 } == [[9, 9]])
+    #expect(try await client.read(20) == (0..<60).map { UInt8($0) })
+    let service = try #require(try await client.discoverPrimaryServices(FixtureUUID.service).first)
+    let data = try #require(try await client.discoverCharacteristics(of: service).last)
+    let values = AsyncStream<[UInt8]>.makeStream()
+    try await client.subscribe(data) { values.continuation.yield($0.value) }
+    for index in 0..<200 { try await pair.served.session.notify(16, [UInt8(index % 256), UInt8(index / 256)]) }
+    var iterator = values.stream.makeAsyncIterator()
+    for index in 0..<200 { #expect(await iterator.next() == [UInt8(index % 256), UInt8(index / 256)]) }
+    await pair.stop()
+  }
+}

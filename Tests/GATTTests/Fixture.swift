@@ -62,7 +62,7 @@ struct ServedLink {
   let server: GATTServer
   let connection: ATTConnection
   let session: GATTSession
-  let peer: MemoryBearer
+  let peer: any ATTBearer
   let task: Task<Void, Never>
 
   init(
@@ -91,6 +91,11 @@ struct ClientServerPair {
 
   init(server: GATTServer, level: SecurityLevel = .unencrypted, clientMTU: UInt16 = 517) {
     let (central, peripheral) = MemoryLink.pair(initialLevel: level)
+    self.init(server: server, central: central, peripheral: peripheral, clientMTU: clientMTU)
+  }
+
+  /// Client on `central`, server on `peripheral`, over any link.
+  init(server: GATTServer, central: any ATTBearer, peripheral: any ATTBearer, clientMTU: UInt16 = 517) {
     let serverConnection = ATTConnection(bearer: peripheral)
     let session = server.attach(serverConnection)
     let serverTask = Task { await serverConnection.run() }
@@ -108,7 +113,7 @@ struct ClientServerPair {
 }
 
 extension ServedLink {
-  init(server: GATTServer, connection: ATTConnection, session: GATTSession, peer: MemoryBearer, task: Task<Void, Never>)
+  init(server: GATTServer, connection: ATTConnection, session: GATTSession, peer: any ATTBearer, task: Task<Void, Never>)
   {
     self.server = server
     self.connection = connection

@@ -45,7 +45,7 @@ enum Prefix {
 
 /// Runs a script against `bearer` (the engine is on the other end) and records a test
 /// failure naming the step index, its name, and both byte strings on any mismatch.
-func play(_ script: Script, on bearer: MemoryBearer, sourceLocation: SourceLocation = #_sourceLocation) async throws {
+func play(_ script: Script, on bearer: any ATTBearer, sourceLocation: SourceLocation = #_sourceLocation) async throws {
   for (index, step) in script.steps.enumerated() {
     let label = "\(script.id) step \(index) (\(step.name))"
     switch step {

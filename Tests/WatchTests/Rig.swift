@@ -17,6 +17,8 @@ final class Rig {
   let watch: WatchEngine
   let links = Links()
   private var events: AsyncStream<WatchEvent>.Iterator
+  /// Every event read so far.
+  private(set) var history: [WatchEvent] = []
   let task: Task<Void, Never>
 
   init(phone: Phone, options: WatchOptions = WatchOptions(), clock: any EngineClock = SystemClock()) {
@@ -45,8 +47,12 @@ final class Rig {
 
   /// The next watch event; nil when the watch stopped.
   func next() async -> WatchEvent? {
-    await events.next(isolation: nil)
+    let event = await events.next(isolation: nil)
+    if let event { history.append(event) }
+    return event
   }
+
+  var disconnects: Int { history.filter { if case .disconnected = $0 { return true } else { return false } }.count }
 
   /// Events until `predicate` matches; returns the match and everything before it.
   @discardableResult
@@ -62,6 +68,12 @@ final class Rig {
 
   func connected() async throws {
     try await until("connected") { if case .connected = $0 { return true } else { return false } }
+  }
+
+  /// Connected, and done reading the phone's time and battery (the last of the set-up).
+  func ready() async throws {
+    try await connected()
+    try await until("battery") { if case .battery = $0 { return true } else { return false } }
   }
 
   func added(_ title: String) async throws -> WatchNotification {

@@ -90,17 +90,25 @@ public final class GATTServer: Sendable {
   }
 
   /// Sends a Service Changed indication (affected start and end handles) to every session
-  /// subscribed to it, each awaiting its confirmation.
+  /// subscribed to it, all at once, and returns when each is confirmed or has failed. Never
+  /// call it from a connection's receive loop (a server handler): the confirmation it waits
+  /// for arrives through that loop.
   public func indicateServiceChanged(_ range: HandleRange) async {
     guard let handles = serviceChangedHandles else { return }
     var writer = ByteWriter()
     writer.u16(range.start)
     writer.u16(range.end)
-    for session in sessions where session.cccd(for: handles.value).contains(.indications) {
-      do {
-        try await session.connection.indicate(handle: handles.value, value: writer.bytes)
-      } catch {
-        logger.info("Service Changed indication not confirmed: \(error)")
+    let value = writer.bytes
+    let logger = logger
+    await withTaskGroup(of: Void.self) { group in
+      for session in sessions where session.cccd(for: handles.value).contains(.indications) {
+        group.addTask {
+          do {
+            try await session.connection.indicate(handle: handles.value, value: value)
+          } catch {
+            logger.info("Service Changed indication not confirmed: \(error)")
+          }
+        }
       }
     }
   }

@@ -1,0 +1,132 @@
+import ANCS
+import ATT
+import Links
+import Phone
+import Testing
+import Watch
+
+extension Rig {
+  /// Reads events until the watch holds exactly the phone's notifications, each fetched
+  /// with its title (compared by UID and title).
+  func synced() async throws {
+    func matches() -> Bool {
+      let want = Set(phone.notifications.map { "\($0.uid) \($0.title)" })
+      let have = Set(watch.state.notifications.filter(\.fetched).map { "\($0.uid) \($0.title)" })
+      return want == have && watch.state.notifications.count == want.count
+    }
+    while !matches() {
+      guard await next() != nil else {
+        Issue.record("the watch stopped before it matched the phone")
+        return
+      }
+    }
+  }
+
+  /// Waits until the engine has nothing left to do: everything fetched.
+  func settle() async throws { try await synced() }
+}
+
+@Suite(.timeLimit(.minutes(1))) struct QuirkTests {
+  /// Quirks that change what the wire carries but need no time to pass: the watch ends with
+  /// every notification the phone has, complete.
+  @Test(arguments: ["preexisting-on-new", "reverse-tuples", "omit-tuple", "empty-packet", "ellipsis", "chunk20", "retract-uid", "flood=300"])
+  func watchKeepsEveryNotification(_ quirk: String) async throws {
+    let rig = try Rig(quirks: [quirk])
+    await rig.phone.post(chat("before", message: String(repeating: "long message ", count: 40)))
+    try await rig.connected()
+    for index in 0..<6 {
+      await rig.phone.post(chat("n\(index)", message: "message \(index) ✓ " + String(repeating: "é", count: index * 30)))
+    }
+    try await rig.synced()
+    for notification in rig.watch.state.notifications {
+      let phone = try #require(rig.phone.notifications.first { $0.uid == notification.uid })
+      #expect(notification.message == phone.message, "\(quirk): message of \(notification.title)")
+      #expect(notification.appName == "Chat" || phone.appIdentifier != "com.example.chat")
+    }
+    await rig.stop()
+  }
+
+  @Test func ellipsisWhenTheWatchAsksForLess() async throws {
+    var options = WatchOptions()
+    options.messageMaximum = 20
+    let rig = try Rig(quirks: ["ellipsis"], options: options)
+    try await rig.connected()
+    await rig.phone.post(chat("cut", message: "A message that is much longer than twenty bytes"))
+    let got = try await rig.added("cut")
+    #expect(got.message == "A message that is…")
+    #expect(got.message.utf8.count <= 20)
+    #expect(got.messageSize == "A message that is much longer than twenty bytes".utf8.count)
+    await rig.stop()
+  }
+
+  @Test func removalsSurviveReversedAndChunkedAnswers() async throws {
+    let rig = try Rig(quirks: ["reverse-tuples", "chunk20", "empty-packet"])
+    try await rig.connected()
+    var uids: [UInt32] = []
+    for index in 0..<5 { uids.append(await rig.phone.post(chat("r\(index)")).uid) }
+    await rig.phone.remove(uids[1])
+    await rig.phone.remove(uids[3])
+    try await rig.synced()
+    #expect(rig.watch.state.notifications.map(\.title) == ["r0", "r2", "r4"])
+    await rig.stop()
+  }
+
+  /// The phone silently drops the subscriptions; after livenessInterval of silence the
+  /// watch checks, finds its CCCD cleared, subscribes again and catches up.
+  @Test func droppedSubscriptionsAreDetected() async throws {
+    let clock = ManualClock()
+    var q = Quirks()
+    // Answers 1 and 2: "one" and the app name of Chat; 3: "two". Then silence.
+    try q.enable("drop-subscriptions=3")
+    let phone = try Phone(quirks: q, wallClock: FixedWallClock(seconds: 1_796_040_000))
+    let rig = Rig(phone: phone, clock: clock)
+    try await rig.ready()
+    await phone.post(chat("one"))
+    await phone.post(chat("two"))
+    try await rig.synced()
+    await phone.post(chat("lost"))  // not delivered: the subscriptions are gone
+    #expect(rig.watch.state.notification(3) == nil)
+    clock.advance(by: .seconds(31))
+    try await rig.until("subscribed again") { event in
+      if case .error(let message) = event { return message.contains("dropped the subscriptions") }
+      return false
+    }
+    try await rig.synced()
+    #expect(rig.watch.state.notifications.map(\.title).sorted() == ["lost", "one", "two"])
+    await rig.stop()
+  }
+
+  /// A lost Removed event must not leave a call ringing: the watch re-checks calls.
+  @Test func lostRemovalOfACallIsNoticed() async throws {
+    let clock = ManualClock()
+    var q = Quirks()
+    try q.enable("lose-removed")
+    let phone = try Phone(quirks: q, wallClock: FixedWallClock(seconds: 1_796_040_000))
+    let rig = Rig(phone: phone, clock: clock)
+    try await rig.ready()
+    let call = await phone.post(
+      PhoneNotification(
+        appIdentifier: "com.apple.mobilephone", category: .incomingCall, title: "Bob", positiveAction: "Answer",
+        negativeAction: "Decline"))
+    _ = try await rig.added("Bob")
+    await phone.remove(call.uid)  // the Removed event is lost
+    clock.advance(by: .seconds(21))
+    try await rig.removed(call.uid)
+    #expect(rig.watch.state.notifications.isEmpty)
+    await rig.stop()
+  }
+
+  /// ANCS is unpublished and republished at other handles: the watch rediscovers and
+  /// resubscribes, and ends with the phone's set.
+  @Test func serviceChangedLeadsToRediscovery() async throws {
+    let rig = try Rig(quirks: ["service-changed=2"])
+    try await rig.connected()
+    for index in 0..<4 { await rig.phone.post(chat("s\(index)")) }
+    try await rig.synced()
+    await rig.phone.post(chat("after"))
+    try await rig.synced()
+    #expect(rig.watch.state.notifications.count == 5)
+    #expect(rig.disconnects == 0, "rediscovered on the same link, without reconnecting")
+    await rig.stop()
+  }
+}
