@@ -283,13 +283,7 @@ public final class Phone: Sendable {
     let (id, events) = state.withLock { state -> (Int, [NotificationSourceEvent]) in
       if let flood = quirks.flood, !state.flooded {
         state.flooded = true
-        for index in 0..<flood {
-          _ = state.center.post(
-            PhoneNotification(
-              appIdentifier: "com.apple.mobilemail", category: .email, title: "Flood \(index + 1)",
-              message: "Pre-existing message \(index + 1)", date: ANCSDate(secondsSinceEpoch: 1_700_000_000).description
-            ))
-        }
+        for index in 0..<flood { _ = state.center.post(Self.floodNotification(index)) }
       }
       state.sessions[key]?.started = true
       let events = state.center.notifications.map { state.center.event(.added, for: $0, extraFlags: .preExisting) }
@@ -298,6 +292,17 @@ public final class Phone: Sendable {
     emit(.sessionStarted(session: id, preExisting: events.count))
     guard let source = ancsHandles?.source else { return }
     for event in events { await send(event.encoded(), to: gatt, source: source) }
+  }
+
+  /// The index-th notification of the flood quirk: a mail of realistic size (a 50-byte
+  /// subject, a 320-byte body).
+  public static func floodNotification(_ index: Int) -> PhoneNotification {
+    let number = String(index + 1)
+    return PhoneNotification(
+      appIdentifier: "com.apple.mobilemail", category: .email,
+      title: "Flood \(number): quarterly report, draft for review", subtitle: "Team mailing list",
+      message: "Pre-existing message \(number). " + String(repeating: "Please find the figures attached. ", count: 9),
+      date: ANCSDate(secondsSinceEpoch: 1_700_000_000 + Int64(index)).description)
   }
 
   func sessionID(_ gatt: GATTSession) -> Int { state.withLock { $0.sessions[ObjectIdentifier(gatt)]?.id ?? 0 } }

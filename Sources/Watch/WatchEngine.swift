@@ -302,6 +302,8 @@ public final class WatchEngine: Sendable {
   }
 
   func emit(_ event: WatchEvent) {
+    // Failures caused by stopping are not news.
+    if case .error = event, stopped { return }
     if logger.enabled(.debug) { logger.debug("watch: \(event.json)") }
     for listener in shared.withLock({ Array($0.listeners.values) }) { listener.yield(event) }
   }

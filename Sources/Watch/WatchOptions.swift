@@ -20,6 +20,11 @@ public struct WatchOptions: Sendable {
   public var titleMaximum: UInt16 = 65535
   public var subtitleMaximum: UInt16 = 65535
   public var messageMaximum: UInt16 = 65535
+  /// The notification attributes asked for (a small firmware may want fewer). Labels are
+  /// asked only when the notification has that action.
+  public var attributes: Set<NotificationAttributeID> = [
+    .appIdentifier, .title, .subtitle, .message, .messageSize, .date, .positiveActionLabel, .negativeActionLabel,
+  ]
   public var preExisting: PreExistingPolicy = .fetchAll
   /// PreExisting flags count only this long after subscribing; later ones are new
   /// notifications whatever the flag says (one iOS release flagged new Mail PreExisting).
@@ -53,7 +58,8 @@ public struct WatchOptions: Sendable {
       AttributeRequest(.title, maxLength: titleMaximum), AttributeRequest(.subtitle, maxLength: subtitleMaximum),
       AttributeRequest(.message, maxLength: messageMaximum), AttributeRequest(.date), AttributeRequest(.messageSize),
     ]
-    return list
+    // AppIdentifier is always needed: the app's display name hangs on it.
+    return list.filter { $0.id == .appIdentifier || attributes.contains($0.id) }
   }
 
   /// Attributes a phone may omit: the reassembler does not wait for them past a short notification.

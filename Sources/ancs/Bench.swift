@@ -232,6 +232,7 @@ struct Bench {
     var results = try codec()
     results += try reassembly()
     results += try await gatt()
+    results += try await endToEnd()
     print("| benchmark | result |")
     print("|---|---|")
     for result in results {
@@ -240,6 +241,7 @@ struct Bench {
   }
 
   func format(_ value: Double) -> String {
+    if value.isNaN || value.isInfinite { return "n/a" }
     if value >= 1_000_000 { return String(format1: value / 1_000_000) + " M" }
     if value >= 10_000 { return String(format1: value / 1_000) + " k" }
     return String(format1: value)

@@ -17,6 +17,9 @@ enum CLI {
     usage: ancs <subcommand> [options]
 
     subcommands:
+      phone      run a simulated iPhone (ANCS server) with a console
+      watch      run a simulated watch (ANCS client) against a phone
+      demo       phone and watch in one process, playing a scenario
       bench      measure codec, reassembly and GATT throughput
 
     options:
@@ -57,6 +60,12 @@ enum CLI {
         return 0
       case "bench":
         return try await bench(Array(arguments.dropFirst()))
+      case "phone":
+        return try await PhoneCommandLine.run(Array(arguments.dropFirst()))
+      case "demo":
+        return try await DemoCommand.run(Array(arguments.dropFirst()))
+      case "watch":
+        return try await WatchCommand.run(Array(arguments.dropFirst()))
       default:
         throw UsageError("unknown subcommand '\(first)'; try 'ancs --help'")
       }
@@ -91,18 +100,5 @@ enum CLI {
     }
     try await bench.run()
     return 0
-  }
-}
-
-/// Writes a line to standard error (unbuffered).
-func printError(_ line: String) {
-  var text = line + "\n"
-  text.withUTF8 { buffer in
-    var offset = 0
-    while offset < buffer.count {
-      let written = write(2, buffer.baseAddress! + offset, buffer.count - offset)
-      if written <= 0 { return }
-      offset += written
-    }
   }
 }

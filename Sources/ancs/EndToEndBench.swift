@@ -1,0 +1,188 @@
+import ANCS
+import ATT
+import Foundation
+import Links
+import Phone
+import Watch
+import Wire
+
+/// End-to-end figures: notifications per second from a phone's notification center to a
+/// watch's model, latency, and the phone's memory per watch session.
+extension Bench {
+  /// What the watch asks for in the benchmark: AppIdentifier, Title(64), Message(256), Date.
+  static var benchWatchOptions: WatchOptions {
+    var options = WatchOptions()
+    options.attributes = [.appIdentifier, .title, .message, .date]
+    options.titleMaximum = 64
+    options.messageMaximum = 256
+    options.mtu = 185
+    options.reconnect = false
+    return options
+  }
+
+  /// Waits until `count` notifications were added; returns the seconds from the session's
+  /// start (the `connected` event) to the last one.
+  static func fetchAll(_ events: AsyncStream<WatchEvent>, count: Int) async -> Double {
+    let clock = ContinuousClock()
+    var start = clock.now
+    var added = 0
+    for await event in events {
+      switch event {
+      case .connected: start = clock.now
+      case .added(let notification) where notification.fetched && !notification.message.isEmpty:
+        added += 1
+        if added == count { return (clock.now - start).seconds }
+      default: break
+      }
+    }
+    return .infinity
+  }
+
+  /// Posts one notification at a time and waits for it on the watch: latency percentiles.
+  static func latencies(phone: Phone, events: inout AsyncStream<WatchEvent>.Iterator, samples: Int) async -> [Double] {
+    let clock = ContinuousClock()
+    var result: [Double] = []
+    for index in 0..<samples {
+      let start = clock.now
+      let posted = await phone.post(Phone.floodNotification(index))
+      while let event = await events.next(isolation: nil) {
+        if case .added(let n) = event, n.uid == posted.uid { break }
+      }
+      result.append((clock.now - start).seconds * 1e6)
+    }
+    return result.sorted()
+  }
+
+  static func percentile(_ sorted: [Double], _ p: Double) -> Double {
+    guard !sorted.isEmpty else { return .nan }
+    return sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))]
+  }
+
+  func latencyResults(_ sorted: [Double], _ label: String) -> [Result] {
+    [0.5, 0.9, 0.99].map { p in
+      Result(name: "\(label) latency p\(Int(p * 100)), post to watch model", value: Self.percentile(sorted, p), unit: "µs")
+    }
+  }
+
+  /// Phone and watch in this process over the in-memory link.
+  func endToEndMemory(count: Int) async throws -> [Result] {
+    var quirks = Quirks()
+    quirks.flood = count
+    let phone = try Phone(quirks: quirks, wallClock: FixedWallClock(seconds: 1_796_040_000))
+    let (central, peripheral) = MemoryLink.pair()
+    let serving = Task { await phone.serve(central) }
+    let engine = WatchEngine(options: Self.benchWatchOptions) { peripheral }
+    var events = engine.events()
+    let running = Task { await engine.run() }
+    let seconds = await Self.fetchAll(events, count: count)
+    var iterator = events.makeAsyncIterator()
+    let latencies = await Self.latencies(phone: phone, events: &iterator, samples: 2000)
+    engine.stop()
+    await running.value
+    central.close()
+    await serving.value
+    return [
+      Result(
+        name: "end to end, in-memory link, \(count) notifications (MTU 185)", value: Double(count) / seconds,
+        unit: "notifications/s")
+    ] + latencyResults(latencies, "in-memory")
+  }
+
+  /// A phone in another process (`ancs phone`, found as this executable) over a Unix socket.
+  func endToEndProcesses(count: Int) async throws -> [Result] {
+    let path = "/tmp/ancs-bench-\(getpid()).sock"
+    let phone = try startPhoneProcess(["--listen", "unix:\(path)", "--quirk", "flood=\(count)"])
+    defer {
+      phone.terminate()
+      phone.waitUntilExit()
+    }
+    let bearer = try await connectRetrying(.unix(path: path))
+    let engine = WatchEngine(options: Self.benchWatchOptions) { bearer }
+    let events = engine.events()
+    let running = Task { await engine.run() }
+    let seconds = await Self.fetchAll(events, count: count)
+    engine.stop()
+    await running.value
+    return [
+      Result(
+        name: "end to end, two processes over a Unix socket, \(count) notifications (MTU 185)",
+        value: Double(count) / seconds, unit: "notifications/s")
+    ]
+  }
+
+  /// The phone process's resident memory growth per watch session, with `sessions` watches
+  /// connected, subscribed and holding 10 notifications each.
+  func memoryPerSession(sessions: Int) async throws -> [Result] {
+    let path = "/tmp/ancs-bench-mem-\(getpid()).sock"
+    let phone = try startPhoneProcess(["--listen", "unix:\(path)", "--quirk", "flood=10"])
+    defer {
+      phone.terminate()
+      phone.waitUntilExit()
+    }
+    _ = try await connectRetrying(.unix(path: path)).close()
+    try await Task.sleep(for: .milliseconds(200))
+    let before = residentKiB(of: phone.processIdentifier)
+    var engines: [WatchEngine] = []
+    var tasks: [Task<Void, Never>] = []
+    var options = Self.benchWatchOptions
+    options.reconnect = false
+    for _ in 0..<sessions {
+      let bearer = try await connectRetrying(.unix(path: path))
+      let engine = WatchEngine(options: options) { bearer }
+      let events = engine.events()
+      tasks.append(Task { await engine.run() })
+      _ = await Self.fetchAll(events, count: 10)
+      engines.append(engine)
+    }
+    let after = residentKiB(of: phone.processIdentifier)
+    for engine in engines { engine.stop() }
+    for task in tasks { await task.value }
+    let perSession = Double(after - before) / Double(sessions)
+    return [
+      Result(
+        name: "phone memory per watch session, \(sessions) sessions in one phone process (RSS growth)",
+        value: perSession, unit: "KiB")
+    ]
+  }
+
+  func startPhoneProcess(_ arguments: [String]) throws -> Process {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+    process.arguments = ["phone"] + arguments
+    process.standardInput = Pipe()
+    process.standardOutput = FileHandle.nullDevice
+    process.standardError = FileHandle.nullDevice
+    try process.run()
+    return process
+  }
+
+  /// Connects, retrying while the freshly started phone is not listening yet (bounded).
+  func connectRetrying(_ address: LinkAddress) async throws -> SocketBearer {
+    var attempt = 0
+    while true {
+      do {
+        return try await address.connect()
+      } catch {
+        attempt += 1
+        if attempt > 100 { throw error }
+        try await Task.sleep(for: .milliseconds(20))
+      }
+    }
+  }
+
+  func residentKiB(of pid: Int32) -> Int {
+    guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return 0 }
+    for line in status.split(separator: "\n") where line.hasPrefix("VmRSS:") {
+      return Int(line.split(separator: " ").dropFirst().first ?? "0") ?? 0
+    }
+    return 0
+  }
+
+  func endToEnd() async throws -> [Result] {
+    var results: [Result] = []
+    if wanted("e2e-memory") { results += try await endToEndMemory(count: 20_000) }
+    if wanted("e2e-unix") { results += try await endToEndProcesses(count: 20_000) }
+    if wanted("e2e-sessions") { results += try await memoryPerSession(sessions: 1000) }
+    return results
+  }
+}

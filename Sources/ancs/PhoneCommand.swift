@@ -1,0 +1,204 @@
+import ANCS
+import ATT
+import Dispatch
+import Links
+import Phone
+import Wire
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+enum PhoneCommandLine {
+  static let usage = """
+    usage: ancs phone --listen ADDRESS [options]
+
+    Runs a simulated iPhone: an ANCS server with the Current Time and Battery services,
+    waiting for watches on ADDRESS. Type commands on standard input (`help` lists them), or
+    play a scenario. It serves until `quit`, Ctrl-C or SIGTERM; end of input alone does not
+    stop it.
+
+    options:
+      --listen ADDRESS     unix:PATH (a socket file, mode 0600) or tcp:HOST:PORT
+                           (loopback when HOST is omitted: tcp::5000)
+      --scenario FILE      play a scenario file (Protocol/scenario.md); `demo` is built in
+      --loop               play the scenario again and again
+      --quirk NAME[=N]     reproduce a documented iOS misbehaviour (repeatable):
+    \(Quirks.catalog.map { "                       \($0.name)\($0.defaultCount.map { _ in "=N" } ?? ""): \($0.summary)" }.joined(separator: "\n"))
+      --commands MODE      console (default): readable commands and feedback;
+                           jsonl: one JSON command per input line, one JSON answer per
+                           output line, phone events as JSON lines too
+      --capture FILE       record a btsnoop capture of every link (Wireshark, btmon)
+      -v, -vv              log to stderr (info, debug)
+
+    example:
+      ancs phone --listen unix:/tmp/phone.sock --scenario demo
+      echo '{"cmd":"post","app":"com.example.chat","title":"Hi"}' | ancs phone --listen tcp::5000 --commands jsonl
+
+    exit codes: 0 after quit or a signal, 2 for bad usage, a bad scenario or an address in use
+    """
+
+  static func run(_ arguments: [String]) async throws -> Int32 {
+    var args = Arguments(arguments, command: "phone")
+    if args.flag("--help", "-h") {
+      printLine(usage)
+      return 0
+    }
+    guard let text = try args.value("--listen") else {
+      throw UsageError("phone needs --listen unix:PATH or tcp:HOST:PORT; try 'ancs phone --help'")
+    }
+    let scenarioName = try args.value("--scenario")
+    let loop = args.flag("--loop")
+    let quirks = try quirkSet(args.values("--quirk"))
+    let mode = try args.value("--commands") ?? "console"
+    guard mode == "console" || mode == "jsonl" else {
+      throw UsageError("--commands takes console or jsonl, not '\(mode)'")
+    }
+    let capture = try args.value("--capture")
+    let logger = args.logger()
+    try args.finish()
+    if loop && scenarioName == nil { throw UsageError("--loop needs --scenario") }
+
+    let address: LinkAddress
+    do { address = try LinkAddress(parsing: text) } catch { throw UsageError("\(error)") }
+    if case .memory = address {
+      throw UsageError("memory joins a phone and a watch in one process: use 'ancs demo', or unix:PATH / tcp:HOST:PORT")
+    }
+    // Everything is checked before anything is opened.
+    let scenario = try scenarioName.map(loadScenario)
+    let writer = try capture.map { path throws(UsageError) in
+      do { return try BtsnoopWriter(path: path) } catch { throw UsageError("\(error)") }
+    }
+    let phone = try Phone(quirks: quirks, logger: logger)
+    let listener: any LinkListener
+    do { listener = try address.listen() } catch { throw UsageError("\(error)") }
+    onTerminationSignal { listener.close() }
+
+    let json = mode == "jsonl"
+    let say: @Sendable (String) -> Void = { line in if !json { printLine(line) } }
+    let quirkNote = quirks == Quirks() ? "" : " with quirks"
+    say("phone: listening on \(listener.name)\(quirkNote); type help for commands")
+    let events = phone.events()
+    let reporter = Task {
+      for await event in events {
+        if json {
+          printLine(eventJSON(event).description)
+        } else if let text = describe(event) {
+          printLine("phone: \(text)")
+        }
+      }
+    }
+    let accepting = Task {
+      while true {
+        let bearer: SocketBearer
+        do { bearer = try await listener.accept() } catch { return }
+        let link: any ATTBearer = writer.map { CapturingBearer(bearer, writer: $0) } ?? bearer
+        Task { await phone.serve(link) }
+      }
+    }
+    let player = scenario.map { scenario in
+      Task {
+        do {
+          try await ScenarioPlayer(scenario, loop: loop).play(on: phone, clock: SystemClock()) { report in
+            say("scenario: \(report)")
+          }
+        } catch {
+          say("scenario stopped: \(error)")
+        }
+      }
+    }
+    let console = PhoneConsole(phone: phone)
+    var quitRequested = false
+    for await line in standardInputLines() {
+      guard let output = json ? await console.run(jsonLine: line) : await console.run(line: line) else { continue }
+      if json {
+        printLine(output.json.description)
+      } else {
+        for line in output.lines { printLine(line) }
+      }
+      if output.quit {
+        quitRequested = true
+        break
+      }
+    }
+    if !quitRequested {
+      // End of input: keep serving until a signal ends the process.
+      await accepting.value
+    }
+    player?.cancel()
+    accepting.cancel()
+    listener.close()
+    phone.disconnectAll()
+    reporter.cancel()
+    writer?.close()
+    return 0
+  }
+
+  static func quirkSet(_ names: [String]) throws(UsageError) -> Quirks {
+    var quirks = Quirks()
+    for name in names {
+      do { try quirks.enable(name) } catch { throw UsageError("\(error)") }
+    }
+    return quirks
+  }
+
+  /// A built-in scenario by name, or a file; any problem is a usage error naming the file.
+  static func loadScenario(_ name: String) throws(UsageError) -> Scenario {
+    do {
+      if let builtIn = try BuiltInScenarios.named(name) { return builtIn }
+    } catch {
+      throw UsageError("\(error)")
+    }
+    let text: String
+    do { text = try readTextFile(name) } catch { throw UsageError("\(name): \(error)") }
+    do { return try Scenario(parsing: text, file: name) } catch { throw UsageError("\(error)") }
+  }
+
+  /// A console line for an event; nil for the routine ones (answers).
+  static func describe(_ event: PhoneEvent) -> String? {
+    switch event {
+    case .connected(let session, let link): return "watch \(session) connected (\(link))"
+    case .sessionStarted(let session, let count):
+      return "watch \(session) subscribed: ANCS session started, \(count) pre-existing notification(s) reported"
+    case .sessionEnded(let session): return "watch \(session) ended its ANCS session"
+    case .answered: return nil
+    case .refused(let session, let command, let code):
+      return "refused \(command) from watch \(session) with \(ANCSErrorCode(rawValue: code))"
+    case .action(let session, let uid, let action, let title, let outcome):
+      return "watch \(session) performed the \(action) action on UID \(uid) \"\(title)\": \(outcome)"
+    case .disconnected(let session): return "watch \(session) disconnected"
+    case .quirk(let text): return "quirk \(text)"
+    }
+  }
+
+  static func eventJSON(_ event: PhoneEvent) -> JSON {
+    switch event {
+    case .connected(let session, let link):
+      return .object([("event", .string("connected")), ("session", .number(Double(session))), ("link", .string(link))])
+    case .sessionStarted(let session, let count):
+      return .object([
+        ("event", .string("sessionStarted")), ("session", .number(Double(session))),
+        ("preExisting", .number(Double(count))),
+      ])
+    case .sessionEnded(let session):
+      return .object([("event", .string("sessionEnded")), ("session", .number(Double(session)))])
+    case .answered(let session, let command):
+      return .object([
+        ("event", .string("answered")), ("session", .number(Double(session))), ("command", .string(command)),
+      ])
+    case .refused(let session, let command, let code):
+      return .object([
+        ("event", .string("refused")), ("session", .number(Double(session))), ("command", .string(command)),
+        ("code", .number(Double(code))),
+      ])
+    case .action(let session, let uid, let action, let title, let outcome):
+      return .object([
+        ("event", .string("action")), ("session", .number(Double(session))), ("uid", .number(Double(uid))),
+        ("action", .string(action)), ("title", .string(title)), ("outcome", .string(outcome)),
+      ])
+    case .disconnected(let session):
+      return .object([("event", .string("disconnected")), ("session", .number(Double(session)))])
+    case .quirk(let text): return .object([("event", .string("quirk")), ("text", .string(text))])
+    }
+  }
+}

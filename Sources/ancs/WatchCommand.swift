@@ -1,0 +1,150 @@
+import ANCS
+import ATT
+import Links
+import Watch
+import Synchronization
+import Wire
+
+enum WatchCommand {
+  static let usage = """
+    usage: ancs watch --connect ADDRESS [options]
+
+    Runs a simulated watch (the ANCS client) against a phone: pairs, discovers ANCS,
+    subscribes, and shows the notifications. With --headless (or when standard output is not
+    a terminal) it prints one JSON object per event (Protocol/events.md) and takes commands
+    on standard input, one per line: `positive UID`, `negative UID`, `quit`.
+
+    options:
+      --connect ADDRESS       unix:PATH or tcp:HOST:PORT of a running `ancs phone`
+      --headless              JSON lines on stdout instead of the watch face
+      --title-max N           byte maximum asked for titles (default 65535; also
+      --subtitle-max N        subtitles and messages: use small values to emulate
+      --message-max N         a small firmware)
+      --preexisting POLICY    all (default), newest:N, or list (list without fetching)
+      --subscribe-order ORDER ds-first (default) or ns-first
+      --command-timeout S     seconds allowed per Control Point command (default 10)
+      --no-reconnect          exit when the link drops instead of reconnecting
+      --capture FILE          record a btsnoop capture (Wireshark, btmon) of the link
+      -v, -vv                 log to stderr (info, debug)
+
+    example:
+      ancs phone --listen unix:/tmp/phone.sock        # in one terminal
+      ancs watch --connect unix:/tmp/phone.sock       # in another
+
+    exit codes: 0 after `quit` or end of input, 1 when the link is lost with
+    --no-reconnect, 2 for bad usage
+    """
+
+  static func options(_ args: inout Arguments) throws(UsageError) -> WatchOptions {
+    var options = WatchOptions()
+    if let n = try args.integer("--title-max", in: 0...65535) { options.titleMaximum = UInt16(n) }
+    if let n = try args.integer("--subtitle-max", in: 0...65535) { options.subtitleMaximum = UInt16(n) }
+    if let n = try args.integer("--message-max", in: 0...65535) { options.messageMaximum = UInt16(n) }
+    if let policy = try args.value("--preexisting") {
+      switch policy {
+      case "all": options.preExisting = .fetchAll
+      case "list": options.preExisting = .listOnly
+      case _ where policy.hasPrefix("newest:"):
+        guard let n = Int(policy.dropFirst(7)), n >= 0 else {
+          throw UsageError("--preexisting newest:N needs a whole number N")
+        }
+        options.preExisting = .fetchNewest(n)
+      default: throw UsageError("--preexisting takes all, newest:N or list, not '\(policy)'")
+      }
+    }
+    if let order = try args.value("--subscribe-order") {
+      switch order {
+      case "ds-first": options.dataSourceFirst = true
+      case "ns-first": options.dataSourceFirst = false
+      default: throw UsageError("--subscribe-order takes ds-first or ns-first, not '\(order)'")
+      }
+    }
+    if let seconds = try args.seconds("--command-timeout", in: 0.1...600) {
+      options.commandTimeout = .milliseconds(Int(seconds * 1000))
+    }
+    if args.flag("--no-reconnect") { options.reconnect = false }
+    return options
+  }
+
+  static func run(_ arguments: [String]) async throws -> Int32 {
+    var args = Arguments(arguments, command: "watch")
+    if args.flag("--help", "-h") {
+      printLine(usage)
+      return 0
+    }
+    guard let text = try args.value("--connect") else {
+      throw UsageError("watch needs --connect unix:PATH or tcp:HOST:PORT; try 'ancs watch --help'")
+    }
+    let headless = args.flag("--headless")
+    let options = try options(&args)
+    let capture = try args.value("--capture")
+    let logger = args.logger()
+    try args.finish()
+    let address: LinkAddress
+    do { address = try LinkAddress(parsing: text) } catch { throw UsageError("\(error)") }
+    if case .memory = address {
+      throw UsageError("memory joins a phone and a watch in one process: use 'ancs demo', or unix:PATH / tcp:HOST:PORT")
+    }
+    let writer = try capture.map { path throws(UsageError) in
+      do { return try BtsnoopWriter(path: path) } catch { throw UsageError("\(error)") }
+    }
+    // Fail early, with the link's own message, when nobody is listening.
+    let first: SocketBearer
+    do { first = try await address.connect() } catch { throw UsageError("\(error)") }
+    let firstTaken = Mutex(false)
+    let engine = WatchEngine(options: options, logger: logger) {
+      let taken = firstTaken.withLock { taken in
+        defer { taken = true }
+        return taken
+      }
+      let bearer: any ATTBearer = taken ? try await address.connect() : first
+      return writer.map { CapturingBearer(bearer, writer: $0) } ?? bearer
+    }
+    if !headless && stdoutIsTerminal {
+      printError("ancs: the terminal watch face is not built yet; printing JSON events (as --headless)")
+    }
+    return await runHeadless(engine, expectReconnect: options.reconnect)
+  }
+
+  /// Prints events as JSON lines and takes `positive UID`, `negative UID`, `quit` on stdin.
+  static func runHeadless(_ engine: WatchEngine, expectReconnect: Bool, until deadline: Duration? = nil) async -> Int32 {
+    let events = engine.events()
+    let running = Task { await engine.run() }
+    let printer = Task {
+      var lost = false
+      for await event in events {
+        printLine(event.json.description)
+        if case .disconnected = event { lost = true }
+      }
+      return lost
+    }
+    let input = Task {
+      for await line in standardInputLines() {
+        let words = line.split(separator: " ").map(String.init)
+        switch words.first {
+        case nil: continue
+        case "quit", "q":
+          engine.stop()
+          return
+        case "positive", "negative":
+          guard words.count == 2, let uid = UInt32(words[1]) else {
+            printError("ancs: usage: \(words[0]) UID (a number from the events)")
+            continue
+          }
+          engine.perform(words[0] == "positive" ? .positive : .negative, on: uid)
+        default:
+          printError("ancs: unknown command '\(words[0])'; commands: positive UID, negative UID, quit")
+        }
+      }
+    }
+    if let deadline {
+      let clock = ContinuousClock()
+      try? await clock.sleep(for: deadline)
+      engine.stop()
+    }
+    await running.value
+    input.cancel()
+    let lost = await printer.value
+    return !expectReconnect && lost ? 1 : 0
+  }
+}
