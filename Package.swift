@@ -26,6 +26,7 @@ let package = Package(
     .testTarget(name: "GATTTests", dependencies: ["GATT", "ATT", "Links", "Wire"]),
     .testTarget(name: "PhoneTests", dependencies: ["Phone", "ANCS", "ATT", "GATT", "Links", "Wire"]),
     .testTarget(name: "WatchTests", dependencies: ["Watch", "Phone", "ANCS", "ATT", "GATT", "Links", "Wire"]),
+    .testTarget(name: "CLITests"),
     .testTarget(name: "LinksTests", dependencies: ["Links", "ATT", "GATT", "Wire"]),
   ]
 )

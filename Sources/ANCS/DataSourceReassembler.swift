@@ -126,7 +126,16 @@ public struct DataSourceReassembler: Sendable {
 
   private mutating func feed(buffer fragment: UnsafeBufferPointer<UInt8>) throws(ANCSError) -> DataSourceResponse? {
     fragmentCount += 1
-    if fragment.isEmpty { return nil }
+    if fragment.isEmpty {
+      // An empty notification is no data, but it does end the phone's answer (some phones
+      // send one after an answer that filled its last notification exactly).
+      guard !isComplete, header != nil, cursor == buffer.count, case .notificationAttributes = expectation else {
+        return nil
+      }
+      let missing = requested.filter { !seen.contains($0.id) }.map(\.id)
+      guard policy.fragmentCapacity != nil, missing.allSatisfy(policy.optionalAttributes.contains) else { return nil }
+      return complete(missing: missing)
+    }
     if isComplete { throw ANCSError(field: "Fragment", offset: buffer.count, reason: .unexpectedFragment) }
     if buffer.count + fragment.count > policy.maximumSize {
       throw ANCSError(field: "Response", offset: buffer.count, reason: .tooLarge(limit: policy.maximumSize))

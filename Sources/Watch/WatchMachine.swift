@@ -71,6 +71,8 @@ public struct WatchMachine: Sendable {
   var lastHeard: Duration = .zero
   var probing = false
   var lastCallCheck: [UInt32: Duration] = [:]
+  /// Apps named by their identifier because their name could not be had this session.
+  var fallbackApps: Set<String> = []
 
   public init(options: WatchOptions = WatchOptions()) {
     self.options = options
@@ -95,6 +97,7 @@ public struct WatchMachine: Sendable {
       written(code, &out)
     case .writeFailed(let reason):
       out.append(.emit(.error("Control Point write failed: \(reason)")))
+      if let flight = inFlight { giveUp(flight, &out) }
       inFlight = nil
     case .tick:
       tick(&out)
@@ -127,6 +130,14 @@ public struct WatchMachine: Sendable {
   private mutating func startSession(_ out: inout [Action]) {
     // UIDs are valid within a session only: everything is rebuilt from the events to come.
     for uid in announced.sorted() { out.append(.emit(.removed(uid: uid))) }
+    // An action asked for in the old session names an old UID: never perform it on a new one.
+    for (uid, action) in actions {
+      out.append(.emit(.error("\(action.name ?? "?") action on UID \(uid) dropped: its session ended")))
+    }
+    actions = []
+    // Names that could not be had last session are asked for again.
+    for app in fallbackApps { state.appNames[app] = nil }
+    fallbackApps = []
     state.notifications = []
     announced = []
     awaitingApp = []
@@ -290,6 +301,8 @@ public struct WatchMachine: Sendable {
         return
       }
       flight.written = true
+      // The answer's time counts from the Write Response: a slow write must not use it up.
+      flight.deadline = now + options.commandTimeout
       inFlight = flight
       return
     }
@@ -306,9 +319,10 @@ public struct WatchMachine: Sendable {
         remove(uid, &out)
       } else {
         out.append(.emit(.error("fetching UID \(uid) refused with \(name)")))
+        giveUp(flight, &out)
       }
     case .app(let identifier):
-      appNameArrived(identifier, identifier, &out)
+      giveUp(flight, &out)
       if code != ANCSErrorCode.invalidParameter.rawValue {
         out.append(.emit(.error("app attributes of \(identifier) refused with \(name)")))
       }
@@ -332,13 +346,30 @@ public struct WatchMachine: Sendable {
       inFlight = flight
       if let response { complete(flight, response, &out) }
     } catch {
-      if reassembler.byteCount == 0 {
+      // `reassembler` kept the fragment's bytes even though it threw; `flight` holds the copy
+      // from before this fragment.
+      if flight.reassembler?.byteCount == 0 {
         // A stray fragment (late answer to a command that timed out): drop it, keep waiting.
         out.append(.emit(.error("Data Source: \(error); fragment dropped")))
         return
       }
       out.append(.emit(.error("Data Source: \(error)")))
       inFlight = nil
+      giveUp(flight, &out)
+    }
+  }
+
+  /// After a command failed for good: a notification is listed without its text rather than
+  /// kept hidden; an app is named by its identifier for the rest of the session.
+  private mutating func giveUp(_ flight: InFlight, _ out: inout [Action]) {
+    switch flight.command {
+    case .notification(let uid, _):
+      if !flight.cancelled, state.notification(uid) != nil, !announced.contains(uid) { announce(uid, &out) }
+    case .app(let identifier):
+      fallbackApps.insert(identifier)
+      appNameArrived(identifier, identifier, &out)
+    case .verify, .action:
+      break
     }
   }
 
@@ -429,7 +460,7 @@ public struct WatchMachine: Sendable {
       complete(flight, response, &out)
     } catch {
       out.append(.emit(.error("\(flight.command) not answered within \(options.commandTimeout): \(error)")))
-      if case .app(let identifier) = flight.command { appNameArrived(identifier, identifier, &out) }
+      if case .app = flight.command { giveUp(flight, &out) }
       if case .notification(let uid, _) = flight.command, state.notification(uid) != nil, !announced.contains(uid) {
         announce(uid, &out)
       }
@@ -440,8 +471,11 @@ public struct WatchMachine: Sendable {
   /// fractions and adjust reason (ignored).
   static func decodeCurrentTime(_ bytes: [UInt8]) -> ANCSDate? {
     guard bytes.count >= 7 else { return nil }
+    // Year 0 means "not known"; 1582-9999 is the valid range (Date Time, Current Time Service).
+    let year = Int(bytes[0]) | Int(bytes[1]) << 8
+    guard (1582...9999).contains(year) else { return nil }
     let date = ANCSDate(
-      year: Int(bytes[0]) | Int(bytes[1]) << 8, month: Int(bytes[2]), day: Int(bytes[3]), hour: Int(bytes[4]),
+      year: year, month: Int(bytes[2]), day: Int(bytes[3]), hour: Int(bytes[4]),
       minute: Int(bytes[5]), second: Int(bytes[6]))
     return (try? ANCSDate.parse(date.description)) ?? nil
   }

@@ -66,7 +66,8 @@ struct Arguments {
   mutating func seconds(_ name: String, in range: ClosedRange<Double>) throws(UsageError) -> Double? {
     guard let text = try value(name) else { return nil }
     guard let number = Double(text), number.isFinite, range.contains(number) else {
-      throw UsageError("\(name) needs a number of seconds from \(range.lowerBound) to \(range.upperBound), not '\(text)'")
+      throw UsageError(
+        "\(name) needs a number of seconds from \(range.lowerBound) to \(range.upperBound), not '\(text)'")
     }
     return number
   }

@@ -53,7 +53,8 @@ enum DemoCommand {
       try? await ScenarioPlayer(scenario, loop: loop).play(on: phone, clock: SystemClock())
     }
     // Without --duration a single round ends the demo shortly after its last step.
-    let length = duration.map { Duration.milliseconds(Int($0 * 1000)) }
+    let length =
+      duration.map { Duration.milliseconds(Int($0 * 1000)) }
       ?? (loop ? nil : ScenarioPlayer(scenario).roundLength + .seconds(2))
     if !headless && stdoutIsTerminal {
       printError("ancs: the terminal watch face is not built yet; printing JSON events (as --headless)")

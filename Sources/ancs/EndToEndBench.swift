@@ -60,7 +60,8 @@ extension Bench {
 
   func latencyResults(_ sorted: [Double], _ label: String) -> [Result] {
     [0.5, 0.9, 0.99].map { p in
-      Result(name: "\(label) latency p\(Int(p * 100)), post to watch model", value: Self.percentile(sorted, p), unit: "µs")
+      Result(
+        name: "\(label) latency p\(Int(p * 100)), post to watch model", value: Self.percentile(sorted, p), unit: "µs")
     }
   }
 

@@ -70,6 +70,7 @@ enum PhoneCommandLine {
       do { return try BtsnoopWriter(path: path) } catch { throw UsageError("\(error)") }
     }
     let phone = try Phone(quirks: quirks, logger: logger)
+    registerCommonApps(phone)
     let listener: any LinkListener
     do { listener = try address.listen() } catch { throw UsageError("\(error)") }
     onTerminationSignal { listener.close() }
@@ -132,6 +133,17 @@ enum PhoneCommandLine {
     reporter.cancel()
     writer?.close()
     return 0
+  }
+
+  /// Apps a console user can name by their short name (`post chat ...`) without a scenario.
+  static func registerCommonApps(_ phone: Phone) {
+    for (identifier, name) in [
+      ("com.example.chat", "Chat"), ("com.apple.MobileSMS", "Messages"), ("com.apple.mobilemail", "Mail"),
+      ("com.apple.mobilephone", "Phone"), ("com.apple.mobilecal", "Calendar"), ("com.apple.reminders", "Reminders"),
+      ("com.apple.Health", "Health"), ("com.apple.news", "News"),
+    ] {
+      phone.register(app: identifier, name: name)
+    }
   }
 
   static func quirkSet(_ names: [String]) throws(UsageError) -> Quirks {

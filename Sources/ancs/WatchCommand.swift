@@ -1,8 +1,8 @@
 import ANCS
 import ATT
 import Links
-import Watch
 import Synchronization
+import Watch
 import Wire
 
 enum WatchCommand {
@@ -107,7 +107,8 @@ enum WatchCommand {
   }
 
   /// Prints events as JSON lines and takes `positive UID`, `negative UID`, `quit` on stdin.
-  static func runHeadless(_ engine: WatchEngine, expectReconnect: Bool, until deadline: Duration? = nil) async -> Int32 {
+  static func runHeadless(_ engine: WatchEngine, expectReconnect: Bool, until deadline: Duration? = nil) async -> Int32
+  {
     let events = engine.events()
     let running = Task { await engine.run() }
     let printer = Task {

@@ -113,8 +113,9 @@ struct ClientServerPair {
 }
 
 extension ServedLink {
-  init(server: GATTServer, connection: ATTConnection, session: GATTSession, peer: any ATTBearer, task: Task<Void, Never>)
-  {
+  init(
+    server: GATTServer, connection: ATTConnection, session: GATTSession, peer: any ATTBearer, task: Task<Void, Never>
+  ) {
     self.server = server
     self.connection = connection
     self.session = session

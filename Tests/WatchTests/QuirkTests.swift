@@ -29,13 +29,17 @@ extension Rig {
 @Suite(.timeLimit(.minutes(1))) struct QuirkTests {
   /// Quirks that change what the wire carries but need no time to pass: the watch ends with
   /// every notification the phone has, complete.
-  @Test(arguments: ["preexisting-on-new", "reverse-tuples", "omit-tuple", "empty-packet", "ellipsis", "chunk20", "retract-uid", "flood=300"])
+  @Test(arguments: [
+    "preexisting-on-new", "reverse-tuples", "omit-tuple", "empty-packet", "ellipsis", "chunk20", "retract-uid",
+    "flood=300",
+  ])
   func watchKeepsEveryNotification(_ quirk: String) async throws {
     let rig = try Rig(quirks: [quirk])
     await rig.phone.post(chat("before", message: String(repeating: "long message ", count: 40)))
     try await rig.connected()
     for index in 0..<6 {
-      await rig.phone.post(chat("n\(index)", message: "message \(index) ✓ " + String(repeating: "é", count: index * 30)))
+      await rig.phone.post(
+        chat("n\(index)", message: "message \(index) ✓ " + String(repeating: "é", count: index * 30)))
     }
     try await rig.synced()
     for notification in rig.watch.state.notifications {

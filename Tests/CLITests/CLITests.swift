@@ -1,0 +1,117 @@
+import Foundation
+import Testing
+
+@Suite(.enabled(if: ancsBuilt, "the ancs binary is not built (run swift build first)"), .timeLimit(.minutes(1)))
+struct CLITests {
+  @Test func helpAndVersion() throws {
+    let (status, out, _) = try runAncs(["--help"])
+    #expect(status == 0 && out.contains("usage: ancs"))
+    let (vStatus, version, _) = try runAncs(["--version"])
+    #expect(vStatus == 0 && version.hasPrefix("ancs "))
+    for command in ["phone", "watch", "demo", "bench"] {
+      let (code, text, _) = try runAncs([command, "--help"])
+      #expect(code == 0, "\(command) --help")
+      #expect(text.contains("example"), "\(command) --help shows an example")
+    }
+  }
+
+  /// Bad input: one line on stderr naming the problem, exit code 2, nothing left behind.
+  @Test(
+    arguments: [
+      (["frobnicate"], "unknown subcommand"),
+      (["watch"], "needs --connect"),
+      (["watch", "--connect", "bogus:thing"], "memory, unix:PATH or tcp:HOST:PORT"),
+      (["watch", "--connect", "unix:/nonexistent/dir/phone.sock"], "unix:/nonexistent/dir/phone.sock"),
+      (["watch", "--connect", "tcp:127.0.0.1:9"], "refused"),
+      (["watch", "--connect", "unix:/tmp/x.sock", "--preexisting", "some"], "--preexisting"),
+      (["watch", "--connect", "memory"], "ancs demo"),
+      (["phone"], "needs --listen"),
+      (["phone", "--listen", "hci-uart:/dev/ttyUSB0"], "hci-uart"),
+      (["phone", "--listen", "unix:/tmp/never.sock", "--quirk", "nonsense"], "unknown quirk"),
+      (["phone", "--listen", "unix:/tmp/never.sock", "--scenario", "/nonexistent.json"], "/nonexistent.json"),
+      (["phone", "--listen", "unix:/tmp/never.sock", "--commands", "xml"], "--commands"),
+      (["phone", "--listen", "unix:/tmp/never.sock", "--bogus"], "unknown argument '--bogus'"),
+      (["demo", "--duration", "-1"], "--duration"),
+      (["bench", "--seconds", "x"], "--seconds"),
+    ] as [([String], String)])
+  func badUsage(_ arguments: [String], _ expected: String) throws {
+    let (status, out, err) = try runAncs(arguments)
+    #expect(status == 2, "\(arguments): exit \(status), stderr \(err)")
+    #expect(err.contains(expected), "\(arguments): \(err)")
+    #expect(err.split(separator: "\n").count == 1, "one line: \(err)")
+    #expect(out.isEmpty)
+    #expect(!FileManager.default.fileExists(atPath: "/tmp/never.sock"))
+  }
+
+  @Test func badScenarioNamesFileAndPath() throws {
+    let path = temporaryPath("bad.json")
+    try #"{"apps":[],"notifications":[],"steps":[{"at":1,"remove":"n9"}]}"#.write(
+      toFile: path, atomically: true, encoding: .utf8)
+    defer { try? FileManager.default.removeItem(atPath: path) }
+    let (status, _, err) = try runAncs(["demo", "--scenario", path, "--headless"])
+    #expect(status == 2)
+    #expect(err.contains(path) && err.contains("$.steps[0]"), "\(err)")
+  }
+
+  @Test func addressInUse() async throws {
+    let path = temporaryPath("busy.sock")
+    let first = try Command(["phone", "--listen", "unix:\(path)"])
+    await first.line(containing: "listening")
+    let (status, _, err) = try runAncs(["phone", "--listen", "unix:\(path)"])
+    #expect(status == 2)
+    #expect(err.contains("in use"), "\(err)")
+    first.send("quit")
+    #expect(first.exitCode() == 0)
+    #expect(!FileManager.default.fileExists(atPath: path), "the socket file is removed on quit")
+  }
+
+  /// Two real processes over a Unix socket: post, act from the watch, remove.
+  @Test func phoneAndWatchInTwoProcesses() async throws {
+    let path = temporaryPath("phone.sock")
+    let phone = try Command(["phone", "--listen", "unix:\(path)", "--commands", "jsonl"])
+    defer { phone.terminate() }
+    // The phone prints nothing before its first event in jsonl mode; wait for the socket.
+    for _ in 0..<200 where !FileManager.default.fileExists(atPath: path) { usleep(10_000) }
+    let watch = try Command(["watch", "--connect", "unix:\(path)", "--headless"])
+    defer { watch.terminate() }
+    await watch.line(containing: #""event":"connected""#)
+    await phone.line(containing: #""event":"sessionStarted""#)
+    phone.send(
+      #"{"cmd":"post","app":"com.example.chat","title":"Über 🚀","message":"ça va? 日本","category":"social","positiveAction":"Reply","negativeAction":"Dismiss"}"#
+    )
+    let added = await watch.line(containing: #""event":"added""#) ?? ""
+    #expect(added.contains(#""title":"Über 🚀""#) && added.contains(#""message":"ça va? 日本""#), "\(added)")
+    #expect(added.contains(#""positiveAction":"Reply""#))
+    let uid = try #require(added.firstMatch(of: /"uid":(\d+)/).map { String($0.1) })
+    watch.send("positive \(uid)")
+    await watch.line(containing: #""event":"action""#)
+    await phone.line(containing: #""event":"action""#)
+    await watch.line(containing: #""event":"removed","uid":\#(uid)"#)
+    phone.send(#"{"cmd":"post","app":"com.example.chat","title":"second"}"#)
+    let second = await watch.line(containing: #""title":"second""#) ?? ""
+    let secondUID = try #require(second.firstMatch(of: /"uid":(\d+)/).map { String($0.1) })
+    phone.send(#"{"cmd":"remove","uid":\#(secondUID)}"#)
+    await watch.line(containing: #""event":"removed","uid":\#(secondUID)"#)
+    watch.send("quit")
+    #expect(watch.exitCode() == 0)
+    phone.send(#"{"cmd":"quit"}"#)
+    #expect(phone.exitCode() == 0)
+  }
+
+  @Test func headlessDemoPlaysAScenario() async throws {
+    let path = temporaryPath("demo.json")
+    try #"""
+    {"apps":[{"id":"com.example.chat","name":"Chat"}],
+     "notifications":[{"id":"n1","app":"com.example.chat","category":"social","title":"Hi","message":"there"}],
+     "steps":[{"at":0.2,"post":"n1"},{"at":0.6,"remove":"n1"},{"at":0.8,"battery":42}]}
+    """#.write(toFile: path, atomically: true, encoding: .utf8)
+    defer { try? FileManager.default.removeItem(atPath: path) }
+    let (status, out, err) = try runAncs(["demo", "--scenario", path, "--headless", "--duration", "3"])
+    #expect(status == 0, "\(err)")
+    let events = out.split(separator: "\n").map(String.init)
+    #expect(events.first?.contains(#""event":"connected""#) == true)
+    #expect(events.contains { $0.contains(#""event":"added""#) && $0.contains(#""appName":"Chat""#) })
+    #expect(events.contains { $0.contains(#""event":"removed""#) })
+    #expect(events.contains { $0.contains(#""level":42"#) })
+  }
+}

@@ -1,0 +1,119 @@
+import Foundation
+import Synchronization
+import Testing
+
+/// The `ancs` binary built next to these tests (`swift build` before `swift test`).
+let ancsPath: String = {
+  if let path = ProcessInfo.processInfo.environment["ANCS_BINARY"] { return path }
+  let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+    .deletingLastPathComponent()
+  return root.appendingPathComponent(".build/debug/ancs").path
+}()
+
+let ancsBuilt = FileManager.default.isExecutableFile(atPath: ancsPath)
+
+/// A running `ancs` process: write lines to its stdin, read its stdout line by line.
+final class Command: @unchecked Sendable {
+  let process = Process()
+  private let input = Pipe()
+  private let output = Pipe()
+  private let errors = Pipe()
+  private let lines: AsyncStream<String>
+  private var iterator: AsyncStream<String>.Iterator
+  private final class Text: Sendable { let value = Mutex("") }
+  private let stderrText = Text()
+
+  init(_ arguments: [String]) throws {
+    process.executableURL = URL(fileURLWithPath: ancsPath)
+    process.arguments = arguments
+    process.standardInput = input
+    process.standardOutput = output
+    process.standardError = errors
+    let (stream, continuation) = AsyncStream<String>.makeStream()
+    lines = stream
+    iterator = stream.makeAsyncIterator()
+    let out = output.fileHandleForReading
+    Thread.detachNewThread {
+      var pending = Data()
+      while true {
+        let chunk = out.availableData
+        if chunk.isEmpty { break }
+        pending.append(chunk)
+        while let newline = pending.firstIndex(of: 0x0A) {
+          continuation.yield(String(decoding: pending[pending.startIndex..<newline], as: UTF8.self))
+          pending.removeSubrange(pending.startIndex...newline)
+        }
+      }
+      if !pending.isEmpty { continuation.yield(String(decoding: pending, as: UTF8.self)) }
+      continuation.finish()
+    }
+    let err = errors.fileHandleForReading
+    let text = stderrText
+    Thread.detachNewThread {
+      while true {
+        let chunk = err.availableData
+        if chunk.isEmpty { break }
+        text.value.withLock { $0 += String(decoding: chunk, as: UTF8.self) }
+      }
+    }
+    try process.run()
+  }
+
+  func send(_ line: String) {
+    input.fileHandleForWriting.write(Data((line + "\n").utf8))
+  }
+
+  func closeInput() { try? input.fileHandleForWriting.close() }
+
+  /// The next stdout line, or nil at end of output.
+  func nextLine() async -> String? { await iterator.next(isolation: nil) }
+
+  /// Reads stdout until a line contains `text`; fails the test (and returns nil) at end.
+  @discardableResult
+  func line(containing text: String, sourceLocation: SourceLocation = #_sourceLocation) async -> String? {
+    var seen: [String] = []
+    while let line = await nextLine() {
+      if line.contains(text) { return line }
+      seen.append(line)
+    }
+    Issue.record("no line with \(text) in output: \(seen); stderr: \(stderr)", sourceLocation: sourceLocation)
+    return nil
+  }
+
+  var stderr: String { stderrText.value.withLock { $0 } }
+
+  func terminate() {
+    if process.isRunning { process.terminate() }
+    process.waitUntilExit()
+  }
+
+  /// Waits for the exit and returns the status.
+  func exitCode() -> Int32 {
+    process.waitUntilExit()
+    return process.terminationStatus
+  }
+}
+
+/// Runs `ancs` to completion with no input; returns (status, stdout, stderr).
+func runAncs(_ arguments: [String], input: String = "") throws -> (Int32, String, String) {
+  let process = Process()
+  process.executableURL = URL(fileURLWithPath: ancsPath)
+  process.arguments = arguments
+  let stdin = Pipe()
+  let stdout = Pipe()
+  let stderr = Pipe()
+  process.standardInput = stdin
+  process.standardOutput = stdout
+  process.standardError = stderr
+  try process.run()
+  stdin.fileHandleForWriting.write(Data(input.utf8))
+  try stdin.fileHandleForWriting.close()
+  let out = stdout.fileHandleForReading.readDataToEndOfFile()
+  let err = stderr.fileHandleForReading.readDataToEndOfFile()
+  process.waitUntilExit()
+  return (process.terminationStatus, String(decoding: out, as: UTF8.self), String(decoding: err, as: UTF8.self))
+}
+
+func temporaryPath(_ name: String) -> String {
+  "/tmp/ancs-cli-\(getpid())-\(UInt32.random(in: 0...UInt32.max))-\(name)"
+}
