@@ -231,16 +231,19 @@ public final class ATTConnection: Sendable {
   /// attribute value is longer than (ATT_MTU-3) octets, then only the first (ATT_MTU-3)
   /// octets of this attributes value can be sent in a notification", Vol 3 Part F 3.4.7.1).
   public func notify(handle: UInt16, value: [UInt8]) async throws(ATTError) {
-    let room = mtu - 3
-    let value = value.count > room ? Array(value[..<room]) : value
-    try await send(.handleValueNotification(HandleValueNotification(handle: handle, value: value)))
+    try await send(.handleValueNotification(HandleValueNotification(handle: handle, value: fitted(value))))
   }
 
   /// Sends a Handle Value Indication and awaits its confirmation.
   public func indicate(handle: UInt16, value: [UInt8]) async throws(ATTError) {
+    _ = try await transact(
+      .indication, .handleValueIndication(HandleValueIndication(handle: handle, value: fitted(value))))
+  }
+
+  /// A value cut to the ATT_MTU - 3 bytes a notification or indication can carry.
+  private func fitted(_ value: [UInt8]) -> [UInt8] {
     let room = mtu - 3
-    let value = value.count > room ? Array(value[..<room]) : value
-    _ = try await transact(.indication, .handleValueIndication(HandleValueIndication(handle: handle, value: value)))
+    return value.count > room ? Array(value[..<room]) : value
   }
 
   /// Client side of Exchange MTU: offers `options.localMTU`; returns the ATT_MTU in force.

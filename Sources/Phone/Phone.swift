@@ -47,8 +47,6 @@ public final class Phone: Sendable {
     var retracted: Set<UInt32> = []
     /// Seconds added to the wall clock (a scenario's or console's "time" step).
     var timeShift: Int64 = 0
-    var listeners: [Int: AsyncStream<PhoneEvent>.Continuation] = [:]
-    var nextListener = 0
   }
 
   public let server: GATTServer
@@ -56,6 +54,7 @@ public final class Phone: Sendable {
   let wallClock: any WallClock
   let logger: Logger
   let state = Mutex(State())
+  private let hub = EventHub<PhoneEvent>()
 
   public init(quirks: Quirks = Quirks(), wallClock: any WallClock = SystemWallClock(), logger: Logger = .none) throws {
     self.quirks = quirks
@@ -105,22 +104,9 @@ public final class Phone: Sendable {
   // MARK: - Events
 
   /// A stream of everything that happens from now on.
-  public func events() -> AsyncStream<PhoneEvent> {
-    let (stream, continuation) = AsyncStream<PhoneEvent>.makeStream()
-    let id = state.withLock { state in
-      state.nextListener += 1
-      state.listeners[state.nextListener] = continuation
-      return state.nextListener
-    }
-    continuation.onTermination = { [weak self] _ in
-      _ = self?.state.withLock { $0.listeners.removeValue(forKey: id) }
-    }
-    return stream
-  }
+  public func events() -> AsyncStream<PhoneEvent> { hub.stream() }
 
-  func emit(_ event: PhoneEvent) {
-    for listener in state.withLock({ Array($0.listeners.values) }) { listener.yield(event) }
-  }
+  func emit(_ event: PhoneEvent) { hub.yield(event) }
 
   // MARK: - Connections
 

@@ -37,8 +37,6 @@ public final class WatchEngine: Sendable {
     var generation = 0
     var stopped = false
     var connection: ATTConnection?
-    var listeners: [Int: AsyncStream<WatchEvent>.Continuation] = [:]
-    var nextListener = 0
   }
 
   public let options: WatchOptions
@@ -46,6 +44,7 @@ public final class WatchEngine: Sendable {
   let clock: any EngineClock
   let logger: Logger
   let shared: Mutex<Shared>
+  private let hub = EventHub<WatchEvent>()
   let inputs: AsyncStream<(Int?, WatchMachine.Input)>
   let feed: AsyncStream<(Int?, WatchMachine.Input)>.Continuation
 
@@ -65,18 +64,7 @@ public final class WatchEngine: Sendable {
   public var state: WatchState { shared.withLock { $0.machine.state } }
 
   /// Everything the watch reports from now on.
-  public func events() -> AsyncStream<WatchEvent> {
-    let (stream, continuation) = AsyncStream<WatchEvent>.makeStream()
-    let id = shared.withLock { shared in
-      shared.nextListener += 1
-      shared.listeners[shared.nextListener] = continuation
-      return shared.nextListener
-    }
-    continuation.onTermination = { [weak self] _ in
-      _ = self?.shared.withLock { $0.listeners.removeValue(forKey: id) }
-    }
-    return stream
-  }
+  public func events() -> AsyncStream<WatchEvent> { hub.stream() }
 
   /// Asks the phone to perform the notification's positive or negative action.
   public func perform(_ action: ActionID, on uid: UInt32) { feed.yield((nil, .perform(uid: uid, action: action))) }
@@ -105,8 +93,7 @@ public final class WatchEngine: Sendable {
       stop()
       group.cancelAll()
     }
-    let listeners = shared.withLock { Array($0.listeners.values) }
-    for listener in listeners { listener.finish() }
+    hub.finish()
   }
 
   private func connectionLoop() async {
@@ -305,7 +292,7 @@ public final class WatchEngine: Sendable {
     // Failures caused by stopping are not news.
     if case .error = event, stopped { return }
     if logger.enabled(.debug) { logger.debug("watch: \(event.json)") }
-    for listener in shared.withLock({ Array($0.listeners.values) }) { listener.yield(event) }
+    hub.yield(event)
   }
 
   /// One `.tick` a second on the engine clock: command timeouts, liveness, call checks.

@@ -1,3 +1,4 @@
+import Links
 import Wire
 
 #if canImport(Glibc)
@@ -93,6 +94,21 @@ struct Arguments {
       throw UsageError("unknown argument '\(first)' for \(command); try 'ancs \(command) --help'")
     }
   }
+}
+
+/// An address a phone listens on or a watch connects to from another process.
+func twoProcessAddress(_ text: String) throws(UsageError) -> LinkAddress {
+  let address: LinkAddress
+  do { address = try LinkAddress(parsing: text) } catch { throw UsageError("\(error)") }
+  if case .memory = address {
+    throw UsageError("memory joins a phone and a watch in one process: use 'ancs demo', or unix:PATH / tcp:HOST:PORT")
+  }
+  return address
+}
+
+/// A btsnoop capture file for `--capture FILE`.
+func captureWriter(_ path: String) throws(UsageError) -> BtsnoopWriter {
+  do { return try BtsnoopWriter(path: path) } catch { throw UsageError("\(error)") }
 }
 
 /// Whether standard output is a terminal.

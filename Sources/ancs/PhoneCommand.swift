@@ -59,16 +59,10 @@ enum PhoneCommandLine {
     try args.finish()
     if loop && scenarioName == nil { throw UsageError("--loop needs --scenario") }
 
-    let address: LinkAddress
-    do { address = try LinkAddress(parsing: text) } catch { throw UsageError("\(error)") }
-    if case .memory = address {
-      throw UsageError("memory joins a phone and a watch in one process: use 'ancs demo', or unix:PATH / tcp:HOST:PORT")
-    }
+    let address = try twoProcessAddress(text)
     // Everything is checked before anything is opened.
     let scenario = try scenarioName.map(loadScenario)
-    let writer = try capture.map { path throws(UsageError) in
-      do { return try BtsnoopWriter(path: path) } catch { throw UsageError("\(error)") }
-    }
+    let writer = try capture.map(captureWriter)
     let phone = try Phone(quirks: quirks, logger: logger)
     registerCommonApps(phone)
     let listener: any LinkListener

@@ -80,14 +80,8 @@ enum WatchCommand {
     let capture = try args.value("--capture")
     let logger = args.logger()
     try args.finish()
-    let address: LinkAddress
-    do { address = try LinkAddress(parsing: text) } catch { throw UsageError("\(error)") }
-    if case .memory = address {
-      throw UsageError("memory joins a phone and a watch in one process: use 'ancs demo', or unix:PATH / tcp:HOST:PORT")
-    }
-    let writer = try capture.map { path throws(UsageError) in
-      do { return try BtsnoopWriter(path: path) } catch { throw UsageError("\(error)") }
-    }
+    let address = try twoProcessAddress(text)
+    let writer = try capture.map(captureWriter)
     // Fail early, with the link's own message, when nobody is listening.
     let first: SocketBearer
     do { first = try await address.connect() } catch { throw UsageError("\(error)") }

@@ -758,20 +758,26 @@ private struct Harness {
     #expect(h.errors.isEmpty)
   }
 
-  @Test func omittedOptionalTupleOnAFullFragmentWaitsForTheTimeout() {
-    var h = Harness()
+  /// An answer without MessageSize that fills exactly one notification: the phone might
+  /// have more to say. Returns what the watch should show once the answer is taken as whole.
+  private func answerFillingOneNotification(_ h: inout Harness) -> WatchNotification {
     h.phone.add(note)
     h.phone.omitted = [.messageSize]
     let request = fetch(note.uid, note.flags)
-    guard case .write(let command) = request else { return }
+    guard case .write(let command) = request else { return note.shown() }
     let whole = h.phone.response(to: command.encoded()).data
-    // Exactly one full notification: the phone might have more to say.
     _ = h.connect(mtu: whole.count + 3)
     #expect(h.feed(note.event()) == [request])
     #expect(h.feed([.written(nil), .dataSource(whole)]) == [])
-    #expect(h.feed(.tick, at: seconds(9.999)) == [])
     var expected = note.shown()
     expected.messageSize = nil
+    return expected
+  }
+
+  @Test func omittedOptionalTupleOnAFullFragmentWaitsForTheTimeout() {
+    var h = Harness()
+    let expected = answerFillingOneNotification(&h)
+    #expect(h.feed(.tick, at: seconds(9.999)) == [])
     #expect(h.run(.tick, at: seconds(10)) == [.error, appName(), added(expected)])
   }
 
@@ -779,16 +785,7 @@ private struct Harness {
   /// its last notification exactly. The empty one ends the answer at once.
   @Test func emptyPacketAfterAFullFragmentEndsTheAnswer() {
     var h = Harness()
-    h.phone.add(note)
-    h.phone.omitted = [.messageSize]
-    let request = fetch(note.uid, note.flags)
-    guard case .write(let command) = request else { return }
-    let whole = h.phone.response(to: command.encoded()).data
-    _ = h.connect(mtu: whole.count + 3)
-    #expect(h.feed(note.event()) == [request])
-    #expect(h.feed([.written(nil), .dataSource(whole)]) == [])
-    var expected = note.shown()
-    expected.messageSize = nil
+    let expected = answerFillingOneNotification(&h)
     #expect(h.run(.dataSource([])) == [appName(), added(expected)])
     #expect(h.errors.isEmpty)
   }
