@@ -99,10 +99,17 @@ public final class ATTConnection: Sendable {
     case indication = 1
   }
 
+  /// Who takes a transaction's answer: a caller suspended in `request`, or a callback
+  /// (`startRequest`) run on the receive loop, which then also frees the turn.
+  private enum Waiter {
+    case continuation(CheckedContinuation<Result<ATTPDU, ATTError>, Never>)
+    case callback(@Sendable (Result<ATTPDU, ATTError>) async -> Void)
+  }
+
   private struct Pending {
     var requestOpcode: ATTOpcode
     var deadline: Duration
-    var continuation: CheckedContinuation<Result<ATTPDU, ATTError>, Never>?
+    var waiter: Waiter?
     var result: Result<ATTPDU, ATTError>?
   }
 
@@ -115,7 +122,7 @@ public final class ATTConnection: Sendable {
     var pending: [Pending?] = [nil, nil]
     var parkedWatchdog: CheckedContinuation<Void, Never>?
     var server: (any ATTServerHandler)?
-    var onValue: (@Sendable (ATTValueEvent) -> Void)?
+    var onValue: (@Sendable (ATTValueEvent) async -> Void)?
   }
 
   public let bearer: any ATTBearer
@@ -147,8 +154,10 @@ public final class ATTConnection: Sendable {
   public func setServer(_ server: (any ATTServerHandler)?) { state.withLock { $0.server = server } }
 
   /// Sets the handler for notifications and indications from the peer. It runs on the
-  /// receive loop: it must not block. Indications are confirmed after it returns.
-  public func setValueHandler(_ handler: (@Sendable (ATTValueEvent) -> Void)?) {
+  /// receive loop, so nothing is dispatched until it returns: it may send, but must never
+  /// wait for an answer (which only this loop could deliver). Indications are confirmed
+  /// after it returns.
+  public func setValueHandler(_ handler: (@Sendable (ATTValueEvent) async -> Void)?) {
     state.withLock { $0.onValue = handler }
   }
 
@@ -174,17 +183,14 @@ public final class ATTConnection: Sendable {
   }
 
   private func shutdown(_ reason: ATTError) {
-    let (continuations, waiters, watchdog) = state.withLock {
-      state -> (
-        [CheckedContinuation<Result<ATTPDU, ATTError>, Never>], [CheckedContinuation<Void, Never>],
-        CheckedContinuation<Void, Never>?
-      ) in
+    let (waiters, queued, watchdog) = state.withLock {
+      state -> ([Waiter], [CheckedContinuation<Void, Never>], CheckedContinuation<Void, Never>?) in
       if state.closed == nil { state.closed = reason }
-      var continuations: [CheckedContinuation<Result<ATTPDU, ATTError>, Never>] = []
+      var waiters: [Waiter] = []
       for kind in 0..<2 {
         if var pending = state.pending[kind] {
-          if let continuation = pending.continuation {
-            continuations.append(continuation)
+          if let waiter = pending.waiter {
+            waiters.append(waiter)
             state.pending[kind] = nil
           } else if pending.result == nil {
             pending.result = .failure(reason)
@@ -192,13 +198,18 @@ public final class ATTConnection: Sendable {
           }
         }
       }
-      let waiters = state.queued.flatMap { $0 }
+      let queued = state.queued.flatMap { $0 }
       state.queued = [[], []]
       defer { state.parkedWatchdog = nil }
-      return (continuations, waiters, state.parkedWatchdog)
+      return (waiters, queued, state.parkedWatchdog)
     }
-    for continuation in continuations { continuation.resume(returning: .failure(reason)) }
-    for waiter in waiters { waiter.resume() }
+    for waiter in waiters {
+      switch waiter {
+      case .continuation(let continuation): continuation.resume(returning: .failure(reason))
+      case .callback(let callback): Task { await callback(.failure(reason)) }
+      }
+    }
+    for waiter in queued { waiter.resume() }
     watchdog?.resume()
   }
 
@@ -225,6 +236,59 @@ public final class ATTConnection: Sendable {
   /// `.errorResponse`; an answer of the wrong kind throws `.invalidResponse`.
   public func request(_ pdu: ATTPDU) async throws(ATTError) -> ATTPDU {
     try await transact(.request, pdu)
+  }
+
+  /// Sends a request without waiting for its answer: returns once it is on the wire.
+  /// `onAnswer` runs exactly once: on the receive loop when the answer comes, before the PDUs
+  /// that follow it are dispatched; or with the error when the request could not be sent,
+  /// timed out, or the link closed. Lets an engine that lives on the receive loop keep its
+  /// order without a task switch per request.
+  ///
+  /// With `waitForTurn` false it returns false at once, sending nothing and never calling
+  /// `onAnswer`, when another request is outstanding: code on the receive loop must not wait
+  /// for a turn that only the receive loop can free.
+  @discardableResult
+  public func startRequest(
+    _ pdu: ATTPDU, waitForTurn: Bool = true, onAnswer: @escaping @Sendable (Result<ATTPDU, ATTError>) async -> Void
+  ) async -> Bool {
+    if waitForTurn {
+      do {
+        try await acquire(.request)
+      } catch {
+        await onAnswer(.failure(error))
+        return true
+      }
+    } else {
+      let turn = state.withLock { state -> Bool in
+        if state.closed != nil || state.busy[Kind.request.rawValue] { return false }
+        state.busy[Kind.request.rawValue] = true
+        return true
+      }
+      if !turn { return false }
+    }
+    let deadline = clock.now + options.transactionTimeout
+    let watchdog = state.withLock { state -> CheckedContinuation<Void, Never>? in
+      state.pending[Kind.request.rawValue] = Pending(
+        requestOpcode: pdu.opcode, deadline: deadline, waiter: .callback(onAnswer))
+      defer { state.parkedWatchdog = nil }
+      return state.parkedWatchdog
+    }
+    watchdog?.resume()
+    do {
+      try await sendBytes(pdu.encoded())
+    } catch {
+      // Unless a disconnection already answered it, answer with the send's failure.
+      let mine = state.withLock { state -> Bool in
+        guard state.pending[Kind.request.rawValue]?.waiter != nil else { return false }
+        state.pending[Kind.request.rawValue] = nil
+        return true
+      }
+      if mine {
+        release(.request)
+        await onAnswer(.failure(error))
+      }
+    }
+    return true
   }
 
   /// Sends a Handle Value Notification, cutting the value to ATT_MTU - 3 bytes ("If the
@@ -292,7 +356,7 @@ public final class ATTConnection: Sendable {
           state.pending[kind.rawValue] = nil
           return result
         }
-        pending.continuation = continuation
+        pending.waiter = .continuation(continuation)
         state.pending[kind.rawValue] = pending
         return nil
       }
@@ -341,28 +405,34 @@ public final class ATTConnection: Sendable {
   }
 
   /// Delivers the answer to the outstanding transaction of `kind`.
-  private func complete(_ kind: Kind, _ answer: ATTPDU) {
+  private func complete(_ kind: Kind, _ answer: ATTPDU) async {
     let request = state.withLock { $0.pending[kind.rawValue].flatMap { $0.result == nil ? $0.requestOpcode : nil } }
     guard let request else {
       logger.info("\(bearer.name): unexpected \(answer.opcode) with nothing outstanding; ignored")
       return
     }
-    resolve(kind, Self.match(answer, to: request))
+    await resolve(kind, Self.match(answer, to: request))
   }
 
   /// Ends the outstanding transaction of `kind` with `result`, now or when its caller waits.
-  private func resolve(_ kind: Kind, _ result: Result<ATTPDU, ATTError>) {
-    let continuation = state.withLock { state -> CheckedContinuation<Result<ATTPDU, ATTError>, Never>? in
+  private func resolve(_ kind: Kind, _ result: Result<ATTPDU, ATTError>) async {
+    let waiter = state.withLock { state -> Waiter? in
       guard var pending = state.pending[kind.rawValue], pending.result == nil else { return nil }
-      if let continuation = pending.continuation {
+      if let waiter = pending.waiter {
         state.pending[kind.rawValue] = nil
-        return continuation
+        return waiter
       }
       pending.result = result
       state.pending[kind.rawValue] = pending
       return nil
     }
-    continuation?.resume(returning: result)
+    switch waiter {
+    case nil: return
+    case .continuation(let continuation)?: continuation.resume(returning: result)
+    case .callback(let callback)?:
+      release(kind)
+      await callback(result)
+    }
   }
 
   private static func match(_ answer: ATTPDU, to request: ATTOpcode) -> Result<ATTPDU, ATTError> {
@@ -430,18 +500,18 @@ public final class ATTConnection: Sendable {
       if opcode.needsResponse {
         await answer(.errorResponse(ErrorResponse(requestOpcode: opcode, handle: 0, errorCode: .invalidPDU)))
       } else if opcode == .errorResponse || ATTOpcode.answers.contains(first) {
-        resolve(.request, .failure(.invalidResponse("\(error)")))
+        await resolve(.request, .failure(.invalidResponse("\(error)")))
       }
       return
     }
     switch pdu {
     case .handleValueNotification(let notification):
-      deliver(ATTValueEvent(handle: notification.handle, value: notification.value, isIndication: false))
+      await deliver(ATTValueEvent(handle: notification.handle, value: notification.value, isIndication: false))
     case .handleValueIndication(let indication):
-      deliver(ATTValueEvent(handle: indication.handle, value: indication.value, isIndication: true))
+      await deliver(ATTValueEvent(handle: indication.handle, value: indication.value, isIndication: true))
       await answer(.handleValueConfirmation(HandleValueConfirmation()))
     case .handleValueConfirmation:
-      complete(.indication, pdu)
+      await complete(.indication, pdu)
     case .exchangeMTURequest(let request):
       // Answered with the old MTU; the new one applies from the next PDU.
       await answer(.exchangeMTUResponse(ExchangeMTUResponse(serverRxMTU: options.localMTU)))
@@ -450,7 +520,7 @@ public final class ATTConnection: Sendable {
       if opcode.needsResponse || opcode.isCommand {
         await serve(pdu, opcode: opcode)
       } else {
-        complete(.request, pdu)
+        await complete(.request, pdu)
       }
     }
   }
@@ -484,8 +554,8 @@ public final class ATTConnection: Sendable {
     }
   }
 
-  private func deliver(_ event: ATTValueEvent) {
+  private func deliver(_ event: ATTValueEvent) async {
     guard let handler = state.withLock({ $0.onValue }) else { return }
-    handler(event)
+    await handler(event)
   }
 }

@@ -47,6 +47,9 @@ public struct PhoneNotification: Hashable, Sendable {
 public struct NotificationCenter: Sendable {
   /// Active notifications, oldest first.
   public private(set) var notifications: [PhoneNotification] = []
+  /// Active notifications per category (CategoryCount), kept as they change.
+  private var counts: [CategoryID: Int] = [:]
+  private var wrapped = false
   /// App identifier to display name.
   public private(set) var apps: [String: String] = [:]
   private var nextUID: UInt32 = 1
@@ -62,9 +65,24 @@ public struct NotificationCenter: Sendable {
     return app.split(separator: ".").last.map(String.init) ?? app
   }
 
-  public func notification(_ uid: UInt32) -> PhoneNotification? { notifications.first { $0.uid == uid } }
+  public func notification(_ uid: UInt32) -> PhoneNotification? { index(of: uid).map { notifications[$0] } }
 
-  public func count(of category: CategoryID) -> Int { notifications.lazy.filter { $0.category == category }.count }
+  /// Notifications are appended with increasing UIDs and removed in place, so the array stays
+  /// sorted by UID: binary search.
+  private func index(of uid: UInt32) -> Int? {
+    if wrapped { return notifications.firstIndex { $0.uid == uid } }
+    var low = 0
+    var high = notifications.count - 1
+    while low <= high {
+      let mid = (low + high) / 2
+      let found = notifications[mid].uid
+      if found == uid { return mid }
+      if found < uid { low = mid + 1 } else { high = mid - 1 }
+    }
+    return nil
+  }
+
+  public func count(of category: CategoryID) -> Int { counts[category] ?? 0 }
 
   /// CategoryCount as an event carries it: saturates at 255.
   public func categoryCount(_ category: CategoryID) -> UInt8 { UInt8(min(255, count(of: category))) }
@@ -74,22 +92,33 @@ public struct NotificationCenter: Sendable {
     var posted = notification
     posted.uid = nextUID
     nextUID &+= 1
-    if nextUID == 0 || nextUID == 0xFFFF_FFFF { nextUID = 1 }  // 0xFFFFFFFF is the watch's liveness probe
+    if nextUID == 0 || nextUID == 0xFFFF_FFFF {
+      // 0xFFFFFFFF is the watch's liveness probe. After four billion posts the order by UID
+      // is lost, and lookups fall back to a linear search.
+      nextUID = 1
+      wrapped = true
+    }
     notifications.append(posted)
+    counts[posted.category, default: 0] += 1
     return posted
   }
 
   /// Replaces a notification's content, keeping its UID.
   public mutating func modify(_ uid: UInt32, _ change: (inout PhoneNotification) -> Void) -> PhoneNotification? {
-    guard let index = notifications.firstIndex(where: { $0.uid == uid }) else { return nil }
+    guard let index = index(of: uid) else { return nil }
+    let before = notifications[index].category
     change(&notifications[index])
     notifications[index].uid = uid
+    counts[before, default: 0] -= 1
+    counts[notifications[index].category, default: 0] += 1
     return notifications[index]
   }
 
   public mutating func remove(_ uid: UInt32) -> PhoneNotification? {
-    guard let index = notifications.firstIndex(where: { $0.uid == uid }) else { return nil }
-    return notifications.remove(at: index)
+    guard let index = index(of: uid) else { return nil }
+    let removed = notifications.remove(at: index)
+    counts[removed.category, default: 0] -= 1
+    return removed
   }
 
   /// The Notification Source event for `notification` after `event` happened to it.

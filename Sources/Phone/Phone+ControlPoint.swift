@@ -25,7 +25,16 @@ extension Phone {
     switch command {
     case .getNotificationAttributes(let get): outcome = notificationAttributes(get).map { $0 }
     case .getAppAttributes(let get): outcome = appAttributes(get).map { $0 }
-    case .performNotificationAction(let action): outcome = await perform(action, session: id).map { nil }
+    case .performNotificationAction(let action):
+      switch perform(action, session: id) {
+      case .failure(let refusal): outcome = .failure(refusal)
+      case .success(let uid):
+        // The notification ends after the Write Response, as its own Removed event.
+        return .accepted(then: { [self] in
+          await remove(uid)
+          await afterCommand(count)
+        })
+      }
     }
     let name = command.commandID.name ?? "command"
     switch outcome {
@@ -129,8 +138,9 @@ extension Phone {
   }
 
   /// Performs an action: the notification must exist (0xA2) and offer it (0xA3). Every
-  /// action ends the notification; on an incoming call positive answers and negative declines.
-  func perform(_ command: PerformNotificationActionCommand, session: Int) async -> Result<Void, ANCSRefusal> {
+  /// action ends the notification (the caller removes the returned UID once the Write
+  /// Response is out); on an incoming call positive answers and negative declines.
+  func perform(_ command: PerformNotificationActionCommand, session: Int) -> Result<UInt32, ANCSRefusal> {
     let found = state.withLock { $0.center.notification(command.notificationUID) }
     guard let notification = found else { return .failure(.invalidParameter) }
     let label: String?
@@ -150,8 +160,7 @@ extension Phone {
       .action(
         session: session, uid: notification.uid, action: command.actionID.name ?? "?", title: notification.title,
         outcome: outcome))
-    await remove(notification.uid)
-    return .success(())
+    return .success(notification.uid)
   }
 
   // MARK: - Current Time Service

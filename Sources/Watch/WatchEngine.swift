@@ -45,8 +45,15 @@ public final class WatchEngine: Sendable {
   let logger: Logger
   let shared: Mutex<Shared>
   private let hub = EventHub<WatchEvent>()
-  let inputs: AsyncStream<(Int?, WatchMachine.Input)>
-  let feed: AsyncStream<(Int?, WatchMachine.Input)>.Continuation
+  /// Work for the processor task: inputs that do not come from the receive loop, and actions
+  /// the receive loop must not wait for (a Control Point write while another request is
+  /// outstanding, a probe, a resubscription).
+  enum Job: Sendable {
+    case input(WatchMachine.Input, generation: Int?)
+    case action(WatchMachine.Action, generation: Int)
+  }
+  let jobs: AsyncStream<Job>
+  let jobQueue: AsyncStream<Job>.Continuation
 
   public init(
     options: WatchOptions = WatchOptions(), clock: any EngineClock = SystemClock(), logger: Logger = .none,
@@ -57,17 +64,25 @@ public final class WatchEngine: Sendable {
     self.clock = clock
     self.logger = logger
     shared = Mutex(Shared(machine: WatchMachine(options: options)))
-    (inputs, feed) = AsyncStream.makeStream()
+    (jobs, jobQueue) = AsyncStream.makeStream()
   }
 
   /// A snapshot of the watch face's model.
   public var state: WatchState { shared.withLock { $0.machine.state } }
 
+  /// The engine clock's time, the clock of `receivedAt` and `PhoneTime`.
+  public var now: Duration { clock.now }
+
   /// Everything the watch reports from now on.
   public func events() -> AsyncStream<WatchEvent> { hub.stream() }
 
   /// Asks the phone to perform the notification's positive or negative action.
-  public func perform(_ action: ActionID, on uid: UInt32) { feed.yield((nil, .perform(uid: uid, action: action))) }
+  public func perform(_ action: ActionID, on uid: UInt32) { feed(.perform(uid: uid, action: action)) }
+
+  /// Hands an input to the processor task.
+  private func feed(_ input: WatchMachine.Input, generation: Int? = nil) {
+    jobQueue.yield(.input(input, generation: generation))
+  }
 
   /// Ends `run()`: closes the link and stops reconnecting.
   public func stop() {
@@ -76,8 +91,8 @@ public final class WatchEngine: Sendable {
       return shared.connection
     }
     connection?.close()
-    feed.yield((nil, .link(.stopped)))
-    feed.finish()
+    feed(.link(.stopped))
+    jobQueue.finish()
   }
 
   var stopped: Bool { shared.withLock { $0.stopped } }
@@ -99,7 +114,7 @@ public final class WatchEngine: Sendable {
   private func connectionLoop() async {
     var attempt = 0
     while !stopped {
-      feed.yield((nil, .link(.connecting)))
+      feed(.link(.connecting))
       var reason = "link closed"
       do {
         let bearer = try await connect()
@@ -112,7 +127,7 @@ public final class WatchEngine: Sendable {
       if stopped || !options.reconnect { break }
       attempt += 1
       let delay = min(options.maximumReconnectDelay, options.reconnectDelay * (1 << min(attempt - 1, 16)))
-      feed.yield((nil, .link(.reconnecting(attempt: attempt, retryIn: delay, reason: reason))))
+      feed(.link(.reconnecting(attempt: attempt, retryIn: delay, reason: reason)))
       do { try await clock.sleep(until: clock.now + delay) } catch { break }
     }
   }
@@ -182,13 +197,18 @@ public final class WatchEngine: Sendable {
       shared.generation += 1
       return shared.generation
     }
-    client.onValue(source.valueHandle) { [feed] in feed.yield((generation, .notificationSource($0.value))) }
-    client.onValue(data.valueHandle) { [feed] in feed.yield((generation, .dataSource($0.value))) }
+    // Events and answers are handled on the receive loop itself, in arrival order.
+    client.onValue(source.valueHandle) { [unowned self] in
+      await apply(.notificationSource($0.value), generation: generation, onLoop: true)
+    }
+    client.onValue(data.valueHandle) { [unowned self] in
+      await apply(.dataSource($0.value), generation: generation, onLoop: true)
+    }
     let dataFirst = options.dataSourceFirst
     let mtu = connection.mtu
-    let subscribe: @Sendable () async throws -> Void = { [feed] in
-      // The session starts before the events it brings, in the same input stream.
-      feed.yield((generation, .sessionStarted(mtu: mtu)))
+    let subscribe: @Sendable () async throws -> Void = { [unowned self] in
+      // The session starts before the events it brings.
+      await apply(.sessionStarted(mtu: mtu), generation: generation, onLoop: false)
       for handle in dataFirst ? [dataCCCD, sourceCCCD] : [sourceCCCD, dataCCCD] {
         try await client.configure(cccd: handle, .notifications)
       }
@@ -199,7 +219,7 @@ public final class WatchEngine: Sendable {
         dataCCCD: dataCCCD, subscribe: subscribe)
     }
     try await subscribe()
-    feed.yield((generation, .link(.connected(connection.bearer.name))))
+    feed(.link(.connected(connection.bearer.name)), generation: generation)
   }
 
   private func cccd(of characteristic: DiscoveredCharacteristic, _ client: GATTClient) async throws -> UInt16 {
@@ -229,9 +249,9 @@ public final class WatchEngine: Sendable {
         let wrap: @Sendable ([UInt8]) -> WatchMachine.Input = {
           characteristic == 0x2A19 ? .battery($0.first ?? 0) : .currentTime($0)
         }
-        feed.yield((generation, wrap(try await client.read(value.valueHandle))))
+        feed(wrap(try await client.read(value.valueHandle)), generation: generation)
         if value.properties.contains(.notify) {
-          try await client.subscribe(value) { [feed] in feed.yield((generation, wrap($0.value))) }
+          try await client.subscribe(value) { [unowned self] in feed(wrap($0.value), generation: generation) }
         }
       } catch {
         emit(.error("reading \(characteristic): \(error)"))
@@ -241,49 +261,60 @@ public final class WatchEngine: Sendable {
 
   // MARK: - The machine
 
-  /// Applies inputs in order and performs the machine's actions.
+  /// Performs the jobs handed to it, in order.
   private func process() async {
-    for await (generation, input) in inputs {
-      await apply(input, generation: generation)
+    for await job in jobs {
+      switch job {
+      case .input(let input, let generation): await apply(input, generation: generation, onLoop: false)
+      case .action(let action, let generation):
+        if shared.withLock({ $0.generation }) == generation { await perform(action, onLoop: false) }
+      }
     }
   }
 
-  private func apply(_ input: WatchMachine.Input, generation: Int?) async {
+  /// Runs one input through the machine and performs its actions. `onLoop` is true on the
+  /// connection's receive loop, which must never wait for an answer only it can deliver.
+  private func apply(_ input: WatchMachine.Input, generation: Int?, onLoop: Bool) async {
     let now = clock.now
     let actions = shared.withLock { shared -> [WatchMachine.Action]? in
       if let generation, generation != shared.generation { return nil }
       return shared.machine.handle(input, now: now)
     }
     guard let actions else { return }
-    for action in actions { await perform(action) }
+    for action in actions { await perform(action, onLoop: onLoop) }
   }
 
-  private func perform(_ action: WatchMachine.Action) async {
-    switch action {
-    case .emit(let event):
+  private func perform(_ action: WatchMachine.Action, onLoop: Bool) async {
+    if case .emit(let event) = action {
       emit(event)
+      return
+    }
+    guard let context = shared.withLock({ $0.context }) else {
+      if case .write = action { await apply(.writeFailed("not connected"), generation: nil, onLoop: onLoop) }
+      return
+    }
+    switch action {
+    case .emit: break
     case .write(let bytes):
-      guard let context = shared.withLock({ $0.context }) else {
-        await apply(.writeFailed("not connected"), generation: nil)
-        return
-      }
-      do {
-        try await context.client.write(context.controlPoint, bytes)
-        await apply(.written(nil), generation: context.generation)
-      } catch {
-        if let code = error.errorCode {
-          await apply(.written(code.rawValue), generation: context.generation)
-        } else {
-          await apply(.writeFailed("\(error)"), generation: context.generation)
+      // The answer is applied on the receive loop, before the Data Source notifications that
+      // follow it.
+      let sent = await context.client.startWrite(context.controlPoint, bytes, waitForTurn: !onLoop) {
+        [unowned self] result in
+        let input: WatchMachine.Input
+        switch result {
+        case .success: input = .written(nil)
+        case .failure(let error): input = error.errorCode.map { .written($0.rawValue) } ?? .writeFailed("\(error)")
         }
+        await apply(input, generation: context.generation, onLoop: true)
       }
+      if !sent { jobQueue.yield(.action(action, generation: context.generation)) }
+    case .probe where onLoop, .resubscribe where onLoop:
+      jobQueue.yield(.action(action, generation: context.generation))
     case .probe:
-      guard let context = shared.withLock({ $0.context }) else { return }
       let value = try? await context.client.read(context.sourceCCCD)
       let subscribed = value.map { $0.first.map { $0 & 1 == 1 } ?? false } ?? true
-      await apply(.probed(subscribed: subscribed), generation: context.generation)
+      await apply(.probed(subscribed: subscribed), generation: context.generation, onLoop: false)
     case .resubscribe:
-      guard let context = shared.withLock({ $0.context }) else { return }
       do { try await context.subscribe() } catch { emit(.error("subscribing again failed: \(error)")) }
     }
   }
@@ -299,7 +330,7 @@ public final class WatchEngine: Sendable {
   private func ticker() async {
     while !stopped {
       do { try await clock.sleep(until: clock.now + .seconds(1)) } catch { return }
-      feed.yield((nil, .tick))
+      feed(.tick)
     }
   }
 }

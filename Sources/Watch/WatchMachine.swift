@@ -61,8 +61,8 @@ public struct WatchMachine: Sendable {
   var inFlight: InFlight?
   /// New notifications and actions first, then pre-existing ones.
   var actions: [(UInt32, ActionID)] = []
-  var urgent: [UInt32] = []
-  var background: [UInt32] = []
+  var urgent = UIDQueue()
+  var background = UIDQueue()
   var apps: [String] = []
   var verifications: [UInt32] = []
   /// Fetched notifications waiting for their app's display name.
@@ -139,10 +139,12 @@ public struct WatchMachine: Sendable {
     for app in fallbackApps { state.appNames[app] = nil }
     fallbackApps = []
     state.notifications = []
+    positions = [:]
+    positionsValid = true
     announced = []
     awaitingApp = []
-    urgent = []
-    background = []
+    urgent.removeAll()
+    background.removeAll()
     verifications = []
     lastCallCheck = [:]
     inFlight = nil
@@ -184,7 +186,7 @@ public struct WatchMachine: Sendable {
       let preExisting =
         event.eventFlags.contains(.preExisting) && event.eventID == .added
         && now - sessionStart <= options.preExistingWindow
-      if let index = state.notifications.firstIndex(where: { $0.uid == uid }) {
+      if let index = position(of: uid) {
         state.notifications[index].flags = event.eventFlags
         state.notifications[index].category = event.categoryID
         enqueue(uid, urgent: true)
@@ -194,14 +196,15 @@ public struct WatchMachine: Sendable {
         uid: uid, category: event.categoryID, flags: event.eventFlags, receivedAt: now)
       if preExisting, case .listOnly = options.preExisting {
         notification.fetched = false
-        state.notifications.append(notification)
+        append(notification)
         announce(uid, &out)
         return
       }
-      state.notifications.append(notification)
+      append(notification)
       enqueue(uid, urgent: !preExisting)
-      if preExisting, case .fetchNewest(let limit) = options.preExisting, background.count > max(0, limit) {
-        let dropped = background.removeFirst()
+      if preExisting, case .fetchNewest(let limit) = options.preExisting, background.count > max(0, limit),
+        let dropped = background.popFirst()
+      {
         announce(dropped, &out)
       }
     case .removed:
@@ -214,19 +217,45 @@ public struct WatchMachine: Sendable {
 
   private mutating func enqueue(_ uid: UInt32, urgent isUrgent: Bool) {
     if urgent.contains(uid) { return }
-    background.removeAll { $0 == uid }
+    background.remove(uid)
     if isUrgent {
       // An incoming call jumps the queue.
-      if state.notification(uid)?.category == .incomingCall { urgent.insert(uid, at: 0) } else { urgent.append(uid) }
+      if notification(uid)?.category == .incomingCall { urgent.prepend(uid) } else { urgent.append(uid) }
     } else {
       background.append(uid)
     }
   }
 
+  // MARK: - The list
+
+  /// The index of each notification in `state.notifications`, rebuilt after a removal.
+  private var positions: [UInt32: Int] = [:]
+  private var positionsValid = true
+
+  mutating func position(of uid: UInt32) -> Int? {
+    if !positionsValid {
+      positions = Dictionary(uniqueKeysWithValues: state.notifications.enumerated().map { ($1.uid, $0) })
+      positionsValid = true
+    }
+    return positions[uid]
+  }
+
+  mutating func notification(_ uid: UInt32) -> WatchNotification? {
+    position(of: uid).map { state.notifications[$0] }
+  }
+
+  private mutating func append(_ notification: WatchNotification) {
+    if positionsValid { positions[notification.uid] = state.notifications.count }
+    state.notifications.append(notification)
+  }
+
   private mutating func remove(_ uid: UInt32, _ out: inout [Action]) {
-    state.notifications.removeAll { $0.uid == uid }
-    urgent.removeAll { $0 == uid }
-    background.removeAll { $0 == uid }
+    if let index = position(of: uid) {
+      state.notifications.remove(at: index)
+      positionsValid = false
+    }
+    urgent.remove(uid)
+    background.remove(uid)
     verifications.removeAll { $0 == uid }
     awaitingApp.remove(uid)
     lastCallCheck[uid] = nil
@@ -239,7 +268,7 @@ public struct WatchMachine: Sendable {
 
   /// Emits `added` the first time, `modified` afterwards.
   private mutating func announce(_ uid: UInt32, _ out: inout [Action]) {
-    guard let notification = state.notification(uid) else { return }
+    guard let notification = notification(uid) else { return }
     if announced.insert(uid).inserted {
       out.append(.emit(.added(notification)))
     } else {
@@ -262,9 +291,8 @@ public struct WatchMachine: Sendable {
       command = .app(apps.removeFirst())
     } else if !verifications.isEmpty {
       command = .verify(uid: verifications.removeFirst())
-    } else if let uid = urgent.first ?? background.first {
-      if !urgent.isEmpty { urgent.removeFirst() } else { background.removeFirst() }
-      let flags = state.notification(uid)?.flags ?? []
+    } else if let uid = urgent.popFirst() ?? background.popFirst() {
+      let flags = notification(uid)?.flags ?? []
       command = .notification(
         uid: uid,
         request: GetNotificationAttributesCommand(
@@ -364,7 +392,7 @@ public struct WatchMachine: Sendable {
   private mutating func giveUp(_ flight: InFlight, _ out: inout [Action]) {
     switch flight.command {
     case .notification(let uid, _):
-      if !flight.cancelled, state.notification(uid) != nil, !announced.contains(uid) { announce(uid, &out) }
+      if !flight.cancelled, position(of: uid) != nil, !announced.contains(uid) { announce(uid, &out) }
     case .app(let identifier):
       fallbackApps.insert(identifier)
       appNameArrived(identifier, identifier, &out)
@@ -377,8 +405,8 @@ public struct WatchMachine: Sendable {
     inFlight = nil
     switch (flight.command, response) {
     case (.notification(let uid, _), .notificationAttributes(let attributes)):
-      guard !flight.cancelled, let index = state.notifications.firstIndex(where: { $0.uid == uid }) else { return }
-      fill(&state.notifications[index], attributes)
+      guard !flight.cancelled, let index = position(of: uid) else { return }
+      Self.fill(&state.notifications[index], attributes)
       let app = state.notifications[index].appIdentifier
       if let name = state.appNames[app] {
         state.notifications[index].appName = name
@@ -400,7 +428,7 @@ public struct WatchMachine: Sendable {
   private mutating func appNameArrived(_ identifier: String, _ name: String, _ out: inout [Action]) {
     state.appNames[identifier] = name
     for uid in awaitingApp.sorted() {
-      guard let index = state.notifications.firstIndex(where: { $0.uid == uid }),
+      guard let index = position(of: uid),
         state.notifications[index].appIdentifier == identifier
       else { continue }
       state.notifications[index].appName = name
@@ -409,7 +437,7 @@ public struct WatchMachine: Sendable {
     }
   }
 
-  private func fill(_ notification: inout WatchNotification, _ response: NotificationAttributesResponse) {
+  private static func fill(_ notification: inout WatchNotification, _ response: NotificationAttributesResponse) {
     for tuple in response.attributes {
       let text = tuple.text
       switch tuple.id {
@@ -461,7 +489,7 @@ public struct WatchMachine: Sendable {
     } catch {
       out.append(.emit(.error("\(flight.command) not answered within \(options.commandTimeout): \(error)")))
       if case .app = flight.command { giveUp(flight, &out) }
-      if case .notification(let uid, _) = flight.command, state.notification(uid) != nil, !announced.contains(uid) {
+      if case .notification(let uid, _) = flight.command, position(of: uid) != nil, !announced.contains(uid) {
         announce(uid, &out)
       }
     }

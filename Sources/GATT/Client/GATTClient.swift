@@ -50,8 +50,8 @@ public final class GATTClient: Sendable {
   public let connection: ATTConnection
   private final class Handlers: Sendable {
     struct Table {
-      var byHandle: [UInt16: @Sendable (ATTValueEvent) -> Void] = [:]
-      var other: (@Sendable (ATTValueEvent) -> Void)?
+      var byHandle: [UInt16: @Sendable (ATTValueEvent) async -> Void] = [:]
+      var other: (@Sendable (ATTValueEvent) async -> Void)?
     }
     let table = Mutex(Table())
   }
@@ -62,18 +62,18 @@ public final class GATTClient: Sendable {
     self.connection = connection
     connection.setValueHandler { [handlers] event in
       let handler = handlers.table.withLock { $0.byHandle[event.handle] ?? $0.other }
-      handler?(event)
+      await handler?(event)
     }
   }
 
   /// Calls `handler` for every notification or indication of `valueHandle`; nil removes it.
   /// Handlers run on the connection's receive loop and must not block.
-  public func onValue(_ valueHandle: UInt16, _ handler: (@Sendable (ATTValueEvent) -> Void)?) {
+  public func onValue(_ valueHandle: UInt16, _ handler: (@Sendable (ATTValueEvent) async -> Void)?) {
     handlers.table.withLock { $0.byHandle[valueHandle] = handler }
   }
 
   /// Calls `handler` for values of handles without their own handler.
-  public func onOtherValues(_ handler: (@Sendable (ATTValueEvent) -> Void)?) {
+  public func onOtherValues(_ handler: (@Sendable (ATTValueEvent) async -> Void)?) {
     handlers.table.withLock { $0.other = handler }
   }
 
@@ -216,6 +216,24 @@ public final class GATTClient: Sendable {
     guard case .writeResponse = answer else { throw .invalidResponse("expected Write Response") }
   }
 
+  /// Write with response, without waiting for the answer (see `ATTConnection.startRequest`):
+  /// `onAnswer` runs exactly once, on the receive loop when the answer comes. Returns false,
+  /// doing nothing, when `waitForTurn` is false and another request is outstanding.
+  @discardableResult
+  public func startWrite(
+    _ handle: UInt16, _ value: [UInt8], waitForTurn: Bool = true,
+    onAnswer: @escaping @Sendable (Result<Void, ATTError>) async -> Void
+  ) async -> Bool {
+    await connection.startRequest(.writeRequest(WriteRequest(handle: handle, value: value)), waitForTurn: waitForTurn) {
+      result in
+      switch result {
+      case .success(.writeResponse): await onAnswer(.success(()))
+      case .success: await onAnswer(.failure(.invalidResponse("expected Write Response")))
+      case .failure(let error): await onAnswer(.failure(error))
+      }
+    }
+  }
+
   /// Write without response.
   public func writeWithoutResponse(_ handle: UInt16, _ value: [UInt8]) async throws(ATTError) {
     try await connection.send(.writeCommand(WriteCommand(handle: handle, value: value)))
@@ -232,7 +250,7 @@ public final class GATTClient: Sendable {
   @discardableResult
   public func subscribe(
     _ characteristic: DiscoveredCharacteristic, indications: Bool = false,
-    handler: @escaping @Sendable (ATTValueEvent) -> Void
+    handler: @escaping @Sendable (ATTValueEvent) async -> Void
   ) async throws(ATTError) -> UInt16 {
     let descriptors = try await discoverDescriptors(of: characteristic)
     guard let cccd = descriptors.first(where: { $0.uuid == .clientCharacteristicConfiguration }) else {
