@@ -1,4 +1,5 @@
 import ATT
+import Wire
 
 /// Characteristic properties (Vol 3 Part G 3.3.1.1).
 public struct CharacteristicProperties: OptionSet, Hashable, Sendable {
@@ -180,17 +181,7 @@ public struct GATTDatabase: Sendable {
   }
 
   /// The index of the attribute with this handle, by binary search.
-  public func index(of handle: UInt16) -> Int? {
-    var low = 0
-    var high = attributes.count - 1
-    while low <= high {
-      let mid = (low + high) / 2
-      let found = attributes[mid].handle
-      if found == handle { return mid }
-      if found < handle { low = mid + 1 } else { high = mid - 1 }
-    }
-    return nil
-  }
+  public func index(of handle: UInt16) -> Int? { attributes.binarySearch(handle) { $0.handle } }
 
   /// Indices of the attributes whose handles fall in `range`.
   public func indices(in range: HandleRange) -> Range<Int> {

@@ -1,4 +1,5 @@
 import ANCS
+import Wire
 
 /// One notification as the phone holds it.
 public struct PhoneNotification: Hashable, Sendable {
@@ -71,15 +72,7 @@ public struct NotificationCenter: Sendable {
   /// sorted by UID: binary search.
   private func index(of uid: UInt32) -> Int? {
     if wrapped { return notifications.firstIndex { $0.uid == uid } }
-    var low = 0
-    var high = notifications.count - 1
-    while low <= high {
-      let mid = (low + high) / 2
-      let found = notifications[mid].uid
-      if found == uid { return mid }
-      if found < uid { low = mid + 1 } else { high = mid - 1 }
-    }
-    return nil
+    return notifications.binarySearch(uid) { $0.uid }
   }
 
   public func count(of category: CategoryID) -> Int { counts[category] ?? 0 }

@@ -32,6 +32,9 @@ public final class Phone: Sendable {
     var id: Int
     var gatt: GATTSession
     var started = false
+    /// Events for this session held back while its pre-existing report is being sent, so
+    /// that nothing about a notification overtakes its report; nil when not reporting.
+    var backlog: [[UInt8]]?
     var answers = 0
     var commands = 0
   }
@@ -41,7 +44,6 @@ public final class Phone: Sendable {
     var battery: UInt8 = 80
     var sessions: [ObjectIdentifier: Session] = [:]
     var nextSession = 1
-    var flooded = false
     var serviceChanged = false
     /// UIDs announced and retracted at once (quirk retract-uid).
     var retracted: Set<UInt32> = []
@@ -61,6 +63,12 @@ public final class Phone: Sendable {
     self.wallClock = wallClock
     self.logger = logger
     server = try GATTServer(services: [], logger: logger)
+    if let flood = quirks.flood {
+      // The flood is on the phone from the start: every session reports it as pre-existing.
+      state.withLock { state in
+        for index in 0..<flood { _ = state.center.post(Self.floodNotification(index)) }
+      }
+    }
     try server.add(ancsDefinition())
     try server.add(
       ServiceDefinition(
@@ -143,51 +151,52 @@ public final class Phone: Sendable {
   @discardableResult
   public func post(_ notification: PhoneNotification) async -> PhoneNotification {
     if quirks.retractUID {
-      let phantom = state.withLock { state -> NotificationSourceEvent in
+      let (phantom, recipients) = state.withLock { state -> (NotificationSourceEvent, [GATTSession]) in
         var ghost = notification
         ghost.title = "(retracted)"
         let posted = state.center.post(ghost)
         let event = state.center.event(.added, for: posted)
         _ = state.center.remove(posted.uid)
         state.retracted.insert(posted.uid)
-        return event
+        return (event, Self.recipients(state))
       }
       emit(.quirk("retract-uid: announced UID \(phantom.notificationUID) and retracted it"))
-      await broadcast(phantom)
+      await broadcast(phantom, to: recipients)
     }
-    let (posted, event) = state.withLock { state in
+    let (posted, event, recipients) = state.withLock { state in
       let posted = state.center.post(notification)
-      return (posted, state.center.event(.added, for: posted, extraFlags: quirks.preExistingOnNew ? .preExisting : []))
+      let event = state.center.event(.added, for: posted, extraFlags: quirks.preExistingOnNew ? .preExisting : [])
+      return (posted, event, Self.recipients(state))
     }
-    await broadcast(event)
+    await broadcast(event, to: recipients)
     return posted
   }
 
   /// Changes a notification and announces Modified. Nil when the UID does not exist.
   @discardableResult
   public func modify(_ uid: UInt32, _ change: @Sendable (inout PhoneNotification) -> Void) async -> PhoneNotification? {
-    let result = state.withLock { state -> (PhoneNotification, NotificationSourceEvent)? in
+    let result = state.withLock { state -> (PhoneNotification, NotificationSourceEvent, [GATTSession])? in
       guard let changed = state.center.modify(uid, change) else { return nil }
-      return (changed, state.center.event(.modified, for: changed))
+      return (changed, state.center.event(.modified, for: changed), Self.recipients(state))
     }
-    guard let (changed, event) = result else { return nil }
-    await broadcast(event)
+    guard let (changed, event, recipients) = result else { return nil }
+    await broadcast(event, to: recipients)
     return changed
   }
 
   /// Removes a notification and announces Removed. False when the UID does not exist.
   @discardableResult
   public func remove(_ uid: UInt32) async -> Bool {
-    let event = state.withLock { state -> NotificationSourceEvent? in
+    let result = state.withLock { state -> (NotificationSourceEvent, [GATTSession])? in
       guard let removed = state.center.remove(uid) else { return nil }
-      return state.center.event(.removed, for: removed)
+      return (state.center.event(.removed, for: removed), Self.recipients(state))
     }
-    guard let event else { return false }
+    guard let (event, recipients) = result else { return false }
     if quirks.loseRemoved {
       emit(.quirk("lose-removed: Removed event for UID \(uid) not sent"))
       return true
     }
-    await broadcast(event)
+    await broadcast(event, to: recipients)
     return true
   }
 
@@ -220,13 +229,27 @@ public final class Phone: Sendable {
     for session in server.sessions { _ = try? await session.notify(handle, value) }
   }
 
-  /// Sends an event to every session that has Notification Source enabled.
-  func broadcast(_ event: NotificationSourceEvent) async {
+  /// Sends an event to `recipients` that have Notification Source enabled.
+  ///
+  /// The recipients are the sessions started when the change was made, taken under the same
+  /// lock as the change: a session that starts meanwhile has the notification in its
+  /// pre-existing report instead, so nothing is announced twice.
+  func broadcast(_ event: NotificationSourceEvent, to recipients: [GATTSession]) async {
     guard let handles = ancsHandles else { return }
     let bytes = event.encoded()
-    for gatt in server.sessions where gatt.cccd(for: handles.source).contains(.notifications) {
-      await send(bytes, to: gatt, source: handles.source)
+    for gatt in recipients where gatt.cccd(for: handles.source).contains(.notifications) {
+      let held = state.withLock { state -> Bool in
+        guard state.sessions[ObjectIdentifier(gatt)]?.backlog != nil else { return false }
+        state.sessions[ObjectIdentifier(gatt)]?.backlog?.append(bytes)
+        return true
+      }
+      if !held { await send(bytes, to: gatt, source: handles.source) }
     }
+  }
+
+  /// The sessions whose ANCS session has started (they were sent the pre-existing report).
+  static func recipients(_ state: State) -> [GATTSession] {
+    state.sessions.values.filter(\.started).map(\.gatt)
   }
 
   private func send(_ event: [UInt8], to gatt: GATTSession, source: UInt16) async {
@@ -266,18 +289,26 @@ public final class Phone: Sendable {
       return
     }
     // "At session start the phone reports every existing notification" with PreExisting.
+    // The report and the start of live events are one step: a change is either in the
+    // report or announced after it, never both, never before it.
     let (id, events) = state.withLock { state -> (Int, [NotificationSourceEvent]) in
-      if let flood = quirks.flood, !state.flooded {
-        state.flooded = true
-        for index in 0..<flood { _ = state.center.post(Self.floodNotification(index)) }
-      }
       state.sessions[key]?.started = true
+      state.sessions[key]?.backlog = []
       let events = state.center.notifications.map { state.center.event(.added, for: $0, extraFlags: .preExisting) }
       return (state.sessions[key]?.id ?? 0, events)
     }
     emit(.sessionStarted(session: id, preExisting: events.count))
-    guard let source = ancsHandles?.source else { return }
-    for event in events { await send(event.encoded(), to: gatt, source: source) }
+    let source = ancsHandles?.source
+    var pending = events.map { $0.encoded() }
+    while true {
+      if let source { for event in pending { await send(event, to: gatt, source: source) } }
+      pending = state.withLock { state -> [[UInt8]] in
+        let held = state.sessions[key]?.backlog ?? []
+        state.sessions[key]?.backlog = held.isEmpty ? nil : []
+        return held
+      }
+      if pending.isEmpty { return }
+    }
   }
 
   /// The index-th notification of the flood quirk: a mail of realistic size (a 50-byte

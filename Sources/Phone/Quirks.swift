@@ -6,7 +6,8 @@ public struct Quirks: Hashable, Sendable {
   /// The subscriptions are silently dropped, the link staying up, after this many Data
   /// Source answers on a connection (once per connection).
   public var dropSubscriptionsAfter: Int?
-  /// This many extra pre-existing notifications are reported when a session starts.
+  /// The phone holds this many extra notifications from the start, reported as
+  /// pre-existing when a session starts.
   public var flood: Int?
   /// Data Source tuples come in reverse request order.
   public var reverseTuples = false

@@ -20,6 +20,7 @@ enum CLI {
       phone      run a simulated iPhone (ANCS server) with a console
       watch      run a simulated watch (ANCS client) against a phone
       demo       phone and watch in one process, playing a scenario
+      conform    judge a phone against the conformance catalog (Protocol/conformance.md)
       bench      measure codec, reassembly and GATT throughput
 
     options:
@@ -64,6 +65,7 @@ enum CLI {
         return try await PhoneCommandLine.run(Array(arguments.dropFirst()))
       case "demo":
         return try await DemoCommand.run(Array(arguments.dropFirst()))
+      case "conform": return try await ConformCommand.run(Array(arguments.dropFirst()))
       case "watch":
         return try await WatchCommand.run(Array(arguments.dropFirst()))
       default:

@@ -16,13 +16,17 @@ enum DemoCommand {
     options:
       --scenario FILE    a scenario file (Protocol/scenario.md), or `demo`
       --loop             play the scenario again and again
-      --duration S       stop after S seconds (default: when the scenario ends, plus 2 s)
+      --duration S       stop after S seconds (default: the watch face runs until q;
+                         JSON events stop when the scenario ends, plus 2 s)
       --headless         JSON lines instead of the watch face
+      --phone-log FILE   append the phone's events as JSON lines (the actions it received)
+    \(FaceCommandLine.usage(column: 21))
       --quirk NAME[=N]   phone misbehaviour to reproduce (see `ancs phone --help`)
       -v, -vv            log to stderr
 
     example:
       ancs demo
+      ancs demo --mute social --no-color
       ancs demo --headless --duration 10 | head
 
     exit codes: 0 done, 2 bad usage or a bad scenario
@@ -40,10 +44,13 @@ enum DemoCommand {
     let headless = args.flag("--headless")
     let quirks = try PhoneCommandLine.quirkSet(args.values("--quirk"))
     let options = try WatchCommand.options(&args)
+    let face = try FaceCommandLine.settings(&args)
+    let phoneLog = try args.value("--phone-log")
     let logger = args.logger()
     try args.finish()
 
     let phone = try Phone(quirks: quirks, logger: logger)
+    let logging = try phoneLog.map { path throws(UsageError) in try FaceCommandLine.phoneLog(phone, path: path) }
     let engine = WatchEngine(options: options, logger: logger) {
       let (central, peripheral) = MemoryLink.pair()
       Task { await phone.serve(central) }
@@ -56,12 +63,16 @@ enum DemoCommand {
     let length =
       duration.map { Duration.milliseconds(Int($0 * 1000)) }
       ?? (loop ? nil : ScenarioPlayer(scenario).roundLength + .seconds(2))
-    if !headless && stdoutIsTerminal {
-      printError("ancs: the terminal watch face is not built yet; printing JSON events (as --headless)")
+    let code: Int32
+    let faceLength = duration.map { Duration.milliseconds(Int($0 * 1000)) }
+    if !headless && stdoutIsTerminal, let shown = await FaceCommandLine.run(engine, face, until: faceLength) {
+      code = shown
+    } else {
+      code = await WatchCommand.runHeadless(engine, expectReconnect: true, until: length)
     }
-    let code = await WatchCommand.runHeadless(engine, expectReconnect: true, until: length)
     player.cancel()
     phone.disconnectAll()
+    logging?.cancel()
     return code
   }
 }

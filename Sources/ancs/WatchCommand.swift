@@ -17,6 +17,7 @@ enum WatchCommand {
     options:
       --connect ADDRESS       unix:PATH or tcp:HOST:PORT of a running `ancs phone`
       --headless              JSON lines on stdout instead of the watch face
+    \(FaceCommandLine.usage(column: 26))
       --title-max N           byte maximum asked for titles (default 65535; also
       --subtitle-max N        subtitles and messages: use small values to emulate
       --message-max N         a small firmware)
@@ -30,6 +31,7 @@ enum WatchCommand {
     example:
       ancs phone --listen unix:/tmp/phone.sock        # in one terminal
       ancs watch --connect unix:/tmp/phone.sock       # in another
+      ancs watch --connect unix:/tmp/phone.sock --mute news --quiet-hours 22:00-07:00
 
     exit codes: 0 after `quit` or end of input, 1 when the link is lost with
     --no-reconnect, 2 for bad usage
@@ -77,6 +79,7 @@ enum WatchCommand {
     }
     let headless = args.flag("--headless")
     let options = try options(&args)
+    let face = try FaceCommandLine.settings(&args)
     let capture = try args.value("--capture")
     let logger = args.logger()
     try args.finish()
@@ -94,8 +97,8 @@ enum WatchCommand {
       let bearer: any ATTBearer = taken ? try await address.connect() : first
       return writer.map { CapturingBearer(bearer, writer: $0) } ?? bearer
     }
-    if !headless && stdoutIsTerminal {
-      printError("ancs: the terminal watch face is not built yet; printing JSON events (as --headless)")
+    if !headless && stdoutIsTerminal, let code = await FaceCommandLine.run(engine, face, until: nil) {
+      return code
     }
     return await runHeadless(engine, expectReconnect: options.reconnect)
   }

@@ -1,0 +1,74 @@
+/// Which end of ANCS a case judges.
+public enum ConformanceRole: String, Hashable, Sendable, CaseIterable {
+  /// The implementation under test is a phone (Notification Provider); the harness plays the
+  /// accessory.
+  case np = "NP"
+  /// The implementation under test is an accessory (Notification Consumer); the harness plays
+  /// the phone. Not implemented yet: the catalog has no NC cases.
+  case nc = "NC"
+}
+
+/// What a case does, by the role it judges. The NC role will add
+/// `case accessory(@Sendable (NCContext) async throws -> Void)`, with its own context (the
+/// harness as phone); the catalog, selection, runner verdicts and reports stay as they are.
+public enum CaseBody: Sendable {
+  /// Judges a phone: the harness is the accessory.
+  case phone(@Sendable (NPContext) async throws -> Void)
+}
+
+/// One conformance case: a stable ID in the Bluetooth SIG style (`ANCS/NP/CP/BI-02`), what it
+/// checks, and how to run it. Described in Protocol/conformance.md.
+public struct ConformanceCase: Sendable, Identifiable {
+  public var id: String
+  public var title: String
+  /// The rule it checks, quoted or cited from Protocol/ANCS.md or the specification.
+  public var rule: String
+  /// Whether the phone must be told to post or remove notifications (a stimulus channel).
+  public var needsStimulus: Bool
+  public var body: CaseBody
+
+  public init(
+    _ id: String, _ title: String, rule: String, needsStimulus: Bool = true,
+    run: @escaping @Sendable (NPContext) async throws -> Void
+  ) {
+    self.id = id
+    self.title = title
+    self.rule = rule
+    self.needsStimulus = needsStimulus
+    self.body = .phone(run)
+  }
+
+  /// The role, from the ID's second component.
+  public var role: ConformanceRole? {
+    let parts = id.split(separator: "/")
+    return parts.count > 1 ? ConformanceRole(rawValue: String(parts[1])) : nil
+  }
+
+  /// The ID as a file name: '/' replaced by '_'.
+  public var fileName: String { String(id.map { $0 == "/" ? "_" : $0 }) }
+}
+
+/// Every case, by role.
+public enum ConformanceCatalog {
+  /// The phone (NP) cases, in catalog order.
+  public static var np: [ConformanceCase] { NPCases.all }
+
+  /// Every case of a role (NC has none yet).
+  public static func cases(for role: ConformanceRole) -> [ConformanceCase] {
+    switch role {
+    case .np: return np
+    case .nc: return []
+    }
+  }
+
+  /// Cases whose ID starts with one of `prefixes` (all of them when `prefixes` is empty), in
+  /// catalog order. A prefix that selects nothing is reported in `unmatched`.
+  public static func select(_ cases: [ConformanceCase], prefixes: [String]) -> (
+    cases: [ConformanceCase], unmatched: [String]
+  ) {
+    guard !prefixes.isEmpty else { return (cases, []) }
+    let selected = cases.filter { testCase in prefixes.contains { testCase.id.hasPrefix($0) } }
+    let unmatched = prefixes.filter { prefix in !cases.contains { $0.id.hasPrefix(prefix) } }
+    return (selected, unmatched)
+  }
+}

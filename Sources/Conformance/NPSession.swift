@@ -1,0 +1,361 @@
+import ANCS
+import ATT
+import GATT
+import Links
+import Synchronization
+import Wire
+
+/// A case's verdict other than a pass, thrown from a case body.
+public enum CaseOutcome: Error, Hashable, Sendable, CustomStringConvertible {
+  /// A rule was broken: what was expected, what came.
+  case failed(String)
+  /// The case could not run (no stimulus channel, for example). Never a pass.
+  case skipped(String)
+
+  public var description: String {
+    switch self {
+    case .failed(let why): return why
+    case .skipped(let why): return "skipped: \(why)"
+    }
+  }
+}
+
+/// Fails the case with `message` unless `condition` holds.
+func check(_ condition: Bool, _ message: @autoclosure () -> String) throws(CaseOutcome) {
+  if !condition { throw .failed(message()) }
+}
+
+/// The phone under test, as the runner reaches it.
+public struct PhoneUnderTest: Sendable {
+  /// Opens a new link to the phone (unencrypted; cases pair when they need to).
+  public var connect: @Sendable () async throws -> any ATTBearer
+  /// Makes the phone post and remove notifications; nil when there is no control channel,
+  /// and the cases that need one are skipped.
+  public var stimulus: (any PhoneStimulus)?
+
+  public init(connect: @escaping @Sendable () async throws -> any ATTBearer, stimulus: (any PhoneStimulus)?) {
+    self.connect = connect
+    self.stimulus = stimulus
+  }
+}
+
+/// The handles of the phone's ANCS service, as discovered.
+public struct ANCSHandles: Hashable, Sendable {
+  public var service: DiscoveredService
+  public var notificationSource: DiscoveredCharacteristic
+  public var controlPoint: DiscoveredCharacteristic?
+  public var dataSource: DiscoveredCharacteristic?
+  public var notificationSourceCCCD: UInt16?
+  public var dataSourceCCCD: UInt16?
+}
+
+/// What a case works with: links to the phone, the stimulus, and clean-up of everything it
+/// opened or posted.
+public final class NPContext: Sendable {
+  public let phone: PhoneUnderTest
+  let clock: any EngineClock
+  let timeout: Duration
+  let capture: BtsnoopWriter?
+  private let opened = Mutex<[NPSession]>([])
+  private let posted = Mutex<[UInt32]>([])
+
+  init(phone: PhoneUnderTest, clock: any EngineClock, timeout: Duration, capture: BtsnoopWriter?) {
+    self.phone = phone
+    self.clock = clock
+    self.timeout = timeout
+    self.capture = capture
+  }
+
+  /// Opens a link. With `encrypt`, pairs to the encrypted level first; with `mtu`, exchanges
+  /// ATT_MTU offering that receive MTU.
+  public func open(encrypt: Bool = true, mtu: UInt16? = nil) async throws(CaseOutcome) -> NPSession {
+    let raw: any ATTBearer
+    do { raw = try await phone.connect() } catch { throw .failed("cannot connect to the phone: \(error)") }
+    let bearer: any ATTBearer = capture.map { CapturingBearer(raw, writer: $0) } ?? raw
+    if encrypt {
+      do {
+        let level = try await bearer.pair(.encrypted)
+        try check(level >= .encrypted, "pairing gave only \(level)")
+      } catch let outcome as CaseOutcome {
+        bearer.close()
+        throw outcome
+      } catch {
+        bearer.close()
+        throw .failed("pairing failed: \(error)")
+      }
+    }
+    let session = NPSession(bearer: bearer, clock: clock, mtu: mtu ?? ATTConnection.defaultMTU, timeout: timeout)
+    opened.withLock { $0.append(session) }
+    if mtu != nil {
+      do { _ = try await session.connection.exchangeMTU() } catch { throw .failed("Exchange MTU failed: \(error)") }
+    }
+    return session
+  }
+
+  /// Opens an encrypted link, discovers ANCS and subscribes to the Data Source, then to the
+  /// Notification Source (which starts the session and brings the pre-existing events).
+  public func openSubscribed(mtu: UInt16? = nil) async throws(CaseOutcome) -> (NPSession, ANCSHandles) {
+    let session = try await open(mtu: mtu)
+    let handles = try await session.discover()
+    try await session.subscribeDataSource(handles)
+    try await session.subscribeNotificationSource(handles)
+    try await session.readBackNotificationSourceCCCD(handles)
+    return (session, handles)
+  }
+
+  /// The stimulus channel; the case is skipped without one.
+  public func stimulus() throws(CaseOutcome) -> any PhoneStimulus {
+    guard let stimulus = phone.stimulus else {
+      throw .skipped("needs a control channel to make the phone post notifications (--spawn)")
+    }
+    return stimulus
+  }
+
+  /// Posts a notification, removed again when the case ends.
+  public func post(_ notification: StimulusNotification) async throws(CaseOutcome) -> UInt32 {
+    let stimulus = try stimulus()
+    do {
+      let uid = try await stimulus.post(notification)
+      posted.withLock { $0.append(uid) }
+      return uid
+    } catch {
+      throw .failed("the control channel could not post: \(error)")
+    }
+  }
+
+  public func remove(_ uid: UInt32) async throws(CaseOutcome) {
+    let stimulus = try stimulus()
+    posted.withLock { $0.removeAll { $0 == uid } }
+    do { try await stimulus.remove(uid: uid) } catch { throw .failed("the control channel could not remove: \(error)") }
+  }
+
+  public func modify(_ uid: UInt32, message: String) async throws(CaseOutcome) {
+    let stimulus = try stimulus()
+    do {
+      try await stimulus.modify(uid: uid, message: message)
+    } catch {
+      throw .failed("the control channel could not modify: \(error)")
+    }
+  }
+
+  /// Forgets a notification the phone removed by itself (after an action).
+  func forget(_ uid: UInt32) { posted.withLock { $0.removeAll { $0 == uid } } }
+
+  /// Closes every link the case opened (which also ends any request still waiting).
+  func closeLinks() {
+    for session in opened.withLock({ $0 }) { session.close() }
+  }
+
+  /// Removes what the case posted and is still there; a refusal (already gone) is fine.
+  func removePosted() async {
+    guard let stimulus = phone.stimulus else { return }
+    for uid in posted.withLock({ state in
+      defer { state = [] }
+      return state
+    }) {
+      try? await stimulus.remove(uid: uid)
+    }
+  }
+}
+
+/// One link to the phone, with the harness as GATT client (the accessory).
+public final class NPSession: Sendable {
+  public let connection: ATTConnection
+  public let client: GATTClient
+  let notificationSource = Inbox<[UInt8]>()
+  let dataSource = Inbox<[UInt8]>()
+  private let runner: Task<Void, Never>
+
+  init(bearer: any ATTBearer, clock: any EngineClock, mtu: UInt16, timeout: Duration) {
+    connection = ATTConnection(
+      bearer: bearer, clock: clock, options: ATTConnection.Options(localMTU: mtu, transactionTimeout: timeout))
+    client = GATTClient(connection: connection)
+    let connection = connection
+    let notificationSource = notificationSource
+    let dataSource = dataSource
+    runner = Task {
+      await connection.run()
+      notificationSource.close()
+      dataSource.close()
+    }
+  }
+
+  func close() {
+    connection.close()
+    notificationSource.close()
+    dataSource.close()
+  }
+
+  /// ATT_MTU - 3: the most a notification carries.
+  public var notificationCapacity: Int { connection.mtu - 3 }
+
+  // MARK: - Discovery and subscription
+
+  /// Finds the one ANCS service and its characteristics and CCCDs, and routes their
+  /// notifications to the inboxes.
+  public func discover() async throws(CaseOutcome) -> ANCSHandles {
+    let services: [DiscoveredService]
+    do {
+      services = try await client.discoverPrimaryServices(BluetoothUUID(ANCSUUID.service)!)
+    } catch {
+      throw .failed("primary service discovery for ANCS failed: \(error)")
+    }
+    try check(services.count == 1, "expected exactly one ANCS service, found \(services.count)")
+    let characteristics: [DiscoveredCharacteristic]
+    do {
+      characteristics = try await client.discoverCharacteristics(of: services[0])
+    } catch {
+      throw .failed("characteristic discovery in \(services[0].range) failed: \(error)")
+    }
+    func find(_ uuid: String) -> DiscoveredCharacteristic? {
+      characteristics.first { $0.uuid == BluetoothUUID(uuid)! }
+    }
+    guard let source = find(ANCSUUID.notificationSource) else {
+      throw .failed("no Notification Source characteristic (\(ANCSUUID.notificationSource)) in the ANCS service")
+    }
+    var handles = ANCSHandles(
+      service: services[0], notificationSource: source, controlPoint: find(ANCSUUID.controlPoint),
+      dataSource: find(ANCSUUID.dataSource))
+    handles.notificationSourceCCCD = try await cccd(of: source)
+    if let data = handles.dataSource { handles.dataSourceCCCD = try await cccd(of: data) }
+    let notificationSource = notificationSource
+    let dataSource = dataSource
+    client.onValue(source.valueHandle) { event in notificationSource.push(event.value) }
+    if let data = handles.dataSource {
+      client.onValue(data.valueHandle) { event in dataSource.push(event.value) }
+    }
+    return handles
+  }
+
+  private func cccd(of characteristic: DiscoveredCharacteristic) async throws(CaseOutcome) -> UInt16? {
+    do {
+      return try await client.discoverDescriptors(of: characteristic)
+        .first { $0.uuid == .clientCharacteristicConfiguration }?.handle
+    } catch {
+      throw .failed("descriptor discovery of \(characteristic.uuid) failed: \(error)")
+    }
+  }
+
+  public func subscribeNotificationSource(_ handles: ANCSHandles) async throws(CaseOutcome) {
+    guard let cccd = handles.notificationSourceCCCD else { throw .failed("the Notification Source has no CCCD") }
+    do { try await client.configure(cccd: cccd, .notifications) } catch {
+      throw .failed("enabling Notification Source notifications failed: \(error)")
+    }
+  }
+
+  /// Reads the Notification Source CCCD back: it must say notifications (01 00). The round
+  /// trip also bounds the session start: a phone that handles requests in order has sent
+  /// its PreExisting events before this answer, so what a case posts afterwards is new.
+  /// (Posting inside that window can give one notification two Added events; the harness
+  /// does not judge that race.)
+  public func readBackNotificationSourceCCCD(_ handles: ANCSHandles) async throws(CaseOutcome) {
+    guard let cccd = handles.notificationSourceCCCD else { throw .failed("the Notification Source has no CCCD") }
+    let value: [UInt8]
+    do { value = try await client.read(cccd) } catch {
+      throw .failed("reading the Notification Source CCCD back failed: \(error)")
+    }
+    try check(
+      value == [0x01, 0x00], "the Notification Source CCCD reads \(Hex.encode(value)) after enabling, not 01 00")
+  }
+
+  public func subscribeDataSource(_ handles: ANCSHandles) async throws(CaseOutcome) {
+    guard let cccd = handles.dataSourceCCCD else { throw .failed("the Data Source is missing or has no CCCD") }
+    do { try await client.configure(cccd: cccd, .notifications) } catch {
+      throw .failed("enabling Data Source notifications failed: \(error)")
+    }
+  }
+
+  // MARK: - Notification Source
+
+  /// The next Notification Source event, decoded (exactly 8 bytes).
+  public func nextEvent() async throws(CaseOutcome) -> NotificationSourceEvent {
+    guard let value = await notificationSource.next() else {
+      throw .failed("the link closed while waiting for a Notification Source event")
+    }
+    do { return try NotificationSourceEvent(decoding: value) } catch {
+      throw .failed("Notification Source value \(Hex.encode(value)) is not an 8-byte event: \(error)")
+    }
+  }
+
+  /// The next event about `uid`, skipping events about other notifications.
+  public func nextEvent(uid: UInt32) async throws(CaseOutcome) -> NotificationSourceEvent {
+    while true {
+      let event = try await nextEvent()
+      if event.notificationUID == uid { return event }
+    }
+  }
+
+  /// Skips events until `uid`'s Added (PreExisting or not) arrives.
+  public func awaitAdded(_ uid: UInt32) async throws(CaseOutcome) -> NotificationSourceEvent {
+    let event = try await nextEvent(uid: uid)
+    try check(event.eventID == .added, "expected Added for UID \(uid), got \(event.eventID) first")
+    return event
+  }
+
+  // MARK: - Control Point
+
+  /// Writes `bytes` to the Control Point with response; nil when accepted, else the error
+  /// code of the Error Response.
+  public func write(_ handles: ANCSHandles, _ bytes: [UInt8]) async throws(CaseOutcome) -> ATTErrorCode? {
+    guard let controlPoint = handles.controlPoint else { throw .failed("the ANCS service has no Control Point") }
+    do {
+      try await client.write(controlPoint.valueHandle, bytes)
+      return nil
+    } catch {
+      if let code = error.errorCode { return code }
+      throw .failed("Control Point write \(Hex.encode(bytes)) failed: \(error)")
+    }
+  }
+
+  /// Writes `bytes` and requires the Error Response `code`.
+  public func expectError(_ handles: ANCSHandles, _ bytes: [UInt8], _ code: UInt8) async throws(CaseOutcome) {
+    let answer = try await write(handles, bytes)
+    try check(
+      answer?.rawValue == code,
+      "Control Point write \(Hex.encode(bytes)) answered \(answer.map { "error \(hex($0.rawValue))" } ?? "with success"), "
+        + "expected error \(hex(code))")
+  }
+
+  /// A Data Source answer with the notifications it came in.
+  public struct Answer: Sendable {
+    public var response: DataSourceResponse
+    public var fragments: [[UInt8]]
+  }
+
+  /// Sends `command` and reassembles its Data Source answer (strict: every requested tuple,
+  /// UTF-8, maximum lengths).
+  public func fetch(_ handles: ANCSHandles, _ command: ControlPointCommand) async throws(CaseOutcome) -> Answer {
+    let expectation: DataSourceReassembler.Expectation
+    switch command {
+    case .getNotificationAttributes(let get): expectation = .notificationAttributes(get)
+    case .getAppAttributes(let get): expectation = .appAttributes(get)
+    case .performNotificationAction: throw .failed("Perform Notification Action has no Data Source answer")
+    }
+    if let code = try await write(handles, command.encoded()) {
+      throw .failed("the phone refused \(Hex.encode(command.encoded())) with error \(hex(code.rawValue))")
+    }
+    return try await receive(expectation)
+  }
+
+  /// Reassembles the next Data Source answer.
+  public func receive(_ expectation: DataSourceReassembler.Expectation) async throws(CaseOutcome) -> Answer {
+    var reassembler = DataSourceReassembler(expecting: expectation)
+    var fragments: [[UInt8]] = []
+    while true {
+      guard let fragment = await dataSource.next() else {
+        throw .failed("the link closed after \(fragments.count) Data Source notification(s), answer incomplete")
+      }
+      fragments.append(fragment)
+      do {
+        if let response = try reassembler.feed(fragment) { return Answer(response: response, fragments: fragments) }
+      } catch {
+        throw .failed("Data Source answer invalid after \(fragments.count) notification(s): \(error)")
+      }
+    }
+  }
+}
+
+func hex(_ byte: UInt8) -> String {
+  let digits = Array("0123456789ABCDEF")
+  return "0x" + String(digits[Int(byte >> 4)]) + String(digits[Int(byte & 15)])
+}

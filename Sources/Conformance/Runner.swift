@@ -1,0 +1,164 @@
+import ATT
+import Links
+
+#if canImport(Glibc)
+  import Glibc
+#elseif canImport(Darwin)
+  import Darwin
+#endif
+
+/// A case's verdict.
+public enum Verdict: String, Hashable, Sendable {
+  case passed = "PASS"
+  case failed = "FAIL"
+  case skipped = "SKIP"
+}
+
+/// What running one case gave.
+public struct CaseResult: Hashable, Sendable {
+  public var id: String
+  public var title: String
+  public var rule: String
+  public var verdict: Verdict
+  /// Why it failed or was skipped; empty on a pass.
+  public var detail: String
+  /// Wall time, on the runner's clock.
+  public var duration: Duration
+  /// The btsnoop capture of a failed case, when captures were asked for.
+  public var capture: String?
+
+  public init(
+    id: String, title: String, rule: String, verdict: Verdict, detail: String, duration: Duration,
+    capture: String? = nil
+  ) {
+    self.id = id
+    self.title = title
+    self.rule = rule
+    self.verdict = verdict
+    self.detail = detail
+    self.duration = duration
+    self.capture = capture
+  }
+}
+
+/// Runs cases one after the other against a phone, each with its own links, a timeout on the
+/// injected clock, and (optionally) a btsnoop capture kept only when the case fails.
+public struct ConformanceRunner: Sendable {
+  public var phone: PhoneUnderTest
+  public var clock: any EngineClock
+  /// Longest a case may take, on `clock`; also its ATT transaction timeout.
+  public var timeout: Duration
+  /// Where failing cases leave `<ID with '/' as '_'>.btsnoop`; nil for none.
+  public var captureDirectory: String?
+
+  public init(
+    phone: PhoneUnderTest, clock: any EngineClock = SystemClock(), timeout: Duration = .seconds(5),
+    captureDirectory: String? = nil
+  ) {
+    self.phone = phone
+    self.clock = clock
+    self.timeout = timeout
+    self.captureDirectory = captureDirectory
+  }
+
+  /// Runs `cases` in order; `progress` sees each result as it comes.
+  public func run(
+    _ cases: [ConformanceCase], progress: @Sendable (Int, Int, CaseResult) -> Void = { _, _, _ in }
+  ) async -> [CaseResult] {
+    var results: [CaseResult] = []
+    for (index, testCase) in cases.enumerated() {
+      let result = await run(testCase)
+      progress(index + 1, cases.count, result)
+      results.append(result)
+    }
+    return results
+  }
+
+  /// Runs one case.
+  public func run(_ testCase: ConformanceCase) async -> CaseResult {
+    let started = clock.now
+    var capturePath: String?
+    var writer: BtsnoopWriter?
+    var captureProblem = ""
+    if let captureDirectory {
+      let path = captureDirectory + "/" + testCase.fileName + ".btsnoop"
+      do {
+        writer = try BtsnoopWriter(path: path)
+        capturePath = path
+      } catch {
+        captureProblem = " (no capture: \(error))"
+      }
+    }
+    let context = NPContext(phone: phone, clock: clock, timeout: timeout, capture: writer)
+    let body: @Sendable () async -> CaseOutcome? = {
+      do {
+        switch testCase.body {
+        case .phone(let run): try await run(context)
+        }
+        return nil
+      } catch let outcome as CaseOutcome {
+        return outcome
+      } catch {
+        return .failed("\(error)")
+      }
+    }
+    let race = await Self.race(clock: clock, until: started + timeout, onTimeout: { context.closeLinks() }, body)
+    context.closeLinks()
+    // Clean-up talks to the phone's control channel, which may hang too: bounded the same way.
+    let cleanUp: @Sendable () async -> CaseOutcome? = {
+      await context.removePosted()
+      return nil
+    }
+    _ = await Self.race(clock: clock, until: clock.now + timeout, onTimeout: {}, cleanUp)
+    writer?.close()
+
+    var verdict: Verdict
+    var detail: String
+    switch race {
+    case .finished(nil): (verdict, detail) = (.passed, "")
+    case .finished(.failed(let why)): (verdict, detail) = (.failed, why)
+    case .finished(.skipped(let why)): (verdict, detail) = (.skipped, why)
+    case .timedOut: (verdict, detail) = (.failed, "timed out after \(timeout) waiting for the phone")
+    }
+    if verdict == .failed {
+      detail += captureProblem
+    } else if let path = capturePath {
+      unlink(path)
+      capturePath = nil
+    }
+    return CaseResult(
+      id: testCase.id, title: testCase.title, rule: testCase.rule, verdict: verdict, detail: detail,
+      duration: clock.now - started, capture: capturePath)
+  }
+
+  enum RaceResult: Sendable {
+    case finished(CaseOutcome?)
+    case timedOut
+  }
+
+  /// Runs `body` against a deadline on `clock`. When the deadline comes first, `onTimeout`
+  /// runs (closing the links, which ends any ATT request the body waits for) and the body's
+  /// task is cancelled (which ends any wait on an inbox).
+  static func race(
+    clock: any EngineClock, until deadline: Duration, onTimeout: @escaping @Sendable () -> Void,
+    _ body: @escaping @Sendable () async -> CaseOutcome?
+  ) async -> RaceResult {
+    await withTaskGroup(of: RaceResult?.self) { group in
+      group.addTask { .finished(await body()) }
+      group.addTask {
+        do { try await clock.sleep(until: deadline) } catch { return nil }
+        return .timedOut
+      }
+      var result: RaceResult = .timedOut
+      while let next = await group.next() {
+        if let next {
+          result = next
+          break
+        }
+      }
+      if case .timedOut = result { onTimeout() }
+      group.cancelAll()
+      return result
+    }
+  }
+}

@@ -1,0 +1,322 @@
+import ANCS
+import Watch
+
+/// What the face asks the outside world to do.
+public enum FaceEffect: Hashable, Sendable {
+  /// Ask the phone to perform an action (the engine's `perform`).
+  case perform(ActionID, uid: UInt32)
+  /// Get the wearer's attention: an Important notification or a call.
+  case alert(AlertStyle)
+  case quit
+}
+
+/// A short message over the bottom of the face.
+public struct Toast: Hashable, Sendable {
+  public enum Kind: Hashable, Sendable {
+    case info
+    case important
+    case error
+  }
+  public var text: String
+  public var category: CategoryID?
+  public var kind: Kind
+  /// Shown until this time, on the clock the face is given.
+  public var until: Duration
+}
+
+/// Which screen the wearer is on.
+public enum FacePage: Hashable, Sendable {
+  case list
+  case detail(UInt32)
+}
+
+/// The face's own state, next to the engine's `WatchState`: the page, the cursor, the
+/// scroll positions, what was read, the toast, the settings. Keys and watch events change
+/// it (`handle`, `observe`) and say what to do outside (`FaceEffect`); nothing here touches
+/// a terminal, so all of it is tested with plain values.
+public struct FaceUI: Hashable, Sendable {
+  public var settings: FaceSettings
+  /// The terminal's size and character set, as the renderer last reported them.
+  public var size: Size
+  public var charset: Charset
+  public var page: FacePage = .list
+  public var showingHelp = false
+  /// Notifications announced by the engine (`added`), not yet `removed`. The engine's state
+  /// also holds notifications whose attributes are still on the way; the face lists only these.
+  public var listed: Set<UInt32> = []
+  /// Opened at least once.
+  public var seen: Set<UInt32> = []
+  /// Calls the wearer sent to the background with Esc; they stay in the list.
+  public var hiddenCalls: Set<UInt32> = []
+  public var toast: Toast?
+  /// The cursor: a notification, and where it was in case that one leaves.
+  public var selected: UInt32?
+  var selectedIndex = 0
+  var listTop = 0
+  var detailTop = 0
+  /// Labels of actions sent, for the confirmation toast, until the notification leaves.
+  var pending: [UInt32: String] = [:]
+  /// The link state last seen and since when, for "reconnecting in 3 s".
+  public internal(set) var link: LinkState = .connecting
+  var linkSince: Duration = .zero
+  public internal(set) var everConnected = false
+
+  /// How long a toast stays.
+  public static let toastTime: Duration = .seconds(3)
+
+  public init(
+    settings: FaceSettings = FaceSettings(), size: Size = Size(width: 80, height: 24), charset: Charset = .unicode
+  ) {
+    self.settings = settings
+    self.size = size
+    self.charset = charset
+  }
+
+  var layout: FaceLayout? { FaceLayout(size: size) }
+
+  // MARK: - Derived views of the state
+
+  /// The notifications the list shows, newest first.
+  public func visible(_ state: WatchState) -> [WatchNotification] {
+    state.notifications.reversed().filter { listed.contains($0.uid) }
+  }
+
+  /// The incoming call that takes over the screen, if one is ringing and not sent away.
+  public func activeCall(_ state: WatchState) -> WatchNotification? {
+    visible(state).first { $0.category == .incomingCall && !hiddenCalls.contains($0.uid) }
+  }
+
+  /// Whether the phone's clock is inside the quiet hours.
+  public func isQuiet(_ state: WatchState, now: Duration) -> Bool {
+    guard let window = settings.quietHours, let time = state.time?.current(at: now) else { return false }
+    return window.contains(minuteOfDay: time.hour * 60 + time.minute)
+  }
+
+  /// The cursor's index in `visible`, or nil for an empty list.
+  func selection(_ visible: [WatchNotification]) -> Int? {
+    guard !visible.isEmpty else { return nil }
+    if let selected, let index = visible.firstIndex(where: { $0.uid == selected }) { return index }
+    return min(max(0, selectedIndex), visible.count - 1)
+  }
+
+  /// The first entry the list shows: `listTop`, moved just enough to show the cursor.
+  func top(_ visible: [WatchNotification], capacity: Int) -> Int {
+    guard let index = selection(visible) else { return 0 }
+    let lowest = max(0, index - capacity + 1)
+    let highest = min(index, max(0, visible.count - capacity))
+    return min(max(listTop, lowest), max(lowest, highest))
+  }
+
+  public func unreadCount(_ state: WatchState) -> Int { visible(state).filter { !seen.contains($0.uid) }.count }
+
+  // MARK: - Keys
+
+  /// Carries out the wearer's intent.
+  public mutating func handle(_ intent: FaceIntent, state: WatchState, now: Duration) -> [FaceEffect] {
+    sync(state, now: now)
+    if showingHelp {
+      if intent == .quit { return [.quit] }
+      showingHelp = false
+      return []
+    }
+    switch intent {
+    case .quit: return [.quit]
+    case .help:
+      showingHelp = true
+      return []
+    default: break
+    }
+    let visible = visible(state)
+    if let call = activeCall(state) {
+      switch intent {
+      case .positive: return perform(.positive, on: call, now: now)
+      case .negative: return perform(.negative, on: call, now: now)
+      case .back: hiddenCalls.insert(call.uid)
+      case .mute: toggleMute(call.category, now: now)
+      default: break
+      }
+      return []
+    }
+    switch page {
+    case .list:
+      guard let index = selection(visible) else {
+        if intent == .positive || intent == .negative || intent == .mute || intent == .open {
+          say("No notifications", now: now)
+        }
+        return []
+      }
+      let capacity = layout?.listCapacity ?? 1
+      switch intent {
+      case .up: select(index - 1, in: visible)
+      case .down: select(index + 1, in: visible)
+      case .pageUp: select(index - capacity, in: visible)
+      case .pageDown: select(index + capacity, in: visible)
+      case .top: select(0, in: visible)
+      case .bottom: select(visible.count - 1, in: visible)
+      case .open:
+        page = .detail(visible[index].uid)
+        seen.insert(visible[index].uid)
+        detailTop = 0
+      case .back: toast = nil
+      case .positive: return perform(.positive, on: visible[index], now: now)
+      case .negative: return perform(.negative, on: visible[index], now: now)
+      case .mute: toggleMute(visible[index].category, now: now)
+      case .help, .quit: break
+      }
+    case .detail(let uid):
+      guard let notification = visible.first(where: { $0.uid == uid }) else {
+        page = .list
+        return []
+      }
+      let detail = layout.map { DetailLayout(notification, layout: $0, charset: charset) }
+      let viewport = detail?.viewport ?? 1
+      let bottom = detail?.maximumTop ?? 0
+      switch intent {
+      case .up: detailTop -= 1
+      case .down: detailTop += 1
+      case .pageUp: detailTop -= max(1, viewport - 1)
+      case .pageDown: detailTop += max(1, viewport - 1)
+      case .top: detailTop = 0
+      case .bottom: detailTop = bottom
+      case .open: break
+      case .back:
+        page = .list
+        selected = uid
+      case .positive: return perform(.positive, on: notification, now: now)
+      case .negative: return perform(.negative, on: notification, now: now)
+      case .mute: toggleMute(notification.category, now: now)
+      case .help, .quit: break
+      }
+      detailTop = min(max(0, detailTop), bottom)
+    }
+    return []
+  }
+
+  private mutating func select(_ index: Int, in visible: [WatchNotification]) {
+    guard !visible.isEmpty else { return }
+    let clamped = min(max(0, index), visible.count - 1)
+    selected = visible[clamped].uid
+    selectedIndex = clamped
+    listTop = top(visible, capacity: layout?.listCapacity ?? 1)
+  }
+
+  private mutating func perform(_ action: ActionID, on notification: WatchNotification, now: Duration) -> [FaceEffect] {
+    let positive = action == .positive
+    guard positive ? notification.hasPositiveAction : notification.hasNegativeAction else {
+      let name = notification.appName.isEmpty ? "This notification" : notification.appName
+      say("\(name) offers no \(positive ? "positive" : "negative") action", now: now)
+      return []
+    }
+    var label = positive ? notification.positiveActionLabel : notification.negativeActionLabel
+    if label.isEmpty { label = positive ? "Accept" : "Decline" }
+    pending[notification.uid] = label
+    say("\(label)…", category: notification.category, now: now)
+    return [.perform(action, uid: notification.uid)]
+  }
+
+  private mutating func toggleMute(_ category: CategoryID, now: Duration) {
+    let name = Symbols.name(category)
+    if settings.muted.remove(category) != nil {
+      say("\(name) unmuted", category: category, now: now)
+    } else {
+      settings.muted.insert(category)
+      say("\(name) muted: listed, never rung", category: category, now: now)
+    }
+  }
+
+  private mutating func say(_ text: String, category: CategoryID? = nil, kind: Toast.Kind = .info, now: Duration) {
+    toast = Toast(text: text, category: category, kind: kind, until: now + Self.toastTime)
+  }
+
+  // MARK: - Watch events
+
+  /// Follows what the engine reports: new notifications toast and ring, removed ones leave
+  /// every screen, actions are confirmed.
+  public mutating func observe(_ event: WatchEvent, state: WatchState, now: Duration) -> [FaceEffect] {
+    var effects: [FaceEffect] = []
+    switch event {
+    case .added(let notification):
+      let before = visible(state)
+      let wasAtTop = page == .list && (selection(before) ?? 0) == 0
+      listed.insert(notification.uid)
+      let after = visible(state)
+      if wasAtTop, after.first?.uid == notification.uid {
+        selected = notification.uid
+        selectedIndex = 0
+      }
+      effects += announce(notification, state: state, now: now)
+    case .removed(let uid):
+      let before = visible(state)
+      if selected == uid || selected == nil, let index = before.firstIndex(where: { $0.uid == uid }) {
+        selectedIndex = index
+        let remaining = before.filter { $0.uid != uid }
+        selected = remaining.isEmpty ? nil : remaining[min(index, remaining.count - 1)].uid
+      }
+      if page == .detail(uid) {
+        page = .list
+        if pending[uid] == nil { say("Removed on the phone", now: now) }
+      }
+      listed.remove(uid)
+      seen.remove(uid)
+      hiddenCalls.remove(uid)
+      pending[uid] = nil
+    case .action(let uid, let action):
+      // The label stays until the notification leaves: its removal is the action's doing.
+      let label = pending[uid] ?? (action == .positive ? "Positive action" : "Negative action")
+      say("\(Symbols.of(charset).check) \(label)", now: now)
+    case .error(let message):
+      say(message, kind: .error, now: now)
+    case .connected:
+      everConnected = true
+    case .modified, .disconnected, .time, .battery:
+      break
+    }
+    sync(state, now: now)
+    return effects
+  }
+
+  /// A new notification: a toast, and the alert for an Important one or a call, unless its
+  /// category is muted or it is quiet hours. Pre-existing notifications are old news.
+  private mutating func announce(_ notification: WatchNotification, state: WatchState, now: Duration) -> [FaceEffect] {
+    guard !notification.flags.contains(.preExisting) else { return [] }
+    if settings.muted.contains(notification.category) || isQuiet(state, now: now) { return [] }
+    let isCall = notification.category == .incomingCall
+    let important = notification.flags.contains(.important)
+    if !isCall {
+      let name = notification.appName.isEmpty ? notification.appIdentifier : notification.appName
+      let title = notification.title.isEmpty ? DisplayText.paragraphs(notification.message)[0] : notification.title
+      let text = [name, title].filter { !$0.isEmpty }.joined(separator: ": ")
+      toast = Toast(
+        text: text, category: notification.category, kind: important ? .important : .info,
+        until: now + Self.toastTime)
+    }
+    let rings = (isCall || important) && !notification.flags.contains(.silent) && settings.alert != .off
+    return rings ? [.alert(settings.alert)] : []
+  }
+
+  /// Brings the face up to date with the engine's state: link changes, notifications gone
+  /// (also when their `removed` event is still on the way), an expired toast, the cursor.
+  public mutating func sync(_ state: WatchState, now: Duration) {
+    if state.link != link {
+      link = state.link
+      linkSince = now
+    }
+    if case .connected = state.link { everConnected = true }
+    let present = Set(state.notifications.map(\.uid))
+    listed.formIntersection(present)
+    seen.formIntersection(present)
+    hiddenCalls.formIntersection(present)
+    if case .detail(let uid) = page, !listed.contains(uid) { page = .list }
+    if let toast, toast.until <= now { self.toast = nil }
+    let visible = visible(state)
+    if let index = selection(visible) {
+      selected = visible[index].uid
+      selectedIndex = index
+      listTop = top(visible, capacity: layout?.listCapacity ?? 1)
+    } else {
+      selected = nil
+      selectedIndex = 0
+      listTop = 0
+    }
+  }
+}

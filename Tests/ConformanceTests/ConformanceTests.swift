@@ -1,0 +1,268 @@
+import ANCS
+import ATT
+import Conformance
+import Foundation
+import Links
+import Synchronization
+import Testing
+import Wire
+
+@Suite struct CatalogTests {
+  @Test func idsAreUniqueAndInTheSIGStyle() {
+    let cases = ConformanceCatalog.np
+    #expect(cases.count >= 25)
+    #expect(Set(cases.map(\.id)).count == cases.count)
+    let pattern = /ANCS\/NP\/[A-Z]+\/B[VI]-\d\d/
+    for testCase in cases {
+      #expect(testCase.id.wholeMatch(of: pattern) != nil, "\(testCase.id)")
+      #expect(testCase.role == .np)
+      #expect(!testCase.rule.isEmpty && !testCase.title.isEmpty)
+    }
+    #expect(ConformanceCatalog.cases(for: .nc).isEmpty)
+  }
+
+  @Test func everyCaseIsDocumented() throws {
+    let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+      .deletingLastPathComponent()
+    let text = try String(contentsOf: root.appendingPathComponent("Protocol/conformance.md"), encoding: .utf8)
+    for testCase in ConformanceCatalog.np {
+      #expect(text.contains("### \(testCase.id)"), "Protocol/conformance.md lacks \(testCase.id)")
+    }
+  }
+
+  @Test func selectionByPrefix() {
+    let (cases, unmatched) = ConformanceCatalog.select(
+      ConformanceCatalog.np, prefixes: ["ANCS/NP/CP/BI-0", "ANCS/NP/SVC/BV-01", "ANCS/NP/NOPE"])
+    #expect(cases.first?.id == "ANCS/NP/SVC/BV-01")
+    #expect(cases.dropFirst().allSatisfy { $0.id.hasPrefix("ANCS/NP/CP/BI-0") })
+    #expect(unmatched == ["ANCS/NP/NOPE"])
+  }
+}
+
+@Suite struct OwnPhoneTests {
+  /// The whole NP suite against the project's phone over memory links: every case passes.
+  /// (Its running time is a benchmark figure, in BENCHMARKS.md, not a test.)
+  @Test func wholeSuitePassesOverMemory() async throws {
+    let (_, phone) = try ownPhone()
+    let results = await ConformanceRunner(phone: phone).run(ConformanceCatalog.np)
+    #expect(ids(results, .failed) == [], "\(results.filter { $0.verdict == .failed }.map { "\($0.id): \($0.detail)" })")
+    #expect(ids(results, .skipped) == [])
+    #expect(results.count == ConformanceCatalog.np.count)
+  }
+
+  /// Without a control channel the stimulus cases are skipped, never passed.
+  @Test func withoutStimulusCasesAreSkipped() async throws {
+    let (_, own) = try ownPhone()
+    let phone = PhoneUnderTest(connect: own.connect, stimulus: nil)
+    let results = await ConformanceRunner(phone: phone).run(ConformanceCatalog.np)
+    let needing = ConformanceCatalog.np.filter(\.needsStimulus).map(\.id)
+    #expect(ids(results, .skipped) == needing)
+    #expect(ids(results, .failed) == [])
+    #expect(ids(results, .passed) == ConformanceCatalog.np.filter { !$0.needsStimulus }.map(\.id))
+  }
+
+  /// The binary end to end: `ancs conform phone --spawn "ancs phone ..."` over a Unix socket,
+  /// with every report format.
+  @Test(.enabled(if: ancsBuilt, "needs the ancs binary: swift build --build-tests first"))
+  func wholeSuitePassesOverUnixSocketWithTheBinary() async throws {
+    let directory = try temporaryDirectory("unix")
+    defer { try? FileManager.default.removeItem(atPath: directory) }
+    let socket = "unix:\(directory)/phone.sock"
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: ancsPath)
+    process.arguments = [
+      "conform", "phone", "--connect", socket, "--spawn", "ancs phone --listen \(socket) --commands jsonl", "--tap",
+      "--junit", "\(directory)/report.xml", "--json", "\(directory)/report.json", "--capture-dir",
+      "\(directory)/captures",
+    ]
+    let output = Pipe()
+    let errors = Pipe()
+    process.standardOutput = output
+    process.standardError = errors
+    let started = ContinuousClock.now
+    try process.run()
+    let stdout = output.fileHandleForReading.readDataToEndOfFile()
+    let stderr = errors.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    let elapsed = ContinuousClock.now - started
+    let tap = String(decoding: stdout, as: UTF8.self)
+    let log = String(decoding: stderr, as: UTF8.self)
+    #expect(process.terminationStatus == 0, "\(log.split(separator: "\n").filter { $0.hasPrefix("FAIL") })")
+    let count = ConformanceCatalog.np.count
+    #expect(tap.hasPrefix("TAP version 13\n1..\(count)\n"))
+    #expect(tap.split(separator: "\n").filter { $0.hasPrefix("ok ") }.count == count, "\(tap)")
+    #expect(log.contains("\(count) cases: \(count) passed, 0 failed, 0 skipped"), "\(log)")
+    #expect(log.contains("[\(count)/\(count)] PASS"))
+    #expect(!FileManager.default.fileExists(atPath: "\(directory)/captures"), "no capture is kept for passes")
+
+    let xml = try String(contentsOfFile: "\(directory)/report.xml", encoding: .utf8)
+    let (reader, parsed, problem) = JUnitReader.read(xml)
+    #expect(parsed, "\(problem ?? "")")
+    #expect(reader.testcases.count == count)
+    #expect(reader.failedNames == [])
+
+    let json = try JSON(parsing: String(contentsOfFile: "\(directory)/report.json", encoding: .utf8))
+    #expect(json["passed"]?.integer == count)
+    #expect(json["cases"]?.array?.count == count)
+    print("conformance: \(count) NP cases through the binary over a Unix socket in \(elapsed) (process start included)")
+  }
+}
+
+@Suite struct BrokenPhoneTests {
+  /// A phone that answers 0xA1 where 0xA2 is due: exactly the cases that check 0xA2 fail.
+  @Test func invalidParameterAnsweredAsInvalidCommand() async throws {
+    let phone = try faultyPhone { _ in
+      { pdu in pdu.count == 5 && pdu[0] == 0x01 && pdu[4] == 0xA2 ? Array(pdu[0..<4]) + [0xA1] : pdu }
+    }
+    let results = await ConformanceRunner(phone: phone).run(ConformanceCatalog.np)
+    #expect(
+      ids(results, .failed) == [
+        "ANCS/NP/GAA/BI-01", "ANCS/NP/PNA/BI-01", "ANCS/NP/CP/BI-04", "ANCS/NP/CP/BI-05", "ANCS/NP/DS/BI-01",
+      ])
+    #expect(ids(results, .skipped) == [])
+    let failure = try #require(results.first { $0.id == "ANCS/NP/CP/BI-04" })
+    #expect(failure.detail.contains("error 0xA1, expected error 0xA2"), "\(failure.detail)")
+
+    // The JUnit report of failures is still well-formed XML and names each one.
+    let (reader, parsed, problem) = JUnitReader.read(ConformanceReport.junit(results))
+    #expect(parsed, "\(problem ?? "")")
+    #expect(reader.failedNames == ids(results, .failed))
+    #expect(reader.counts["skipped"] == nil)
+  }
+
+  /// A phone that never sets PreExisting: exactly the PreExisting cases fail.
+  @Test func preExistingFlagMissing() async throws {
+    let phone = try faultyPhone { phone in
+      let handle = phone.server.handles(of: BluetoothUUID(ANCSUUID.service)!)![0].value
+      return { pdu in
+        // A Notification Source notification (opcode, handle, 8-byte event): clear bit 2.
+        guard pdu.count == 11, pdu[0] == 0x1B, UInt16(pdu[1]) | UInt16(pdu[2]) << 8 == handle else { return pdu }
+        var copy = pdu
+        copy[4] &= ~0x04
+        return copy
+      }
+    }
+    let results = await ConformanceRunner(phone: phone).run(ConformanceCatalog.np)
+    #expect(ids(results, .failed) == ["ANCS/NP/PRE/BV-01", "ANCS/NP/PRE/BV-02"])
+  }
+
+  /// A phone that cuts text inside a UTF-8 character: only the case about that fails.
+  @Test func utf8SplitInsideACharacter() async throws {
+    // "Ééééé" cut at 5 bytes should be "Éé" (4 bytes); this phone sends 5 bytes, the last one
+    // half of an "é". The tuple is Title (1), length 4 -> 5, within the Data Source answer.
+    let phone = try faultyPhone { _ in
+      { pdu in
+        let cut: [UInt8] = [0x01, 0x04, 0x00, 0xC3, 0x89, 0xC3, 0xA9]
+        guard pdu.first == 0x1B, let start = pdu.firstRange(of: cut) else { return pdu }
+        var copy = pdu
+        copy.replaceSubrange(start, with: [0x01, 0x05, 0x00, 0xC3, 0x89, 0xC3, 0xA9, 0xC3])
+        return copy
+      }
+    }
+    let results = await ConformanceRunner(phone: phone).run(ConformanceCatalog.np)
+    #expect(ids(results, .failed) == ["ANCS/NP/GNA/BV-03"])
+    #expect(results.first { $0.id == "ANCS/NP/GNA/BV-03" }?.detail.contains("UTF-8") == true)
+  }
+
+  /// A minimal phone made from the GATT server that lets an unencrypted link write the
+  /// Control Point: SEC/BI-03 fails; it has no control channel, so the stimulus cases skip.
+  @Test func minimalPhoneWithoutEncryptionOnTheControlPoint() async throws {
+    let results = await ConformanceRunner(phone: try minimalPhone()).run(ConformanceCatalog.np)
+    #expect(ids(results, .failed) == ["ANCS/NP/SEC/BI-03"])
+    #expect(ids(results, .skipped) == ConformanceCatalog.np.filter(\.needsStimulus).map(\.id))
+  }
+
+  /// A phone that never answers: the case times out on the injected clock, fails, and leaves
+  /// a capture named after its ID; the run goes on.
+  @Test func silentPhoneTimesOutWithACapture() async throws {
+    let directory = try temporaryDirectory("silent")
+    defer { try? FileManager.default.removeItem(atPath: directory) }
+    let clock = ManualClock()
+    let phone = PhoneUnderTest(connect: { SilentBearer() }, stimulus: nil)
+    let runner = ConformanceRunner(phone: phone, clock: clock, timeout: .seconds(5), captureDirectory: directory)
+    let cases = ConformanceCatalog.select(ConformanceCatalog.np, prefixes: ["ANCS/NP/SVC/BV-01", "ANCS/NP/CP/BI-01"])
+      .cases
+    let run = Task { await runner.run(cases) }
+    // Time moves only while something sleeps on the clock, a second at a time, until the run
+    // is over (each case then hits its 5-second deadline).
+    let driver = Task {
+      while !Task.isCancelled {
+        await clock.waitForSleepers(1)
+        clock.advance(by: .seconds(1))
+        await Task.yield()
+      }
+    }
+    let results = await run.value
+    driver.cancel()
+    // One last sleeper lets the driver see its cancellation instead of waiting for ever.
+    try? await clock.sleep(until: clock.now + .seconds(1))
+    #expect(results.map(\.verdict) == [.failed, .failed])
+    let first = try #require(results.first)
+    #expect(first.detail.contains("timed out") || first.detail.contains("timeout"), "\(first.detail)")
+    #expect(first.capture == "\(directory)/ANCS_NP_SVC_BV-01.btsnoop")
+    #expect(FileManager.default.fileExists(atPath: "\(directory)/ANCS_NP_SVC_BV-01.btsnoop"))
+  }
+}
+
+@Suite struct ReportTests {
+  let results = [
+    CaseResult(id: "ANCS/NP/A/BV-01", title: "ok", rule: "r", verdict: .passed, detail: "", duration: .milliseconds(3)),
+    CaseResult(
+      id: "ANCS/NP/A/BI-02", title: "bad <&>", rule: "\"quoted\"", verdict: .failed,
+      detail: "expected 0xA2 & got \u{01}", duration: .milliseconds(1500), capture: "c/ANCS_NP_A_BI-02.btsnoop"),
+    CaseResult(
+      id: "ANCS/NP/A/BV-03", title: "skip", rule: "r", verdict: .skipped, detail: "no channel", duration: .zero),
+  ]
+
+  @Test func junitParsesWithEscapes() {
+    let xml = ConformanceReport.junit(results)
+    let (reader, parsed, problem) = JUnitReader.read(xml)
+    #expect(parsed, "\(problem ?? "")")
+    #expect(reader.counts["testcase"] == 3)
+    #expect(reader.counts["failure"] == 1)
+    #expect(reader.counts["skipped"] == 1)
+    #expect(reader.testcases[1]["time"] == "1.500")
+    #expect(reader.testcases[1]["classname"] == "ANCS/NP/A")
+  }
+
+  @Test func tapAndJSON() throws {
+    let tap = ConformanceReport.tap(results).split(separator: "\n").map(String.init)
+    #expect(tap[0...2] == ["TAP version 13", "1..3", "ok 1 - ANCS/NP/A/BV-01 ok"])
+    #expect(tap.contains("not ok 2 - ANCS/NP/A/BI-02 bad <&>"))
+    #expect(tap.last == "ok 3 - ANCS/NP/A/BV-03 skip # SKIP no channel")
+    let json = try JSON(parsing: ConformanceReport.json(results))
+    #expect(json["failed"]?.integer == 1)
+    #expect(json["cases"]?.array?[1]["capture"]?.string == "c/ANCS_NP_A_BI-02.btsnoop")
+  }
+
+  @Test func summaryCounts() {
+    let summary = ConformanceReport.summary(results)
+    #expect(summary.contains("3 cases: 1 passed, 1 failed, 1 skipped in 1503 ms"))
+    #expect(summary.contains("FAIL ANCS/NP/A/BI-02: expected 0xA2"))
+  }
+}
+
+@Suite struct HostilePhoneTests {
+  /// Whatever the phone sends (PDUs cut short, bytes flipped, garbage), the harness does not
+  /// trap: every case ends with a verdict.
+  @Test func garbleEveryPDU() async throws {
+    let seed = Mutex(SplitMix64(seed: 5))
+    let phone = try faultyPhone { _ in
+      { pdu in
+        seed.withLock { random in
+          var copy = pdu
+          switch random.next() % 4 {
+          case 0: copy = Array(copy.prefix(Int(random.next() % UInt64(copy.count + 1))))
+          case 1: if !copy.isEmpty { copy[Int(random.next() % UInt64(copy.count))] ^= 0xFF }
+          case 2: copy += (0..<Int(random.next() % 8)).map { _ in UInt8(truncatingIfNeeded: random.next()) }
+          default: break
+          }
+          return copy
+        }
+      }
+    }
+    let results = await ConformanceRunner(phone: phone, timeout: .milliseconds(300)).run(ConformanceCatalog.np)
+    #expect(results.count == ConformanceCatalog.np.count)
+    #expect(!ids(results, .failed).isEmpty)
+  }
+}

@@ -1,0 +1,158 @@
+import ANCS
+import ATT
+import Conformance
+import Foundation
+import GATT
+import Links
+import Phone
+import Synchronization
+import Testing
+import Wire
+
+#if canImport(FoundationXML)
+  import FoundationXML
+#endif
+
+/// The project's phone, in process, reached over memory links; its console is the stimulus.
+func ownPhone() throws -> (Phone, PhoneUnderTest) {
+  let phone = try Phone()
+  phone.register(app: StimulusNotification.defaultApp, name: StimulusNotification.defaultAppName)
+  let console = PhoneConsole(phone: phone)
+  let stimulus = JSONLineStimulus(
+    channel: ClosureLineChannel { line throws(StimulusError) in
+      guard let output = await console.run(jsonLine: line) else { throw StimulusError("no answer to \(line)") }
+      return output.json.description
+    })
+  let target = PhoneUnderTest(
+    connect: {
+      let (central, peripheral) = MemoryLink.pair()
+      Task { await phone.serve(central) }
+      return peripheral
+    }, stimulus: stimulus)
+  return (phone, target)
+}
+
+/// A link to the project's phone with one fault on the wire: `rewrite` changes (or keeps)
+/// every PDU the phone sends. A phone that breaks exactly one rule, with everything else
+/// its own.
+func faultyPhone(_ makeRewrite: (Phone) -> @Sendable ([UInt8]) -> [UInt8]) throws -> PhoneUnderTest {
+  let (phone, own) = try ownPhone()
+  let rewrite = makeRewrite(phone)
+  return PhoneUnderTest(
+    connect: { RewritingBearer(try await own.connect(), rewrite: rewrite) }, stimulus: own.stimulus)
+}
+
+/// Passes everything through, rewriting what it receives.
+final class RewritingBearer: ATTBearer {
+  let inner: any ATTBearer
+  let rewrite: @Sendable ([UInt8]) -> [UInt8]
+  init(_ inner: any ATTBearer, rewrite: @escaping @Sendable ([UInt8]) -> [UInt8]) {
+    self.inner = inner
+    self.rewrite = rewrite
+  }
+  var name: String { "faulty(\(inner.name))" }
+  func send(_ pdu: [UInt8]) async throws(BearerError) { try await inner.send(pdu) }
+  func receive() async throws(BearerError) -> [UInt8]? { try await inner.receive().map(rewrite) }
+  var securityLevel: SecurityLevel { inner.securityLevel }
+  func pair(_ level: SecurityLevel) async throws(BearerError) -> SecurityLevel { try await inner.pair(level) }
+  func close() { inner.close() }
+}
+
+/// A bearer to nowhere: sends vanish, nothing ever arrives until it is closed.
+final class SilentBearer: ATTBearer {
+  private let inbox = Inbox<[UInt8]>()
+  var name: String { "silent" }
+  func send(_ pdu: [UInt8]) async throws(BearerError) {}
+  func receive() async throws(BearerError) -> [UInt8]? { await inbox.next() }
+  var securityLevel: SecurityLevel { .encrypted }
+  func pair(_ level: SecurityLevel) async throws(BearerError) -> SecurityLevel { .encrypted }
+  func close() { inbox.close() }
+}
+
+/// A minimal phone of its own, built from the GATT server: the ANCS service with no
+/// notifications, whose Control Point decodes commands and refuses them with the right
+/// codes, but which forgets that the Control Point needs encryption.
+func minimalPhone() throws -> PhoneUnderTest {
+  let uuid = { (text: String) in BluetoothUUID(text)! }
+  let controlPoint = CharacteristicDefinition(
+    uuid: uuid(ANCSUUID.controlPoint), properties: .write, security: .unencrypted,
+    write: { _, bytes in
+      do {
+        _ = try ControlPointCommand(decoding: bytes)
+        return .refused(ATTErrorCode(rawValue: ANCSErrorCode.invalidParameter.rawValue))
+      } catch let error as ANCSError {
+        return .refused(ATTErrorCode(rawValue: error.controlPointErrorCode.rawValue))
+      } catch {
+        return .refused(ATTErrorCode(rawValue: ANCSErrorCode.invalidCommand.rawValue))
+      }
+    })
+  let server = try GATTServer(services: [
+    ServiceDefinition(
+      uuid: uuid(ANCSUUID.service),
+      characteristics: [
+        CharacteristicDefinition(uuid: uuid(ANCSUUID.notificationSource), properties: .notify, security: .encrypted),
+        controlPoint,
+        CharacteristicDefinition(uuid: uuid(ANCSUUID.dataSource), properties: .notify, security: .encrypted),
+      ])
+  ])
+  return PhoneUnderTest(
+    connect: {
+      let (central, peripheral) = MemoryLink.pair()
+      let connection = ATTConnection(bearer: central)
+      _ = server.attach(connection)
+      Task { await connection.run() }
+      return peripheral
+    }, stimulus: nil)
+}
+
+/// IDs of the cases with `verdict`.
+func ids(_ results: [CaseResult], _ verdict: Verdict) -> [String] {
+  results.filter { $0.verdict == verdict }.map(\.id)
+}
+
+/// The `ancs` binary built with these tests (`swift build --build-tests`), or ANCS_BINARY.
+let ancsPath: String = {
+  if let path = ProcessInfo.processInfo.environment["ANCS_BINARY"] { return path }
+  let beside = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+    .appendingPathComponent("ancs").path
+  if FileManager.default.isExecutableFile(atPath: beside) { return beside }
+  let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+    .deletingLastPathComponent()
+  return root.appendingPathComponent(".build/debug/ancs").path
+}()
+
+let ancsBuilt = FileManager.default.isExecutableFile(atPath: ancsPath)
+
+func temporaryDirectory(_ name: String) throws -> String {
+  let path = NSTemporaryDirectory() + "ancs-conform-\(name)-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+  try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+  return path
+}
+
+/// Elements of a JUnit XML document, counted by name, with the attributes of each testcase.
+final class JUnitReader: NSObject, XMLParserDelegate, @unchecked Sendable {
+  var counts: [String: Int] = [:]
+  var testcases: [[String: String]] = []
+  var failedNames: [String] = []
+  private var current: String?
+
+  func parser(
+    _ parser: XMLParser, didStartElement name: String, namespaceURI: String?, qualifiedName: String?,
+    attributes: [String: String] = [:]
+  ) {
+    counts[name, default: 0] += 1
+    if name == "testcase" {
+      testcases.append(attributes)
+      current = attributes["name"]
+    }
+    if name == "failure", let current { failedNames.append(current) }
+  }
+
+  static func read(_ xml: String) -> (JUnitReader, Bool, String?) {
+    let reader = JUnitReader()
+    let parser = XMLParser(data: Data(xml.utf8))
+    parser.delegate = reader
+    let ok = parser.parse()
+    return (reader, ok, parser.parserError.map { "\($0)" })
+  }
+}
