@@ -3,13 +3,13 @@ import Testing
 
 @Suite(.enabled(if: ancsBuilt, "the ancs binary is not built (run swift build first)"), .timeLimit(.minutes(1)))
 struct CLITests {
-  @Test func helpAndVersion() throws {
-    let (status, out, _) = try runAncs(["--help"])
+  @Test func helpAndVersion() async throws {
+    let (status, out, _) = try await runAncs(["--help"])
     #expect(status == 0 && out.contains("usage: ancs"))
-    let (vStatus, version, _) = try runAncs(["--version"])
+    let (vStatus, version, _) = try await runAncs(["--version"])
     #expect(vStatus == 0 && version.hasPrefix("ancs "))
     for command in ["phone", "watch", "demo", "bench"] {
-      let (code, text, _) = try runAncs([command, "--help"])
+      let (code, text, _) = try await runAncs([command, "--help"])
       #expect(code == 0, "\(command) --help")
       #expect(text.contains("example"), "\(command) --help shows an example")
     }
@@ -34,8 +34,8 @@ struct CLITests {
       (["demo", "--duration", "-1"], "--duration"),
       (["bench", "--seconds", "x"], "--seconds"),
     ] as [([String], String)])
-  func badUsage(_ arguments: [String], _ expected: String) throws {
-    let (status, out, err) = try runAncs(arguments)
+  func badUsage(_ arguments: [String], _ expected: String) async throws {
+    let (status, out, err) = try await runAncs(arguments)
     #expect(status == 2, "\(arguments): exit \(status), stderr \(err)")
     #expect(err.contains(expected), "\(arguments): \(err)")
     #expect(err.split(separator: "\n").count == 1, "one line: \(err)")
@@ -43,12 +43,12 @@ struct CLITests {
     #expect(!FileManager.default.fileExists(atPath: "/tmp/never.sock"))
   }
 
-  @Test func badScenarioNamesFileAndPath() throws {
+  @Test func badScenarioNamesFileAndPath() async throws {
     let path = temporaryPath("bad.json")
     try #"{"apps":[],"notifications":[],"steps":[{"at":1,"remove":"n9"}]}"#.write(
       toFile: path, atomically: true, encoding: .utf8)
     defer { try? FileManager.default.removeItem(atPath: path) }
-    let (status, _, err) = try runAncs(["demo", "--scenario", path, "--headless"])
+    let (status, _, err) = try await runAncs(["demo", "--scenario", path, "--headless"])
     #expect(status == 2)
     #expect(err.contains(path) && err.contains("$.steps[0]"), "\(err)")
   }
@@ -57,11 +57,11 @@ struct CLITests {
     let path = temporaryPath("busy.sock")
     let first = try Command(["phone", "--listen", "unix:\(path)"])
     await first.line(containing: "listening")
-    let (status, _, err) = try runAncs(["phone", "--listen", "unix:\(path)"])
+    let (status, _, err) = try await runAncs(["phone", "--listen", "unix:\(path)"])
     #expect(status == 2)
     #expect(err.contains("in use"), "\(err)")
     first.send("quit")
-    #expect(first.exitCode() == 0)
+    #expect(try await first.exitCode() == 0)
     #expect(!FileManager.default.fileExists(atPath: path), "the socket file is removed on quit")
   }
 
@@ -71,7 +71,9 @@ struct CLITests {
     let phone = try Command(["phone", "--listen", "unix:\(path)", "--commands", "jsonl"])
     defer { phone.terminate() }
     // The phone prints nothing before its first event in jsonl mode; wait for the socket.
-    for _ in 0..<200 where !FileManager.default.fileExists(atPath: path) { usleep(10_000) }
+    try await offThread {
+      for _ in 0..<200 where !FileManager.default.fileExists(atPath: path) { usleep(10_000) }
+    }
     let watch = try Command(["watch", "--connect", "unix:\(path)", "--headless"])
     defer { watch.terminate() }
     await watch.line(containing: #""event":"connected""#)
@@ -93,9 +95,9 @@ struct CLITests {
     phone.send(#"{"cmd":"remove","uid":\#(secondUID)}"#)
     await watch.line(containing: #""event":"removed","uid":\#(secondUID)"#)
     watch.send("quit")
-    #expect(watch.exitCode() == 0)
+    #expect(try await watch.exitCode() == 0)
     phone.send(#"{"cmd":"quit"}"#)
-    #expect(phone.exitCode() == 0)
+    #expect(try await phone.exitCode() == 0)
   }
 
   @Test func headlessDemoPlaysAScenario() async throws {
@@ -106,7 +108,7 @@ struct CLITests {
      "steps":[{"at":0.2,"post":"n1"},{"at":0.6,"remove":"n1"},{"at":0.8,"battery":42}]}
     """#.write(toFile: path, atomically: true, encoding: .utf8)
     defer { try? FileManager.default.removeItem(atPath: path) }
-    let (status, out, err) = try runAncs(["demo", "--scenario", path, "--headless", "--duration", "3"])
+    let (status, out, err) = try await runAncs(["demo", "--scenario", path, "--headless", "--duration", "3"])
     #expect(status == 0, "\(err)")
     let events = out.split(separator: "\n").map(String.init)
     #expect(events.first?.contains(#""event":"connected""#) == true)

@@ -82,20 +82,27 @@ final class Command: @unchecked Sendable {
 
   var stderr: String { stderrText.value.withLock { $0 } }
 
+  /// Stops the process without waiting for it (a `defer` cannot wait).
   func terminate() {
     if process.isRunning { process.terminate() }
-    process.waitUntilExit()
   }
 
-  /// Waits for the exit and returns the status.
-  func exitCode() -> Int32 {
-    process.waitUntilExit()
-    return process.terminationStatus
+  /// Waits for the exit, off the shared threads, and returns the status.
+  func exitCode() async throws -> Int32 {
+    let process = self.process
+    return try await offThread {
+      process.waitUntilExit()
+      return process.terminationStatus
+    }
   }
 }
 
 /// Runs `ancs` to completion with no input; returns (status, stdout, stderr).
-func runAncs(_ arguments: [String], input: String = "") throws -> (Int32, String, String) {
+func runAncs(_ arguments: [String], input: String = "") async throws -> (Int32, String, String) {
+  try await offThread { try runAncsBlocking(arguments, input: input) }
+}
+
+private func runAncsBlocking(_ arguments: [String], input: String) throws -> (Int32, String, String) {
   let process = Process()
   process.executableURL = URL(fileURLWithPath: ancsPath)
   process.arguments = arguments

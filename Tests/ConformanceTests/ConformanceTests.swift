@@ -81,9 +81,12 @@ import Wire
     process.standardError = errors
     let started = ContinuousClock.now
     try process.run()
-    let stdout = output.fileHandleForReading.readDataToEndOfFile()
-    let stderr = errors.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
+    let (stdout, stderr) = try await offThread {
+      let out = output.fileHandleForReading.readDataToEndOfFile()
+      let err = errors.fileHandleForReading.readDataToEndOfFile()
+      process.waitUntilExit()
+      return (out, err)
+    }
     let elapsed = ContinuousClock.now - started
     let tap = String(decoding: stdout, as: UTF8.self)
     let log = String(decoding: stderr, as: UTF8.self)

@@ -206,7 +206,7 @@ struct BtsnoopTests {
     writer.close()
 
     let tshark = try #require(tsharkPath)
-    let summary = try run(tshark, ["-r", path])
+    let summary = try await offThread { try run(tshark, ["-r", path]) }
     #expect(summary.status == 0, "\(summary.error)")
     #expect(!summary.output.contains("Malformed"), "\(summary.output)")
     // The connection event, three exchanges and a notification.
@@ -215,7 +215,7 @@ struct BtsnoopTests {
     #expect(summary.output.contains("Exchange MTU Request"), "\(summary.output)")
     #expect(summary.output.contains("Error Response"), "\(summary.output)")
 
-    let detail = try run(tshark, ["-r", path, "-V"])
+    let detail = try await offThread { try run(tshark, ["-r", path, "-V"]) }
     #expect(detail.status == 0, "\(detail.error)")
     #expect(detail.output.contains("Bluetooth Attribute Protocol"))
     #expect(detail.output.contains("L2CAP"))

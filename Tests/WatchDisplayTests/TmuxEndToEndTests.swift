@@ -9,7 +9,7 @@ import Testing
   .enabled(if: FileManager.default.isExecutableFile(atPath: ancsBinary), "\(ancsBinary) is not built (swift build)"),
   .timeLimit(.minutes(1)))
 struct TmuxEndToEndTests {
-  @Test func openActResizeQuit() throws {
+  @Test func openActResizeQuit() async throws {
     let tmux = try Tmux()
     defer { tmux.kill() }
     let directory = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
@@ -20,47 +20,47 @@ struct TmuxEndToEndTests {
     // --duration: a bound in case this test dies before pressing q.
     let command =
       "\(quoted(ancsBinary)) demo --duration 120 --scenario \(quoted(scenario)) --phone-log \(quoted(log)); echo ancs-exit-$?"
-    try tmux.start(command, width: 80, height: 24)
+    try await tmux.start(command, width: 80, height: 24)
 
     // The invitation arrives, newest first, so the cursor is on it.
-    let list = try tmux.waitForScreen("wait for the notification") { $0.contains("Lunch with Ada 🍜") }
+    let list = try await tmux.waitForScreen("wait for the notification") { $0.contains("Lunch with Ada 🍜") }
     #expect(list.contains("Chat") && list.contains("Daily Planet"), "\(list)")
     #expect(list.contains("╭") && list.contains("╯"), "the case is drawn with Unicode lines:\n\(list)")
 
-    try tmux.keys("Enter")
-    let detail = try tmux.waitForScreen("open it") { $0.contains("Shall we meet at the café at one?") }
+    try await tmux.keys("Enter")
+    let detail = try await tmux.waitForScreen("open it") { $0.contains("Shall we meet at the café at one?") }
     #expect(detail.contains("Accept") && detail.contains("Decline"), "\(detail)")
 
-    try tmux.keys("a")
-    let action = try waitFor("the phone to receive the positive action") { () -> String? in
+    try await tmux.keys("a")
+    let action = try await waitFor("the phone to receive the positive action") { () -> String? in
       let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
       return text.split(separator: "\n").first { $0.contains(#""event":"action""#) }.map(String.init)
     }
     #expect(action.contains(#""action":"positive""#) && action.contains("Lunch with Ada"), "\(action)")
-    let after = try tmux.waitForScreen("the notification to leave the list") {
+    let after = try await tmux.waitForScreen("the notification to leave the list") {
       !$0.contains("Lunch with Ada") && $0.contains("Harbour fireworks")
     }
     #expect(after.contains("✓ Accept"), "the face confirms the action:\n\(after)")
 
-    try tmux.resize(width: 30, height: 10)
-    let small = try tmux.waitForScreen("the too-small message") { $0.contains("Too small: 30x10") }
+    try await tmux.resize(width: 30, height: 10)
+    let small = try await tmux.waitForScreen("the too-small message") { $0.contains("Too small: 30x10") }
     #expect(small.split(separator: "\n").filter { !$0.trimmingCharacters(in: .whitespaces).isEmpty }.count == 1)
-    try tmux.resize(width: 80, height: 24)
-    _ = try tmux.waitForScreen("the face again") { $0.contains("Harbour fireworks") }
+    try await tmux.resize(width: 80, height: 24)
+    _ = try await tmux.waitForScreen("the face again") { $0.contains("Harbour fireworks") }
 
-    try tmux.keys("q")
-    let exited = try tmux.waitForScreen("quit") { $0.contains("ancs-exit-") }
+    try await tmux.keys("q")
+    let exited = try await tmux.waitForScreen("quit") { $0.contains("ancs-exit-") }
     #expect(exited.contains("ancs-exit-0"), "\(exited)")
     #expect(!exited.contains("Harbour fireworks"), "the terminal is given back:\n\(exited)")
   }
 
-  @Test func interruptRestoresTheTerminal() throws {
+  @Test func interruptRestoresTheTerminal() async throws {
     let tmux = try Tmux()
     defer { tmux.kill() }
-    try tmux.start("\(quoted(ancsBinary)) demo --duration 120; echo ancs-exit-$?", width: 80, height: 24)
-    _ = try tmux.waitForScreen("the face") { $0.contains("╭") }
-    try tmux.keys("C-c")
-    let exited = try tmux.waitForScreen("the end after Ctrl-C") { $0.contains("ancs-exit-") }
+    try await tmux.start("\(quoted(ancsBinary)) demo --duration 120; echo ancs-exit-$?", width: 80, height: 24)
+    _ = try await tmux.waitForScreen("the face") { $0.contains("╭") }
+    try await tmux.keys("C-c")
+    let exited = try await tmux.waitForScreen("the end after Ctrl-C") { $0.contains("ancs-exit-") }
     #expect(exited.contains("ancs-exit-0"), "\(exited)")
     #expect(!exited.contains("╭"), "the terminal is given back:\n\(exited)")
   }
@@ -82,19 +82,20 @@ let tmuxPath: String? = {
 func quoted(_ text: String) -> String { "'" + text.replacingOccurrences(of: "'", with: "'\\''") + "'" }
 
 /// Polls `probe` every 50 ms for up to `seconds`; fails with `what` when time runs out.
-func waitFor<T>(_ what: String, seconds: Double = 20, _ probe: () throws -> T?) throws -> T {
+/// (The pause between polls is a poll interval, not a wait for an event.)
+func waitFor<T>(_ what: String, seconds: Double = 20, _ probe: () async throws -> T?) async throws -> T {
   let deadline = Date().addingTimeInterval(seconds)
   while true {
-    if let value = try probe() { return value }
+    if let value = try await probe() { return value }
     guard Date() < deadline else { throw Timeout(description: "timed out waiting for \(what)") }
-    Thread.sleep(forTimeInterval: 0.05)
+    try await Task.sleep(for: .milliseconds(50))
   }
 }
 
 struct Timeout: Error, CustomStringConvertible { var description: String }
 
 /// A private tmux server (its own socket) with one session.
-final class Tmux {
+final class Tmux: Sendable {
   let socket = "ancs-test-\(getpid())-\(UUID().uuidString.prefix(8))"
   let session = "watch"
 
@@ -103,8 +104,14 @@ final class Tmux {
   /// Runs a tmux client and waits for it. Not with Foundation's Process: the server the
   /// first command starts inherits the descriptor Process watches for the child's exit, so
   /// Process would wait for the server. posix_spawn and waitpid wait for the client alone.
+  /// Runs a tmux client off the shared threads (it blocks in waitpid).
   @discardableResult
-  func run(_ arguments: [String]) throws -> String {
+  func run(_ arguments: [String]) async throws -> String {
+    try await offThread { [self] in try runBlocking(arguments) }
+  }
+
+  @discardableResult
+  func runBlocking(_ arguments: [String]) throws -> String {
     let output = FileManager.default.temporaryDirectory.appendingPathComponent("ancs-tmux-\(UUID().uuidString)").path
     defer { try? FileManager.default.removeItem(atPath: output) }
     var actions = posix_spawn_file_actions_t()
@@ -142,21 +149,21 @@ final class Tmux {
     return text
   }
 
-  func start(_ command: String, width: Int, height: Int) throws {
-    try run([
+  func start(_ command: String, width: Int, height: Int) async throws {
+    try await run([
       "new-session", "-d", "-s", session, "-x", "\(width)", "-y", "\(height)", "-e", "LANG=C.UTF-8", "-e",
       "LC_ALL=C.UTF-8", "-e", "TERM=screen", command + "; sleep 60",
     ])
   }
 
-  func screen() throws -> String { try run(["capture-pane", "-p", "-t", session]) }
+  func screen() async throws -> String { try await run(["capture-pane", "-p", "-t", session]) }
 
   /// Polls the screen until `done` holds; fails with the last screen.
-  func waitForScreen(_ what: String, _ done: (String) -> Bool) throws -> String {
+  func waitForScreen(_ what: String, _ done: (String) -> Bool) async throws -> String {
     var last = ""
     do {
-      return try waitFor(what) {
-        last = try screen()
+      return try await waitFor(what) {
+        last = try await screen()
         return done(last) ? last : nil
       }
     } catch {
@@ -164,11 +171,12 @@ final class Tmux {
     }
   }
 
-  func keys(_ keys: String...) throws { try run(["send-keys", "-t", session] + keys) }
+  func keys(_ keys: String...) async throws { try await run(["send-keys", "-t", session] + keys) }
 
-  func resize(width: Int, height: Int) throws {
-    try run(["resize-window", "-t", session, "-x", "\(width)", "-y", "\(height)"])
+  func resize(width: Int, height: Int) async throws {
+    try await run(["resize-window", "-t", session, "-x", "\(width)", "-y", "\(height)"])
   }
 
-  func kill() { _ = try? run(["kill-server"]) }
+  /// For `defer`: blocks briefly, once per test.
+  func kill() { _ = try? runBlocking(["kill-server"]) }
 }

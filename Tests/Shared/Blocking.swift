@@ -1,0 +1,12 @@
+import Foundation
+
+/// Runs blocking work (waiting for a process, reading a pipe to its end, polling a file) on
+/// a thread of its own, so it never holds one of Swift concurrency's few shared threads:
+/// tests run in parallel, and a blocked shared thread starves every other test's tasks.
+func offThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+  try await withCheckedThrowingContinuation { continuation in
+    Thread.detachNewThread {
+      do { continuation.resume(returning: try body()) } catch { continuation.resume(throwing: error) }
+    }
+  }
+}
