@@ -54,6 +54,9 @@ public struct NotificationCenter: Sendable {
   /// App identifier to display name.
   public private(set) var apps: [String: String] = [:]
   private var nextUID: UInt32 = 1
+  /// FAULT reuse-uid (PhoneFaults): a new notification takes the UID of the last removed one.
+  var reusesRemovedUIDs = false
+  private var lastRemoved: UInt32?
 
   public init() {}
 
@@ -84,6 +87,16 @@ public struct NotificationCenter: Sendable {
   public mutating func post(_ notification: PhoneNotification) -> PhoneNotification {
     var posted = notification
     posted.uid = nextUID
+    if reusesRemovedUIDs, let reused = lastRemoved {
+      // FAULT reuse-uid: breaks "never reuses a UID while it runs". UIDs leave their order:
+      // lookups go linear.
+      posted.uid = reused
+      lastRemoved = nil
+      wrapped = true
+      notifications.append(posted)
+      counts[posted.category, default: 0] += 1
+      return posted
+    }
     nextUID &+= 1
     if nextUID == 0 || nextUID == 0xFFFF_FFFF {
       // 0xFFFFFFFF is the watch's liveness probe. After four billion posts the order by UID
@@ -111,6 +124,7 @@ public struct NotificationCenter: Sendable {
     guard let index = index(of: uid) else { return nil }
     let removed = notifications.remove(at: index)
     counts[removed.category, default: 0] -= 1
+    if reusesRemovedUIDs { lastRemoved = removed.uid }
     return removed
   }
 

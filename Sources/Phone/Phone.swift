@@ -53,13 +53,21 @@ public final class Phone: Sendable {
 
   public let server: GATTServer
   public let quirks: Quirks
+  /// Test-only fault switches (Faults.swift); none by default.
+  public let faults: PhoneFaults
   let wallClock: any WallClock
   let logger: Logger
   let state = Mutex(State())
   private let hub = EventHub<PhoneEvent>()
 
-  public init(quirks: Quirks = Quirks(), wallClock: any WallClock = SystemWallClock(), logger: Logger = .none) throws {
+  public init(
+    quirks: Quirks = Quirks(), faults: PhoneFaults = [], wallClock: any WallClock = SystemWallClock(),
+    logger: Logger = .none
+  ) throws {
     self.quirks = quirks
+    self.faults = faults
+    // FAULT reuse-uid: breaks "never reuses a UID while it runs".
+    if faults.contains(.reuseUID) { state.withLock { $0.center.reusesRemovedUIDs = true } }
     self.wallClock = wallClock
     self.logger = logger
     server = try GATTServer(services: [], logger: logger)
@@ -89,17 +97,43 @@ public final class Phone: Sendable {
   }
 
   func ancsDefinition() -> ServiceDefinition {
-    ServiceDefinition(
+    // Each fault below breaks one line of ANCS.md, Service and characteristics, or of
+    // Session and security ("need an encrypted link").
+    var sourceProperties: CharacteristicProperties = .notify
+    var controlProperties: CharacteristicProperties = .write
+    var dataProperties: CharacteristicProperties = .notify
+    var sourceSecurity = SecurityLevel.encrypted
+    var controlSecurity = SecurityLevel.encrypted
+    var dataSecurity = SecurityLevel.encrypted
+    var controlUUID = ANCSUUID.controlPoint
+    // FAULT control-point-wrong-uuid: the Control Point UUID's last digit changed.
+    if faults.contains(.controlPointWrongUUID) { controlUUID = String(controlUUID.dropLast()) + "A" }
+    // FAULT notification-source-without-notify: no notify, so no CCCD.
+    if faults.contains(.notificationSourceWithoutNotify) { sourceProperties = [] }
+    // FAULT control-point-without-write: write without response only.
+    if faults.contains(.controlPointWithoutWrite) { controlProperties = .writeWithoutResponse }
+    // FAULT data-source-without-notify: no notify, so no CCCD.
+    if faults.contains(.dataSourceWithoutNotify) { dataProperties = [] }
+    // FAULT notification-source-unencrypted / data-source-unencrypted / control-point-unencrypted.
+    if faults.contains(.notificationSourceUnencrypted) { sourceSecurity = .unencrypted }
+    if faults.contains(.dataSourceUnencrypted) { dataSecurity = .unencrypted }
+    if faults.contains(.controlPointUnencrypted) { controlSecurity = .unencrypted }
+    // FAULT subscriptions-need-authentication: the CCCDs ask more than an encrypted link.
+    if faults.contains(.subscriptionsNeedAuthentication) {
+      sourceSecurity = .authenticated
+      dataSecurity = .authenticated
+    }
+    return ServiceDefinition(
       uuid: Self.ancsService,
       characteristics: [
         CharacteristicDefinition(
-          uuid: BluetoothUUID(ANCSUUID.notificationSource)!, properties: .notify, security: .encrypted,
+          uuid: BluetoothUUID(ANCSUUID.notificationSource)!, properties: sourceProperties, security: sourceSecurity,
           subscribed: { [unowned self] session, value in await notificationSourceConfigured(session, value) }),
         CharacteristicDefinition(
-          uuid: BluetoothUUID(ANCSUUID.controlPoint)!, properties: .write, security: .encrypted,
+          uuid: BluetoothUUID(controlUUID)!, properties: controlProperties, security: controlSecurity,
           write: { [unowned self] session, bytes in await controlPoint(session, bytes) }),
         CharacteristicDefinition(
-          uuid: BluetoothUUID(ANCSUUID.dataSource)!, properties: .notify, security: .encrypted),
+          uuid: BluetoothUUID(ANCSUUID.dataSource)!, properties: dataProperties, security: dataSecurity),
       ])
   }
 
@@ -236,7 +270,7 @@ public final class Phone: Sendable {
   /// pre-existing report instead, so nothing is announced twice.
   func broadcast(_ event: NotificationSourceEvent, to recipients: [GATTSession]) async {
     guard let handles = ancsHandles else { return }
-    let bytes = event.encoded()
+    let bytes = faulted(event).encoded()
     for gatt in recipients where gatt.cccd(for: handles.source).contains(.notifications) {
       let held = state.withLock { state -> Bool in
         guard state.sessions[ObjectIdentifier(gatt)]?.backlog != nil else { return false }
@@ -245,6 +279,24 @@ public final class Phone: Sendable {
       }
       if !held { await send(bytes, to: gatt, source: handles.source) }
     }
+  }
+
+  /// A live event as the fault switches change it; unchanged without faults.
+  func faulted(_ event: NotificationSourceEvent) -> NotificationSourceEvent {
+    guard !faults.isEmpty else { return event }
+    var event = event
+    // FAULT category-count-before-event: breaks CategoryCount "after this event".
+    if faults.contains(.categoryCountBeforeEvent) {
+      if event.eventID == .added { event.categoryCount &-= 1 }
+      if event.eventID == .removed { event.categoryCount &+= 1 }
+    }
+    // FAULT modified-as-added: breaks EventID "1 Modified".
+    if faults.contains(.modifiedAsAdded) && event.eventID == .modified { event.eventID = .added }
+    // FAULT removed-as-modified: breaks EventID "2 Removed".
+    if faults.contains(.removedAsModified) && event.eventID == .removed { event.eventID = .modified }
+    // FAULT no-importance-flags: breaks EventFlags "bit 0 Silent, 1 Important".
+    if faults.contains(.noImportanceFlags) { event.eventFlags.subtract([.silent, .important]) }
+    return event
   }
 
   /// The sessions whose ANCS session has started (they were sent the pre-existing report).
@@ -294,7 +346,10 @@ public final class Phone: Sendable {
     let (id, events) = state.withLock { state -> (Int, [NotificationSourceEvent]) in
       state.sessions[key]?.started = true
       state.sessions[key]?.backlog = []
-      let events = state.center.notifications.map { state.center.event(.added, for: $0, extraFlags: .preExisting) }
+      // FAULT no-preexisting-flag: breaks "reports every existing notification as Added
+      // with the PreExisting flag".
+      let flag: EventFlags = faults.contains(.noPreExistingFlag) ? [] : .preExisting
+      let events = state.center.notifications.map { state.center.event(.added, for: $0, extraFlags: flag) }
       return (state.sessions[key]?.id ?? 0, events)
     }
     emit(.sessionStarted(session: id, preExisting: events.count))

@@ -31,6 +31,12 @@ enum PhoneCommandLine {
       --capture FILE       record a btsnoop capture of every link (Wireshark, btmon)
       -v, -vv              log to stderr (info, debug)
 
+    testing:
+      --fault NAME         break one rule of Protocol/ANCS.md on purpose (repeatable). Fault
+                           switches exist only to prove the conformance suite can fail
+                           (Protocol/conformance.md, Fault switches); never use them otherwise:
+    \(PhoneFaults.catalog.map { "                       \($0.name)" }.joined(separator: "\n"))
+
     example:
       ancs phone --listen unix:/tmp/phone.sock --scenario demo
       echo '{"cmd":"post","app":"com.example.chat","title":"Hi"}' | ancs phone --listen tcp::5000 --commands jsonl
@@ -50,6 +56,10 @@ enum PhoneCommandLine {
     let scenarioName = try args.value("--scenario")
     let loop = args.flag("--loop")
     let quirks = try quirkSet(args.values("--quirk"))
+    var faults = PhoneFaults()
+    for name in args.values("--fault") {
+      do { try faults.enable(name) } catch { throw UsageError("\(error)") }
+    }
     let mode = try args.value("--commands") ?? "console"
     guard mode == "console" || mode == "jsonl" else {
       throw UsageError("--commands takes console or jsonl, not '\(mode)'")
@@ -63,7 +73,7 @@ enum PhoneCommandLine {
     // Everything is checked before anything is opened.
     let scenario = try scenarioName.map(loadScenario)
     let writer = try capture.map(captureWriter)
-    let phone = try Phone(quirks: quirks, logger: logger)
+    let phone = try Phone(quirks: quirks, faults: faults, logger: logger)
     registerCommonApps(phone)
     let listener: any LinkListener
     do { listener = try address.listen() } catch { throw UsageError("\(error)") }
@@ -71,7 +81,7 @@ enum PhoneCommandLine {
 
     let json = mode == "jsonl"
     let say: @Sendable (String) -> Void = { line in if !json { printLine(line) } }
-    let quirkNote = quirks == Quirks() ? "" : " with quirks"
+    let quirkNote = (quirks == Quirks() ? "" : " with quirks") + (faults.isEmpty ? "" : " WITH FAULTS (testing)")
     say("phone: listening on \(listener.name)\(quirkNote); type help for commands")
     let events = phone.events()
     let reporter = Task {

@@ -14,8 +14,9 @@ import Wire
 #endif
 
 /// The project's phone, in process, reached over memory links; its console is the stimulus.
-func ownPhone() throws -> (Phone, PhoneUnderTest) {
-  let phone = try Phone()
+/// `faults` turns on fault switches (FaultSwitchTests).
+func ownPhone(faults: PhoneFaults = []) throws -> (Phone, PhoneUnderTest) {
+  let phone = try Phone(faults: faults)
   phone.register(app: StimulusNotification.defaultApp, name: StimulusNotification.defaultAppName)
   let console = PhoneConsole(phone: phone)
   let stimulus = JSONLineStimulus(

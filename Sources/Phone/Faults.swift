@@ -1,0 +1,193 @@
+/// Fault switches: test-only flags, each breaking exactly one rule of Protocol/ANCS.md that an
+/// NP conformance case checks. They exist to prove the conformance suite can fail
+/// (Protocol/conformance.md, "Fault switches"); they are not quirks, which reproduce
+/// documented iOS misbehaviours a watch must survive. All are off by default; each is a
+/// small branch in the phone's code marked `// FAULT <name>`.
+public struct PhoneFaults: OptionSet, Hashable, Sendable {
+  public var rawValue: UInt64
+  public init(rawValue: UInt64) { self.rawValue = rawValue }
+
+  // SVC: service and characteristic shape
+  /// The Control Point is published under a wrong UUID (the last digit changed).
+  public static let controlPointWrongUUID = PhoneFaults(rawValue: 1 << 0)
+  /// The Notification Source lacks the notify property, hence its CCCD.
+  public static let notificationSourceWithoutNotify = PhoneFaults(rawValue: 1 << 1)
+  /// The Control Point takes writes without response only.
+  public static let controlPointWithoutWrite = PhoneFaults(rawValue: 1 << 2)
+  /// The Data Source lacks the notify property, hence its CCCD.
+  public static let dataSourceWithoutNotify = PhoneFaults(rawValue: 1 << 3)
+  // SEC: security
+  /// The Notification Source and its CCCD need no encryption.
+  public static let notificationSourceUnencrypted = PhoneFaults(rawValue: 1 << 4)
+  /// The Data Source and its CCCD need no encryption.
+  public static let dataSourceUnencrypted = PhoneFaults(rawValue: 1 << 5)
+  /// The Control Point needs no encryption.
+  public static let controlPointUnencrypted = PhoneFaults(rawValue: 1 << 6)
+  /// Both subscriptions need an authenticated (MITM) link: an encrypted one is refused 0x05.
+  public static let subscriptionsNeedAuthentication = PhoneFaults(rawValue: 1 << 7)
+  // NS: Notification Source events
+  /// CategoryCount counts before the event instead of after it.
+  public static let categoryCountBeforeEvent = PhoneFaults(rawValue: 1 << 8)
+  /// A change is announced as Added instead of Modified.
+  public static let modifiedAsAdded = PhoneFaults(rawValue: 1 << 9)
+  /// A removal is announced as Modified instead of Removed.
+  public static let removedAsModified = PhoneFaults(rawValue: 1 << 10)
+  /// EventFlags never carry Silent or Important.
+  public static let noImportanceFlags = PhoneFaults(rawValue: 1 << 11)
+  // PRE: pre-existing notifications
+  /// The session-start report lacks the PreExisting flag.
+  public static let noPreExistingFlag = PhoneFaults(rawValue: 1 << 12)
+  // GNA: Get Notification Attributes
+  /// Date in ISO 8601 extended form (2026-11-29T12:00:00), not yyyyMMdd'T'HHmmSS.
+  public static let dateFormat = PhoneFaults(rawValue: 1 << 13)
+  /// Maximum lengths are ignored: values come whole.
+  public static let maxLengthIgnored = PhoneFaults(rawValue: 1 << 14)
+  /// Values are cut at the byte maximum even inside a multi-byte UTF-8 character.
+  public static let utf8Split = PhoneFaults(rawValue: 1 << 15)
+  /// Tuples in AttributeID order, not request order.
+  public static let tuplesSorted = PhoneFaults(rawValue: 1 << 16)
+  /// MessageSize gives the length of the Message as cut, not its full length.
+  public static let messageSizeOfCut = PhoneFaults(rawValue: 1 << 17)
+  // FRAG: fragmentation
+  /// A notification-attributes answer is capped at 512 bytes (the longest ATT attribute
+  /// value) by cutting its longest value, as if it had to fit one attribute.
+  public static let answerCapped512 = PhoneFaults(rawValue: 1 << 18)
+  // GAA: Get App Attributes
+  /// DisplayName is empty.
+  public static let appNameEmpty = PhoneFaults(rawValue: 1 << 19)
+  /// Get App Attributes for an unknown app is answered (empty DisplayName), not 0xA2.
+  public static let unknownAppAccepted = PhoneFaults(rawValue: 1 << 20)
+  /// An AppIdentifier without its NUL is taken to the end of the write, not refused 0xA1.
+  public static let appIdentifierWithoutNulAccepted = PhoneFaults(rawValue: 1 << 21)
+  // PNA: Perform Notification Action
+  /// An accepted action keeps the notification (announced Modified), no Removed.
+  public static let actionKeepsNotification = PhoneFaults(rawValue: 1 << 22)
+  /// An action the notification does not offer is answered 0xA2, not 0xA3.
+  public static let missingActionAnsweredA2 = PhoneFaults(rawValue: 1 << 23)
+  // CP: Control Point errors
+  /// An unknown or removed NotificationUID is answered 0xA1, not 0xA2.
+  public static let unknownUIDAnsweredA1 = PhoneFaults(rawValue: 1 << 24)
+  /// An unknown CommandID is answered 0xA1, not 0xA0.
+  public static let unknownCommandAnsweredA1 = PhoneFaults(rawValue: 1 << 25)
+  /// A truncated UID or ActionID is answered 0xA2, not 0xA1.
+  public static let truncatedAnsweredA2 = PhoneFaults(rawValue: 1 << 26)
+  /// Title, Subtitle or Message without MaxLength is taken as "no maximum", not refused 0xA1.
+  public static let missingMaxLengthAccepted = PhoneFaults(rawValue: 1 << 27)
+  /// Get Notification Attributes with no AttributeID is answered (header only), not 0xA1.
+  public static let noAttributesAccepted = PhoneFaults(rawValue: 1 << 28)
+  // DS: Data Source discipline
+  /// A refused command is echoed on the Data Source before its Error Response.
+  public static let dataAfterError = PhoneFaults(rawValue: 1 << 29)
+  // UID: identifiers
+  /// A new notification reuses the UID of the last removed one.
+  public static let reuseUID = PhoneFaults(rawValue: 1 << 30)
+
+  public struct Definition: Sendable {
+    public var name: String
+    public var fault: PhoneFaults
+    /// The rule of Protocol/ANCS.md it breaks.
+    public var rule: String
+  }
+
+  /// Every fault, by name, in catalog order (the order of the NP case groups).
+  public static let catalog: [Definition] = [
+    Definition(
+      name: "control-point-wrong-uuid", fault: .controlPointWrongUUID,
+      rule: "Service and characteristics: Control Point 69D1D8F3-45E1-49A8-9821-9BBDFDAAD9D9"),
+    Definition(
+      name: "notification-source-without-notify", fault: .notificationSourceWithoutNotify,
+      rule: "Service and characteristics: Notification Source | notify"),
+    Definition(
+      name: "control-point-without-write", fault: .controlPointWithoutWrite,
+      rule: "Service and characteristics: Control Point | write (with response)"),
+    Definition(
+      name: "data-source-without-notify", fault: .dataSourceWithoutNotify,
+      rule: "Service and characteristics: Data Source | notify"),
+    Definition(
+      name: "notification-source-unencrypted", fault: .notificationSourceUnencrypted,
+      rule: "Session and security: the characteristics and their CCCDs need an encrypted link (Notification Source)"),
+    Definition(
+      name: "data-source-unencrypted", fault: .dataSourceUnencrypted,
+      rule: "Session and security: the characteristics and their CCCDs need an encrypted link (Data Source)"),
+    Definition(
+      name: "control-point-unencrypted", fault: .controlPointUnencrypted,
+      rule: "Session and security: the characteristics and their CCCDs need an encrypted link (Control Point)"),
+    Definition(
+      name: "subscriptions-need-authentication", fault: .subscriptionsNeedAuthentication,
+      rule: "Session and security: an encrypted link is what the CCCDs need (no more)"),
+    Definition(
+      name: "category-count-before-event", fault: .categoryCountBeforeEvent,
+      rule: "Notification Source: CategoryCount counts active notifications \"after this event\""),
+    Definition(
+      name: "modified-as-added", fault: .modifiedAsAdded, rule: "Notification Source: EventID 1 Modified"),
+    Definition(
+      name: "removed-as-modified", fault: .removedAsModified, rule: "Notification Source: EventID 2 Removed"),
+    Definition(
+      name: "no-importance-flags", fault: .noImportanceFlags,
+      rule: "Notification Source: EventFlags bit 0 Silent, bit 1 Important"),
+    Definition(
+      name: "no-preexisting-flag", fault: .noPreExistingFlag,
+      rule: "Session and security: at session start every existing notification is Added with PreExisting"),
+    Definition(name: "date-format", fault: .dateFormat, rule: "Text: Date is yyyyMMdd'T'HHmmSS"),
+    Definition(
+      name: "max-length-ignored", fault: .maxLengthIgnored,
+      rule: "Text: byte maximums; a value is cut within the maximum"),
+    Definition(
+      name: "utf8-split", fault: .utf8Split, rule: "Text: a cut is never inside a multi-byte character"),
+    Definition(
+      name: "tuples-sorted", fault: .tuplesSorted, rule: "Data Source: tuples come in the order requested"),
+    Definition(
+      name: "message-size-of-cut", fault: .messageSizeOfCut,
+      rule: "Control Point commands: MessageSize is the message's full length in bytes"),
+    Definition(
+      name: "answer-capped-512", fault: .answerCapped512,
+      rule: "Data Source responses: a long response is split over several notifications (no total length)"),
+    Definition(name: "app-name-empty", fault: .appNameEmpty, rule: "Get App Attributes: AppAttributeID 0 DisplayName"),
+    Definition(
+      name: "unknown-app-accepted", fault: .unknownAppAccepted,
+      rule: "Errors: 0xA2 when the AppIdentifier does not exist"),
+    Definition(
+      name: "app-identifier-without-nul-accepted", fault: .appIdentifierWithoutNulAccepted,
+      rule: "Decoding rules: an AppIdentifier with no NUL fails with missingTerminator, answered 0xA1"),
+    Definition(
+      name: "action-keeps-notification", fault: .actionKeepsNotification,
+      rule: "Errors/what the phone also does: an accepted action ends the notification, the Removed event follows"),
+    Definition(
+      name: "missing-action-answered-a2", fault: .missingActionAnsweredA2,
+      rule: "Errors: 0xA3 when the notification has no such action"),
+    Definition(
+      name: "unknown-uid-answered-a1", fault: .unknownUIDAnsweredA1,
+      rule: "Errors: 0xA2 when the NotificationUID does not exist (or no longer exists)"),
+    Definition(
+      name: "unknown-command-answered-a1", fault: .unknownCommandAnsweredA1,
+      rule: "Errors: 0xA0 when the CommandID is not 0, 1 or 2"),
+    Definition(
+      name: "truncated-answered-a2", fault: .truncatedAnsweredA2,
+      rule: "Decoding rules: a truncated UID or ActionID fails with truncated, answered 0xA1"),
+    Definition(
+      name: "missing-max-length-accepted", fault: .missingMaxLengthAccepted,
+      rule: "Decoding rules: Title, Subtitle or Message without MaxLength fails, answered 0xA1"),
+    Definition(
+      name: "no-attributes-accepted", fault: .noAttributesAccepted,
+      rule: "Decoding rules: a command with no AttributeID fails with noAttributes, answered 0xA1"),
+    Definition(
+      name: "data-after-error", fault: .dataAfterError,
+      rule: "Errors: after an error the phone sends nothing on the Data Source for that command"),
+    Definition(
+      name: "reuse-uid", fault: .reuseUID, rule: "What the phone also does: it never reuses a UID while it runs"),
+  ]
+
+  /// Why a fault name was refused.
+  public struct UnknownFault: Error, CustomStringConvertible {
+    public var text: String
+    public var description: String {
+      "unknown fault '\(text)'; known: " + PhoneFaults.catalog.map(\.name).joined(separator: ", ")
+    }
+  }
+
+  /// Turns on the fault `name`.
+  public mutating func enable(_ name: String) throws(UnknownFault) {
+    guard let definition = Self.catalog.first(where: { $0.name == name }) else { throw UnknownFault(text: name) }
+    insert(definition.fault)
+  }
+}
