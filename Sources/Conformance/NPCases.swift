@@ -330,38 +330,14 @@ enum NPCases {
       let posted = StimulusNotification(
         title: "A rather long title for a watch", subtitle: "A subtitle that goes on",
         message: String(repeating: "x", count: 300))
-      let (session, handles, uid, _) = try await withNotification(ctx, posted)
-      let response = try notificationAnswer(
-        try await session.fetch(
-          handles,
-          getAttributes(
-            uid,
-            [
-              AttributeRequest(.title, maxLength: 10), AttributeRequest(.subtitle, maxLength: 7),
-              AttributeRequest(.message, maxLength: 100),
-            ])))
-      try checkCut(try text(response, .title), of: posted.title, maximum: 10, "Title")
-      try checkCut(try text(response, .subtitle), of: posted.subtitle, maximum: 7, "Subtitle")
-      try checkCut(try text(response, .message), of: posted.message, maximum: 100, "Message")
+      try await checkMaximums(ctx, posted, title: 10, subtitle: 7, message: 100)
     },
     ConformanceCase(
       "ANCS/NP/GNA/BV-03", "A cut never splits a UTF-8 character",
       rule: "Protocol/ANCS.md, Text: \"never inside a multi-byte character\"; ancs-facts.md field problem 10"
     ) { ctx in
       let posted = StimulusNotification(title: "Ééééé", subtitle: "日本語のテキスト", message: "🍜🍜🍜🍜 done")
-      let (session, handles, uid, _) = try await withNotification(ctx, posted)
-      let response = try notificationAnswer(
-        try await session.fetch(
-          handles,
-          getAttributes(
-            uid,
-            [
-              AttributeRequest(.title, maxLength: 5), AttributeRequest(.subtitle, maxLength: 8),
-              AttributeRequest(.message, maxLength: 7),
-            ])))
-      try checkCut(try text(response, .title), of: posted.title, maximum: 5, "Title")
-      try checkCut(try text(response, .subtitle), of: posted.subtitle, maximum: 8, "Subtitle")
-      try checkCut(try text(response, .message), of: posted.message, maximum: 7, "Message")
+      try await checkMaximums(ctx, posted, title: 5, subtitle: 8, message: 7)
     },
     ConformanceCase(
       "ANCS/NP/GNA/BV-04", "A maximum of 0 gives an empty value",
@@ -644,6 +620,26 @@ enum NPCases {
       }
     }
   ]
+
+  /// Posts `posted`, asks for its Title, Subtitle and Message with these byte maximums, and
+  /// checks each value is the longest whole-character prefix within its maximum.
+  static func checkMaximums(
+    _ ctx: NPContext, _ posted: StimulusNotification, title: UInt16, subtitle: UInt16, message: UInt16
+  ) async throws {
+    let (session, handles, uid, _) = try await withNotification(ctx, posted)
+    let response = try notificationAnswer(
+      try await session.fetch(
+        handles,
+        getAttributes(
+          uid,
+          [
+            AttributeRequest(.title, maxLength: title), AttributeRequest(.subtitle, maxLength: subtitle),
+            AttributeRequest(.message, maxLength: message),
+          ])))
+    try checkCut(try text(response, .title), of: posted.title, maximum: Int(title), "Title")
+    try checkCut(try text(response, .subtitle), of: posted.subtitle, maximum: Int(subtitle), "Subtitle")
+    try checkCut(try text(response, .message), of: posted.message, maximum: Int(message), "Message")
+  }
 
   static func le32(_ value: UInt32) -> [UInt8] {
     [UInt8(value & 0xFF), UInt8((value >> 8) & 0xFF), UInt8((value >> 16) & 0xFF), UInt8(value >> 24)]

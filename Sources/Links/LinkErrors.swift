@@ -94,3 +94,12 @@ func hex(_ byte: UInt8) -> String {
   let digits = Array("0123456789ABCDEF")
   return String([digits[Int(byte >> 4)], digits[Int(byte & 0x0F)]])
 }
+
+extension LinkError {
+  /// Nobody accepts connections at `address`.
+  static func refused(_ address: String) -> LinkError {
+    LinkError(
+      address: address, kind: .connectionRefused, detail: "connection refused",
+      advice: "is `ancs phone --listen` running?")
+  }
+}

@@ -186,9 +186,7 @@ extension LinkError {
   static func tcpConnect(address: String, errno code: Int32) -> LinkError {
     switch code {
     case ECONNREFUSED:
-      return LinkError(
-        address: address, kind: .connectionRefused, detail: "connection refused",
-        advice: "is `ancs phone --listen` running?")
+      return .refused(address)
     case ETIMEDOUT:
       return LinkError(
         address: address, kind: .system(errno: code), detail: "connection timed out",

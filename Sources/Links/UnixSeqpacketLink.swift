@@ -236,9 +236,7 @@ extension LinkError {
       return LinkError(
         address: address, kind: .noSuchPath, detail: "no such socket", advice: "is `ancs phone --listen` running?")
     case ECONNREFUSED:
-      return LinkError(
-        address: address, kind: .connectionRefused, detail: "connection refused",
-        advice: "is `ancs phone --listen` running?")
+      return .refused(address)
     case EACCES, EPERM:
       return LinkError(
         address: address, kind: .permissionDenied, detail: "permission denied",
