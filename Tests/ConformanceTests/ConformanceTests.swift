@@ -68,29 +68,14 @@ import Wire
     let directory = try temporaryDirectory("unix")
     defer { try? FileManager.default.removeItem(atPath: directory) }
     let socket = "unix:\(directory)/phone.sock"
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: ancsPath)
-    process.arguments = [
+    let started = ContinuousClock.now
+    let (status, tap, log) = try await runAncs([
       "conform", "phone", "--connect", socket, "--spawn", "ancs phone --listen \(socket) --commands jsonl", "--tap",
       "--junit", "\(directory)/report.xml", "--json", "\(directory)/report.json", "--capture-dir",
       "\(directory)/captures",
-    ]
-    let output = Pipe()
-    let errors = Pipe()
-    process.standardOutput = output
-    process.standardError = errors
-    let started = ContinuousClock.now
-    try process.run()
-    let (stdout, stderr) = try await offThread {
-      let out = output.fileHandleForReading.readDataToEndOfFile()
-      let err = errors.fileHandleForReading.readDataToEndOfFile()
-      process.waitUntilExit()
-      return (out, err)
-    }
+    ])
     let elapsed = ContinuousClock.now - started
-    let tap = String(decoding: stdout, as: UTF8.self)
-    let log = String(decoding: stderr, as: UTF8.self)
-    #expect(process.terminationStatus == 0, "\(log.split(separator: "\n").filter { $0.hasPrefix("FAIL") })")
+    #expect(status == 0, "\(log.split(separator: "\n").filter { $0.hasPrefix("FAIL") })")
     let count = ConformanceCatalog.np.count
     #expect(tap.hasPrefix("TAP version 13\n1..\(count)\n"))
     #expect(tap.split(separator: "\n").filter { $0.hasPrefix("ok ") }.count == count, "\(tap)")

@@ -116,26 +116,13 @@ import Testing
     let directory = try temporaryDirectory("fault")
     defer { try? FileManager.default.removeItem(atPath: directory) }
     let socket = "unix:\(directory)/phone.sock"
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: ancsPath)
-    process.arguments = [
+    let (status, stdout, stderr) = try await runAncs([
       "conform", "phone", "--connect", socket, "--spawn",
       "ancs phone --listen \(socket) --commands jsonl --fault unknown-uid-answered-a1", "--json",
       "\(directory)/report.json", "--capture-dir", "\(directory)/captures",
-    ]
-    let output = Pipe()
-    let errors = Pipe()
-    process.standardOutput = output
-    process.standardError = errors
-    try process.run()
-    let (stdout, stderr) = try await offThread {
-      let out = output.fileHandleForReading.readDataToEndOfFile()
-      let err = errors.fileHandleForReading.readDataToEndOfFile()
-      process.waitUntilExit()
-      return (out, err)
-    }
-    let log = String(decoding: stderr, as: UTF8.self) + String(decoding: stdout, as: UTF8.self)
-    #expect(process.terminationStatus == 1, "\(log)")
+    ])
+    let log = stderr + stdout
+    #expect(status == 1, "\(log)")
     let expected = try #require(Self.expected["unknown-uid-answered-a1"])
     for id in expected { #expect(log.contains("FAIL \(id)"), "\(id) not reported failing: \(log)") }
     let count = Self.all.count

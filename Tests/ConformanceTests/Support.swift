@@ -157,3 +157,22 @@ final class JUnitReader: NSObject, XMLParserDelegate, @unchecked Sendable {
     return (reader, ok, parser.parserError.map { "\($0)" })
   }
 }
+
+/// Runs the `ancs` binary to its end, off the shared threads; returns its exit status,
+/// standard output and standard error.
+func runAncs(_ arguments: [String]) async throws -> (status: Int32, stdout: String, stderr: String) {
+  let process = Process()
+  process.executableURL = URL(fileURLWithPath: ancsPath)
+  process.arguments = arguments
+  let output = Pipe()
+  let errors = Pipe()
+  process.standardOutput = output
+  process.standardError = errors
+  try process.run()
+  return try await offThread {
+    let out = output.fileHandleForReading.readDataToEndOfFile()
+    let err = errors.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    return (process.terminationStatus, String(decoding: out, as: UTF8.self), String(decoding: err, as: UTF8.self))
+  }
+}
