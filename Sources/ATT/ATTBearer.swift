@@ -45,7 +45,9 @@ public enum BearerError: Error, Hashable, Sendable, CustomStringConvertible {
 public protocol ATTBearer: AnyObject, Sendable {
   /// Sends one PDU. Never blocks on the peer: a link queues what the peer has not yet read.
   func send(_ pdu: [UInt8]) async throws(BearerError)
-  /// The next PDU from the peer, or nil once the link is closed (by either side).
+  /// The next PDU from the peer, or nil once the link is closed (by either side). The
+  /// project's links also return nil when the waiting task is cancelled; the link stays up
+  /// and what arrives meanwhile is kept for the next call.
   func receive() async throws(BearerError) -> [UInt8]?
   /// The link's current security level; the GATT server checks it on every access.
   var securityLevel: SecurityLevel { get }

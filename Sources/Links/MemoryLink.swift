@@ -55,7 +55,7 @@ public final class MemoryBearer: ATTBearer {
   }
 
   public func receive() async throws(BearerError) -> [UInt8]? {
-    await inbox.pop()
+    await inbox.next()
   }
 
   public var securityLevel: SecurityLevel { shared.level.withLock { $0 } }

@@ -32,7 +32,7 @@ public final class SocketBearer: ATTBearer {
   }
 
   public func receive() async throws(BearerError) -> [UInt8]? {
-    await core.inbox.pop()
+    await core.inbox.next()
   }
 
   public var securityLevel: SecurityLevel { core.securityLevel }

@@ -25,7 +25,7 @@ private struct Harness {
 
 private let readRequest = ATTPDU.readRequest(ReadRequest(handle: 3))
 
-@Suite struct ATTConnectionTests {
+@Suite(.timeLimit(.minutes(2))) struct ATTConnectionTests {
   @Test func requestGetsItsResponse() async throws {
     let h = Harness()
     async let answer = h.connection.request(readRequest)

@@ -90,7 +90,7 @@ final class Command: @unchecked Sendable {
   /// Waits for the exit, off the shared threads, and returns the status.
   func exitCode() async throws -> Int32 {
     let process = self.process
-    return try await offThread {
+    return try await killingOnCancel(process) {
       process.waitUntilExit()
       return process.terminationStatus
     }
@@ -99,10 +99,6 @@ final class Command: @unchecked Sendable {
 
 /// Runs `ancs` to completion with no input; returns (status, stdout, stderr).
 func runAncs(_ arguments: [String], input: String = "") async throws -> (Int32, String, String) {
-  try await offThread { try runAncsBlocking(arguments, input: input) }
-}
-
-private func runAncsBlocking(_ arguments: [String], input: String) throws -> (Int32, String, String) {
   let process = Process()
   process.executableURL = URL(fileURLWithPath: ancsPath)
   process.arguments = arguments
@@ -113,12 +109,14 @@ private func runAncsBlocking(_ arguments: [String], input: String) throws -> (In
   process.standardOutput = stdout
   process.standardError = stderr
   try process.run()
-  stdin.fileHandleForWriting.write(Data(input.utf8))
-  try stdin.fileHandleForWriting.close()
-  let out = stdout.fileHandleForReading.readDataToEndOfFile()
-  let err = stderr.fileHandleForReading.readDataToEndOfFile()
-  process.waitUntilExit()
-  return (process.terminationStatus, String(decoding: out, as: UTF8.self), String(decoding: err, as: UTF8.self))
+  return try await killingOnCancel(process) {
+    stdin.fileHandleForWriting.write(Data(input.utf8))
+    try stdin.fileHandleForWriting.close()
+    let out = stdout.fileHandleForReading.readDataToEndOfFile()
+    let err = stderr.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    return (process.terminationStatus, String(decoding: out, as: UTF8.self), String(decoding: err, as: UTF8.self))
+  }
 }
 
 func temporaryPath(_ name: String) -> String {

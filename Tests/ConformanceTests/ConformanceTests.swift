@@ -39,7 +39,7 @@ import Wire
   }
 }
 
-@Suite struct OwnPhoneTests {
+@Suite(.timeLimit(.minutes(2))) struct OwnPhoneTests {
   /// The whole NP suite against the project's phone over memory links: every case passes.
   /// (Its running time is a benchmark figure, in BENCHMARKS.md, not a test.)
   @Test func wholeSuitePassesOverMemory() async throws {
@@ -96,7 +96,7 @@ import Wire
   }
 }
 
-@Suite struct BrokenPhoneTests {
+@Suite(.timeLimit(.minutes(2))) struct BrokenPhoneTests {
   /// A phone that answers 0xA1 where 0xA2 is due: exactly the cases that check 0xA2 fail.
   @Test func invalidParameterAnsweredAsInvalidCommand() async throws {
     let phone = try faultyPhone { _ in
@@ -192,7 +192,7 @@ import Wire
   }
 }
 
-@Suite struct ReportTests {
+@Suite(.timeLimit(.minutes(2))) struct ReportTests {
   let results = [
     CaseResult(id: "ANCS/NP/A/BV-01", title: "ok", rule: "r", verdict: .passed, detail: "", duration: .milliseconds(3)),
     CaseResult(
@@ -230,7 +230,7 @@ import Wire
   }
 }
 
-@Suite struct HostilePhoneTests {
+@Suite(.timeLimit(.minutes(2))) struct HostilePhoneTests {
   /// Whatever the phone sends (PDUs cut short, bytes flipped, garbage), the harness does not
   /// trap: every case ends with a verdict.
   @Test func garbleEveryPDU() async throws {

@@ -6,7 +6,7 @@ import Testing
 /// Every NP case can fail: the project's phone with one fault switch (Sources/Phone/Faults.swift)
 /// breaks one rule, and exactly the cases that check that rule fail. Protocol/conformance.md,
 /// "Fault switches", is the same table in prose.
-@Suite struct FaultSwitchTests {
+@Suite(.timeLimit(.minutes(2))) struct FaultSwitchTests {
   // Cases that subscribe (every case but the service shape and the unencrypted probes), and
   // cases that write the Control Point: the faults that take away a characteristic, its
   // notify or write property, or an encrypted subscription fail all of them, as they must.

@@ -169,7 +169,7 @@ func runAncs(_ arguments: [String]) async throws -> (status: Int32, stdout: Stri
   process.standardOutput = output
   process.standardError = errors
   try process.run()
-  return try await offThread {
+  return try await killingOnCancel(process) {
     let out = output.fileHandleForReading.readDataToEndOfFile()
     let err = errors.fileHandleForReading.readDataToEndOfFile()
     process.waitUntilExit()

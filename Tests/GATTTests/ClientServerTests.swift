@@ -5,7 +5,7 @@ import Synchronization
 import Testing
 import Wire
 
-@Suite struct ClientServerTests {
+@Suite(.timeLimit(.minutes(2))) struct ClientServerTests {
   @Test func discoveryFindsTheFixtureLayout() async throws {
     let pair = ClientServerPair(server: try makeFixtureServer())
     let client = pair.client
@@ -144,7 +144,7 @@ enum LinkKind: String, CaseIterable, Sendable {
   }
 }
 
-@Suite struct ClientServerOverLinksTests {
+@Suite(.timeLimit(.minutes(2))) struct ClientServerOverLinksTests {
   /// Discovery, pairing, a long read, a write and 200 notifications in order over each link.
   @Test(arguments: LinkKind.allCases)
   func fullExchange(_ kind: LinkKind) async throws {

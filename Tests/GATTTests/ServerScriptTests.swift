@@ -148,7 +148,7 @@ private let serverScripts: [Script] = [
     ]),
 ]
 
-@Suite struct ServerScriptTests {
+@Suite(.timeLimit(.minutes(2))) struct ServerScriptTests {
   @Test(arguments: serverScripts)
   func script(_ script: Script) async throws {
     let served = ServedLink(server: try makeFixtureServer())

@@ -4,7 +4,7 @@ import Testing
 @testable import Links
 
 /// What every socket link must do, whichever kind.
-@Suite("Socket links")
+@Suite("Socket links", .timeLimit(.minutes(2)))
 struct SocketLinkTests {
   @Test("one send is one receive, both ways", arguments: LinkKind.allCases)
   func oneSendOneReceive(kind: LinkKind) async throws {

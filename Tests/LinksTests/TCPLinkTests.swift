@@ -4,7 +4,7 @@ import Testing
 
 @testable import Links
 
-@Suite("TCP link")
+@Suite("TCP link", .timeLimit(.minutes(2)))
 struct TCPLinkTests {
   @Test("port 0 picks a free port, which the listener reports")
   func ephemeralPort() async throws {
@@ -19,9 +19,14 @@ struct TCPLinkTests {
 
   @Test("connection refused says what to do")
   func connectionRefused() async throws {
-    let listener = try TCPListener()
-    let port = listener.port
-    listener.close()
+    // A port bound but not listening refuses connections, and while this socket holds it no
+    // other test's listener can take it and no connect can use it as its own source port.
+    // (Closing a listener to "free" a port lets a parallel test's listener reuse it.)
+    let address = try SocketAddress.resolveTCP(host: "127.0.0.1", port: 0, passive: true).get()[0]
+    let holder = RawSocket(fd: try makeSocket(family: AF_INET, type: Int32(SOCK_STREAM.rawValue)).get())
+    defer { holder.close() }
+    try #require(address.withSockaddr { bind(holder.fd, $0, $1) } == 0)
+    let port = try #require(SocketAddress.local(of: holder.fd)?.port)
     let error = await #expect(throws: LinkError.self) { _ = try await TCPLink.connect(port: port) }
     #expect(error?.kind == .connectionRefused)
     #expect(error?.description == "tcp:127.0.0.1:\(port): connection refused (is `ancs phone --listen` running?)")

@@ -5,7 +5,7 @@ import Testing
 
 @testable import Links
 
-@Suite("Unix named sockets")
+@Suite("Unix named sockets", .timeLimit(.minutes(2)))
 struct UnixListenerTests {
   @Test("the socket file has mode 0600 and goes away on close")
   func modeAndRemoval() throws {

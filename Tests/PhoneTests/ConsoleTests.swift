@@ -270,7 +270,7 @@ private func jsonRefusal(_ line: String) -> String {
   }
 }
 
-@Suite struct PhoneConsoleTests {
+@Suite(.timeLimit(.minutes(2))) struct PhoneConsoleTests {
   func console() throws -> PhoneConsole {
     let phone = try Phone(wallClock: FixedWallClock(seconds: 1_796_040_000))
     phone.register(app: "com.example.chat", name: "Chat")

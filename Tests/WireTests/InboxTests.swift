@@ -1,0 +1,38 @@
+import Testing
+import Wire
+
+@Suite(.timeLimit(.minutes(1))) struct InboxTests {
+  @Test func elementsComeOutInOrderThenNilOnceClosed() async {
+    let inbox = Inbox<Int>()
+    for value in 0..<200 { #expect(inbox.push(value)) }
+    #expect(inbox.count == 200)
+    inbox.close()
+    #expect(!inbox.push(999), "a closed inbox drops what is pushed")
+    var taken: [Int] = []
+    while let value = await inbox.next() { taken.append(value) }
+    #expect(taken == Array(0..<200))
+    #expect(inbox.count == 0)
+  }
+
+  @Test func aConsumerGetsWhatIsPushedFromElsewhereThenNilOnClose() async {
+    let inbox = Inbox<String>()
+    let consumer = Task {
+      var seen: [String] = []
+      while let line = await inbox.next() { seen.append(line) }
+      return seen
+    }
+    for line in ["a", "b", "c"] { inbox.push(line) }
+    inbox.close()
+    #expect(await consumer.value == ["a", "b", "c"])
+  }
+
+  @Test func cancellingTheWaiterReturnsNilAndKeepsLaterElements() async {
+    let inbox = Inbox<Int>()
+    let waiter = Task { await inbox.next() }
+    waiter.cancel()
+    #expect(await waiter.value == nil, "a cancelled wait ends without an element")
+    #expect(!inbox.isClosed, "cancelling a wait does not close the inbox")
+    inbox.push(7)
+    #expect(await inbox.next() == 7, "what arrives after the cancelled wait is kept")
+  }
+}
