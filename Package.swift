@@ -34,7 +34,7 @@ let package = Package(
     .testTarget(name: "WatchTests", dependencies: ["Watch", "Phone", "ANCS", "ATT", "GATT", "Links", "Wire"]),
     .testTarget(name: "CLITests"),
     .testTarget(
-      name: "ConformanceTests", dependencies: ["Conformance", "Phone", "ANCS", "ATT", "GATT", "Links", "Wire"]),
+      name: "ConformanceTests", dependencies: ["Conformance", "Phone", "Watch", "ANCS", "ATT", "GATT", "Links", "Wire"]),
     .testTarget(name: "LinksTests", dependencies: ["Links", "ATT", "GATT", "Wire"]),
     .testTarget(
       name: "WatchDisplayTests", dependencies: ["WatchDisplay", "Watch", "ANCS", "CNcurses", "Wire"],

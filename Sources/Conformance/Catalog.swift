@@ -4,16 +4,23 @@ public enum ConformanceRole: String, Hashable, Sendable, CaseIterable {
   /// accessory.
   case np = "NP"
   /// The implementation under test is an accessory (Notification Consumer); the harness plays
-  /// the phone. Not implemented yet: the catalog has no NC cases.
+  /// the phone.
   case nc = "NC"
 }
 
-/// What a case does, by the role it judges. The NC role will add
-/// `case accessory(@Sendable (NCContext) async throws -> Void)`, with its own context (the
-/// harness as phone); the catalog, selection, runner verdicts and reports stay as they are.
+/// What a case does, by the role it judges.
 public enum CaseBody: Sendable {
   /// Judges a phone: the harness is the accessory.
   case phone(@Sendable (NPContext) async throws -> Void)
+  /// Judges an accessory: the harness is the phone.
+  case accessory(@Sendable (NCContext) async throws -> Void)
+}
+
+/// What the runner needs of a case's context: closing what the case opened (which ends any
+/// wait on the peer) and undoing what it changed on the peer.
+public protocol CaseContext: Sendable {
+  func closeLinks()
+  func cleanUp() async
 }
 
 /// One conformance case: a stable ID in the Bluetooth SIG style (`ANCS/NP/CP/BI-02`), what it
@@ -38,6 +45,17 @@ public struct ConformanceCase: Sendable, Identifiable {
     self.body = .phone(run)
   }
 
+  /// An NC case. `needsStimulus` is false: the harness phone posts its own notifications.
+  public init(
+    _ id: String, _ title: String, rule: String, accessory run: @escaping @Sendable (NCContext) async throws -> Void
+  ) {
+    self.id = id
+    self.title = title
+    self.rule = rule
+    self.needsStimulus = false
+    self.body = .accessory(run)
+  }
+
   /// The role, from the ID's second component.
   public var role: ConformanceRole? {
     let parts = id.split(separator: "/")
@@ -53,11 +71,14 @@ public enum ConformanceCatalog {
   /// The phone (NP) cases, in catalog order.
   public static var np: [ConformanceCase] { NPCases.all }
 
-  /// Every case of a role (NC has none yet).
+  /// The accessory (NC) cases, in catalog order.
+  public static var nc: [ConformanceCase] { NCCases.all }
+
+  /// Every case of a role.
   public static func cases(for role: ConformanceRole) -> [ConformanceCase] {
     switch role {
     case .np: return np
-    case .nc: return []
+    case .nc: return nc
     }
   }
 

@@ -51,7 +51,7 @@ public struct ANCSHandles: Hashable, Sendable {
 
 /// What a case works with: links to the phone, the stimulus, and clean-up of everything it
 /// opened or posted.
-public final class NPContext: Sendable {
+public final class NPContext: CaseContext {
   public let phone: PhoneUnderTest
   let clock: any EngineClock
   let timeout: Duration
@@ -142,12 +142,12 @@ public final class NPContext: Sendable {
   func forget(_ uid: UInt32) { posted.withLock { $0.removeAll { $0 == uid } } }
 
   /// Closes every link the case opened (which also ends any request still waiting).
-  func closeLinks() {
+  public func closeLinks() {
     for session in opened.withLock({ $0 }) { session.close() }
   }
 
   /// Removes what the case posted and is still there; a refusal (already gone) is fine.
-  func removePosted() async {
+  public func cleanUp() async {
     guard let stimulus = phone.stimulus else { return }
     for uid in posted.withLock({ state in
       defer { state = [] }

@@ -41,10 +41,14 @@ public struct CaseResult: Hashable, Sendable {
   }
 }
 
-/// Runs cases one after the other against a phone, each with its own links, a timeout on the
-/// injected clock, and (optionally) a btsnoop capture kept only when the case fails.
+/// Runs cases one after the other against a phone or an accessory, each with its own links, a
+/// timeout on the injected clock, and (optionally) a btsnoop capture kept only when the case
+/// fails.
 public struct ConformanceRunner: Sendable {
-  public var phone: PhoneUnderTest
+  /// The phone NP cases judge; NP cases are skipped without one.
+  public var phone: PhoneUnderTest?
+  /// The accessory NC cases judge; NC cases are skipped without one.
+  public var accessory: AccessoryUnderTest?
   public var clock: any EngineClock
   /// Longest a case may take, on `clock`; also its ATT transaction timeout.
   public var timeout: Duration
@@ -52,10 +56,11 @@ public struct ConformanceRunner: Sendable {
   public var captureDirectory: String?
 
   public init(
-    phone: PhoneUnderTest, clock: any EngineClock = SystemClock(), timeout: Duration = .seconds(5),
-    captureDirectory: String? = nil
+    phone: PhoneUnderTest? = nil, accessory: AccessoryUnderTest? = nil, clock: any EngineClock = SystemClock(),
+    timeout: Duration = .seconds(5), captureDirectory: String? = nil
   ) {
     self.phone = phone
+    self.accessory = accessory
     self.clock = clock
     self.timeout = timeout
     self.captureDirectory = captureDirectory
@@ -76,6 +81,13 @@ public struct ConformanceRunner: Sendable {
 
   /// Runs one case.
   public func run(_ testCase: ConformanceCase) async -> CaseResult {
+    switch testCase.body {
+    case .phone where phone == nil:
+      return skipped(testCase, "no phone to judge (NP cases run with `conform phone`)")
+    case .accessory where accessory == nil:
+      return skipped(testCase, "no accessory to judge (NC cases run with `conform accessory`)")
+    default: break
+    }
     let started = clock.now
     var capturePath: String?
     var writer: BtsnoopWriter?
@@ -89,12 +101,20 @@ public struct ConformanceRunner: Sendable {
         captureProblem = " (no capture: \(error))"
       }
     }
-    let context = NPContext(phone: phone, clock: clock, timeout: timeout, capture: writer)
+    let context: any CaseContext
+    let run: @Sendable () async throws -> Void
+    switch testCase.body {
+    case .phone(let body):
+      let np = NPContext(phone: phone!, clock: clock, timeout: timeout, capture: writer)
+      (context, run) = (np, { try await body(np) })
+    case .accessory(let body):
+      await accessory?.observer?.drain()
+      let nc = NCContext(accessory: accessory!, clock: clock, timeout: timeout, capture: writer)
+      (context, run) = (nc, { try await body(nc) })
+    }
     let body: @Sendable () async -> CaseOutcome? = {
       do {
-        switch testCase.body {
-        case .phone(let run): try await run(context)
-        }
+        try await run()
         return nil
       } catch let outcome as CaseOutcome {
         return outcome
@@ -106,7 +126,7 @@ public struct ConformanceRunner: Sendable {
     context.closeLinks()
     // Clean-up talks to the phone's control channel, which may hang too: bounded the same way.
     let cleanUp: @Sendable () async -> CaseOutcome? = {
-      await context.removePosted()
+      await context.cleanUp()
       return nil
     }
     _ = await Self.race(clock: clock, until: clock.now + timeout, onTimeout: {}, cleanUp)
@@ -118,7 +138,9 @@ public struct ConformanceRunner: Sendable {
     case .finished(nil): (verdict, detail) = (.passed, "")
     case .finished(.failed(let why)): (verdict, detail) = (.failed, why)
     case .finished(.skipped(let why)): (verdict, detail) = (.skipped, why)
-    case .timedOut: (verdict, detail) = (.failed, "timed out after \(timeout) waiting for the phone")
+    case .timedOut:
+      let peer = testCase.role == .nc ? "accessory" : "phone"
+      (verdict, detail) = (.failed, "timed out after \(timeout) waiting for the \(peer)")
     }
     if verdict == .failed {
       detail += captureProblem
@@ -129,6 +151,11 @@ public struct ConformanceRunner: Sendable {
     return CaseResult(
       id: testCase.id, title: testCase.title, rule: testCase.rule, verdict: verdict, detail: detail,
       duration: clock.now - started, capture: capturePath)
+  }
+
+  private func skipped(_ testCase: ConformanceCase, _ why: String) -> CaseResult {
+    CaseResult(
+      id: testCase.id, title: testCase.title, rule: testCase.rule, verdict: .skipped, detail: why, duration: .zero)
   }
 
   enum RaceResult: Sendable {

@@ -9,20 +9,34 @@ import Wire
 enum ConformCommand {
   static let usage = """
     usage: ancs conform phone --connect ADDRESS [--spawn COMMAND] [options]
-           ancs conform --list
+           ancs conform accessory --listen ADDRESS [--observe FILE|- | --spawn COMMAND] [options]
+           ancs conform --list [phone|accessory]
 
-    Judges a phone (ANCS Notification Provider): the harness plays the accessory, connects
-    to ADDRESS once per case, and checks the phone's answers against Protocol/conformance.md.
-    Cases that need the phone to post notifications use a control channel: with --spawn the
-    harness starts COMMAND, writes JSON-line commands ({"cmd":"post",...}) to its standard
-    input and reads one JSON answer per command from its standard output (the protocol of
-    `ancs phone --commands jsonl`). Without it those cases are reported SKIP, never PASS.
-    The accessory role (NC) is not implemented yet.
+    Judges an ANCS implementation against Protocol/conformance.md.
+
+    phone (NP cases): the harness plays the accessory, connects to ADDRESS once per case,
+    and checks the phone's answers. Cases that need the phone to post notifications use a
+    control channel: with --spawn the harness starts COMMAND, writes JSON-line commands
+    ({"cmd":"post",...}) to its standard input and reads one JSON answer per command from
+    its standard output (the protocol of `ancs phone --commands jsonl`). Without it those
+    cases are reported SKIP, never PASS.
+
+    accessory (NC cases): the harness plays the phone, listens on ADDRESS, and judges the
+    accessory that connects, once per case (the accessory must reconnect when the harness
+    closes the link at the end of a case). Verdicts come from the ATT traffic. What the
+    accessory shows is checked too when its event lines (Protocol/events.md, as printed by
+    `ancs watch --headless`) are read: from FILE or standard input with --observe, or from
+    COMMAND's standard output with --spawn, which also drives the wearer (`positive UID`,
+    `negative UID` on COMMAND's standard input). Without them those cases are SKIP.
+    An accessory's own timeout for an unanswered command must be shorter than --timeout.
 
     options:
-      --connect ADDRESS   unix:PATH or tcp:HOST:PORT where the phone listens
-      --spawn COMMAND     start the phone with this shell command (a leading `ancs` is this
-                          binary); it is stopped when the run ends
+      --connect ADDRESS   (phone) unix:PATH or tcp:HOST:PORT where the phone listens
+      --listen ADDRESS    (accessory) unix:PATH or tcp:HOST:PORT to listen on
+      --spawn COMMAND     start the implementation with this shell command (a leading `ancs`
+                          is this binary); it is stopped when the run ends
+      --observe FILE|-    (accessory) read the accessory's event lines from FILE (followed
+                          as it grows, or a named pipe) or standard input
       --case ID           run only cases whose ID starts with ID (repeatable)
       --list              list the selected cases and exit
       --timeout S         longest a case may take, in seconds (default 5)
@@ -32,12 +46,37 @@ enum ConformCommand {
       --capture-dir DIR   where failing cases leave ID.btsnoop, '/' as '_'
                           (default ./conform-captures, created only when a case fails)
 
-    example:
+    examples:
       ancs conform phone --connect unix:/tmp/phone.sock \\
         --spawn "ancs phone --listen unix:/tmp/phone.sock --commands jsonl" --junit report.xml
+      ancs conform accessory --listen unix:/tmp/h.sock \\
+        --spawn "ancs watch --connect unix:/tmp/h.sock --headless --command-timeout 1"
+      ancs watch --connect unix:/tmp/h.sock --headless | \\
+        ancs conform accessory --listen unix:/tmp/h.sock --observe -
 
     exit codes: 0 every case passed (or skipped), 1 a case failed, 2 bad usage
     """
+
+  /// What both roles share: which cases, how long, where the reports go.
+  struct Common {
+    var prefixes: [String]
+    var timeout: Double
+    var junit: String?
+    var tap: Bool
+    var json: String?
+    var captureDirectory: String
+
+    init(_ args: inout Arguments) throws(UsageError) {
+      prefixes = args.values("--case")
+      timeout = try args.seconds("--timeout", in: 0.1...600) ?? 5
+      junit = try args.value("--junit")
+      tap = args.flag("--tap")
+      json = try args.value("--json")
+      captureDirectory = try args.value("--capture-dir") ?? "conform-captures"
+    }
+
+    var duration: Duration { .milliseconds(Int64(timeout * 1000)) }
+  }
 
   static func run(_ arguments: [String]) async throws -> Int32 {
     var args = Arguments(arguments, command: "conform")
@@ -46,27 +85,32 @@ enum ConformCommand {
       return 0
     }
     let list = args.flag("--list")
-    let prefixes = args.values("--case")
-    let role = arguments.first.flatMap { $0.hasPrefix("-") ? nil : $0 }
+    var role = arguments.first.flatMap { $0.hasPrefix("-") ? nil : $0 }
+    if role == nil, list, let index = arguments.firstIndex(of: "--list"), index + 1 < arguments.count,
+      ["phone", "accessory"].contains(arguments[index + 1])
+    {
+      role = arguments[index + 1]
+    }
     if let role {
       _ = args.flag(role)
-      guard role == "phone" else {
-        if role == "accessory" {
-          throw UsageError("conform accessory (the NC role) is not implemented yet; try 'ancs conform phone --help'")
-        }
-        throw UsageError("conform takes phone or --list, not '\(role)'; try 'ancs conform --help'")
+      guard role == "phone" || role == "accessory" else {
+        throw UsageError("conform takes phone, accessory or --list, not '\(role)'; try 'ancs conform --help'")
       }
     }
     let connect = try args.value("--connect")
+    let listen = try args.value("--listen")
     let spawn = try args.value("--spawn")
-    let timeout = try args.seconds("--timeout", in: 0.1...600) ?? 5
-    let junit = try args.value("--junit")
-    let tap = args.flag("--tap")
-    let json = try args.value("--json")
-    let captureDirectory = try args.value("--capture-dir") ?? "conform-captures"
+    let observe = try args.value("--observe")
+    let common = try Common(&args)
     try args.finish()
 
-    let (cases, unmatched) = ConformanceCatalog.select(ConformanceCatalog.np, prefixes: prefixes)
+    let catalog: [ConformanceCase]
+    switch role {
+    case "phone": catalog = ConformanceCatalog.np
+    case "accessory": catalog = ConformanceCatalog.nc
+    default: catalog = ConformanceCatalog.np + ConformanceCatalog.nc
+    }
+    let (cases, unmatched) = ConformanceCatalog.select(catalog, prefixes: common.prefixes)
     if let prefix = unmatched.first {
       throw UsageError("no case ID starts with '\(prefix)'; 'ancs conform --list' shows them")
     }
@@ -74,13 +118,32 @@ enum ConformCommand {
       printLine(ConformanceReport.list(cases))
       return 0
     }
-    guard role == "phone" else { throw UsageError("conform needs a role: ancs conform phone --connect ADDRESS") }
-    guard let connect else {
-      throw UsageError("conform phone needs --connect unix:PATH or tcp:HOST:PORT; try 'ancs conform --help'")
+    switch role {
+    case "phone":
+      if listen != nil || observe != nil { throw UsageError("--listen and --observe are for conform accessory") }
+      guard let connect else {
+        throw UsageError("conform phone needs --connect unix:PATH or tcp:HOST:PORT; try 'ancs conform --help'")
+      }
+      return try await judgePhone(cases, connect: connect, spawn: spawn, common)
+    case "accessory":
+      if connect != nil { throw UsageError("--connect is for conform phone; the accessory role takes --listen") }
+      guard let listen else {
+        throw UsageError("conform accessory needs --listen unix:PATH or tcp:HOST:PORT; try 'ancs conform --help'")
+      }
+      if spawn != nil && observe != nil {
+        throw UsageError("--spawn already observes the accessory's output; give --spawn or --observe, not both")
+      }
+      return try await judgeAccessory(cases, listen: listen, spawn: spawn, observe: observe, common)
+    default:
+      throw UsageError("conform needs a role: ancs conform phone --connect ADDRESS or accessory --listen ADDRESS")
     }
-    let address = try twoProcessAddress(connect)
-    let capturePath = try prepareCaptureDirectory(captureDirectory)
+  }
 
+  static func judgePhone(_ cases: [ConformanceCase], connect: String, spawn: String?, _ common: Common) async throws
+    -> Int32
+  {
+    let address = try twoProcessAddress(connect)
+    let capturePath = try prepareCaptureDirectory(common.captureDirectory)
     var process: SpawnedPhone?
     var stimulus: JSONLineStimulus?
     if let spawn {
@@ -88,7 +151,7 @@ enum ConformCommand {
       process = spawned
       let channel = JSONLineStimulus(channel: spawned)
       // The phone answers once it listens: then connecting cannot race its start-up.
-      let ready = await withDeadline(seconds: timeout) { () async -> StimulusError?? in
+      let ready = await withDeadline(seconds: common.timeout) { () async -> StimulusError?? in
         do {
           try await channel.ready()
           return .some(nil)
@@ -103,32 +166,77 @@ enum ConformCommand {
         return 1
       case .none:
         spawned.stop()
-        printError("ancs: the spawned phone did not answer within \(timeout) s")
+        printError("ancs: the spawned phone did not answer within \(common.timeout) s")
         return 1
       case .some(.none): break
       }
       stimulus = channel
     }
-
-    let phone = PhoneUnderTest(
-      connect: { try await address.connect() }, stimulus: stimulus)
-    let runner = ConformanceRunner(
-      phone: phone, timeout: .milliseconds(Int64(timeout * 1000)), captureDirectory: capturePath)
+    let phone = PhoneUnderTest(connect: { try await address.connect() }, stimulus: stimulus)
+    let runner = ConformanceRunner(phone: phone, timeout: common.duration, captureDirectory: capturePath)
     let results = await runner.run(cases) { index, total, result in
       printError(ConformanceReport.progressLine(index, total, result))
     }
     process?.stop()
     removeIfEmpty(capturePath)
+    return try report(results, common)
+  }
 
+  static func judgeAccessory(
+    _ cases: [ConformanceCase], listen: String, spawn: String?, observe: String?, _ common: Common
+  ) async throws -> Int32 {
+    let address = try twoProcessAddress(listen)
+    let capturePath = try prepareCaptureDirectory(common.captureDirectory)
+    let listener: any LinkListener
+    do { listener = try address.listen() } catch { throw UsageError("\(error)") }
+    onTerminationSignal { listener.close() }
+    defer { listener.close() }
+    var observer: AccessoryObserver?
+    var wearer: (any WearerStimulus)?
+    var process: SpawnedProcess?
+    if let observe {
+      let watched = AccessoryObserver()
+      try followLines(observe) {
+        watched.push(line: $0)
+      } onEnd: {
+        watched.close()
+      }
+      observer = watched
+    }
+    if let spawn {
+      let watched = AccessoryObserver()
+      let spawned = try SpawnedProcess(command: spawn, quitLine: "quit") {
+        watched.push(line: $0)
+      } onEnd: {
+        watched.close()
+      }
+      process = spawned
+      observer = watched
+      wearer = WatchLineWearer { line throws(StimulusError) in try spawned.send(line) }
+    }
+    printError("conform: listening on \(listener.name); waiting for the accessory")
+    let accessory = AccessoryUnderTest(
+      accept: { try await listener.accept() }, observer: observer, wearer: wearer)
+    let runner = ConformanceRunner(accessory: accessory, timeout: common.duration, captureDirectory: capturePath)
+    let results = await runner.run(cases) { index, total, result in
+      printError(ConformanceReport.progressLine(index, total, result))
+    }
+    process?.stop()
+    removeIfEmpty(capturePath)
+    return try report(results, common)
+  }
+
+  /// Prints the summary (or TAP) and writes the reports; the exit code.
+  static func report(_ results: [CaseResult], _ common: Common) throws -> Int32 {
     let summary = ConformanceReport.summary(results)
-    if tap {
+    if common.tap {
       printLine(ConformanceReport.tap(results))
       printError(summary)
     } else {
       printLine(summary)
     }
-    if let junit { try write(ConformanceReport.junit(results), to: junit) }
-    if let json { try write(ConformanceReport.json(results) + "\n", to: json) }
+    if let junit = common.junit { try write(ConformanceReport.junit(results), to: junit) }
+    if let json = common.json { try write(ConformanceReport.json(results) + "\n", to: json) }
     return results.contains { $0.verdict == .failed } ? 1 : 0
   }
 
@@ -174,19 +282,23 @@ enum ConformCommand {
   }
 }
 
-/// A phone started with `--spawn`: JSON-line commands go to its standard input, and the lines
-/// of its standard output that carry `"ok"` are the answers (a phone in jsonl mode also
-/// prints its events there; those are skipped). Its standard error passes through.
-final class SpawnedPhone: StimulusLineChannel, @unchecked Sendable {
+/// A program started with `--spawn`: lines go to its standard input, each line of its
+/// standard output goes to `onLine`, and `onEnd` runs when that output ends. Its standard
+/// error passes through.
+final class SpawnedProcess: @unchecked Sendable {
   private let process = Process()
   private let input = Pipe()
   private let output = Pipe()
-  private let lines = Inbox<String>()
   private let exited = DispatchSemaphore(value: 0)
+  private let quitLine: String
 
-  init(command: String) throws(UsageError) {
-    // A phone that exits makes writes to its input fail with EPIPE, not kill the harness.
+  init(
+    command: String, quitLine: String, onLine: @escaping @Sendable (String) -> Void,
+    onEnd: @escaping @Sendable () -> Void
+  ) throws(UsageError) {
+    // A program that exits makes writes to its input fail with EPIPE, not kill the harness.
     signal(SIGPIPE, SIG_IGN)
+    self.quitLine = quitLine
     process.executableURL = URL(fileURLWithPath: "/bin/sh")
     process.arguments = ["-c", Self.resolve(command)]
     process.standardInput = input
@@ -196,24 +308,7 @@ final class SpawnedPhone: StimulusLineChannel, @unchecked Sendable {
     do { try process.run() } catch {
       throw UsageError("--spawn: cannot start '\(command)': \(error.localizedDescription)")
     }
-    let handle = output.fileHandleForReading
-    let lines = lines
-    Thread.detachNewThread {
-      var buffer: [UInt8] = []
-      while true {
-        let data = handle.availableData
-        if data.isEmpty { break }
-        for byte in data {
-          if byte == 0x0A {
-            lines.push(String(decoding: buffer, as: UTF8.self))
-            buffer.removeAll(keepingCapacity: true)
-          } else {
-            buffer.append(byte)
-          }
-        }
-      }
-      lines.close()
-    }
+    readLines(from: output.fileHandleForReading, onLine: onLine, onEnd: onEnd)
   }
 
   /// A command starting with `ancs ` runs this very binary, so `--spawn "ancs phone ..."`
@@ -225,24 +320,21 @@ final class SpawnedPhone: StimulusLineChannel, @unchecked Sendable {
     return "'" + path.replacingOccurrences(of: "'", with: "'\\''") + "'" + command.dropFirst(4)
   }
 
-  func exchange(_ line: String) async throws(StimulusError) -> String {
-    guard process.isRunning else { throw StimulusError("the spawned phone has exited") }
+  var isRunning: Bool { process.isRunning }
+
+  func send(_ line: String) throws(StimulusError) {
+    guard process.isRunning else { throw StimulusError("the spawned program has exited") }
     do {
       try input.fileHandleForWriting.write(contentsOf: Array((line + "\n").utf8))
     } catch {
-      throw StimulusError("cannot write to the spawned phone: \(error.localizedDescription)")
+      throw StimulusError("cannot write to the spawned program: \(error.localizedDescription)")
     }
-    while let answer = await lines.next() {
-      guard let json = try? JSON(parsing: answer), json["ok"] != nil else { continue }
-      return answer
-    }
-    throw StimulusError("the spawned phone closed its output (it exited?)")
   }
 
-  /// Asks the phone to quit, then makes sure it does.
+  /// Asks the program to quit, then makes sure it does.
   func stop() {
     if process.isRunning {
-      try? input.fileHandleForWriting.write(contentsOf: Array("{\"cmd\":\"quit\"}\n".utf8))
+      try? input.fileHandleForWriting.write(contentsOf: Array((quitLine + "\n").utf8))
       try? input.fileHandleForWriting.close()
     }
     if exited.wait(timeout: .now() + 2) == .timedOut {
@@ -250,4 +342,77 @@ final class SpawnedPhone: StimulusLineChannel, @unchecked Sendable {
       _ = exited.wait(timeout: .now() + 2)
     }
   }
+}
+
+/// Reads `handle` on a thread of its own, line by line, until end of file.
+func readLines(
+  from handle: FileHandle, follow: Bool = false, onLine: @escaping @Sendable (String) -> Void,
+  onEnd: @escaping @Sendable () -> Void
+) {
+  Thread.detachNewThread {
+    var buffer: [UInt8] = []
+    while true {
+      let data = handle.availableData
+      if data.isEmpty {
+        // A regular file being written: look again shortly, as `tail -f` does.
+        guard follow else { break }
+        usleep(20_000)
+        continue
+      }
+      for byte in data {
+        if byte == 0x0A {
+          onLine(String(decoding: buffer, as: UTF8.self))
+          buffer.removeAll(keepingCapacity: true)
+        } else {
+          buffer.append(byte)
+        }
+      }
+    }
+    if !buffer.isEmpty { onLine(String(decoding: buffer, as: UTF8.self)) }
+    onEnd()
+  }
+}
+
+/// `--observe FILE|-`: standard input, a named pipe, or a regular file followed as it grows.
+func followLines(
+  _ path: String, onLine: @escaping @Sendable (String) -> Void, onEnd: @escaping @Sendable () -> Void
+) throws(UsageError) {
+  if path == "-" {
+    readLines(from: FileHandle.standardInput, onLine: onLine, onEnd: onEnd)
+    return
+  }
+  guard let handle = FileHandle(forReadingAtPath: path) else {
+    throw UsageError("--observe \(path): cannot open the file for reading")
+  }
+  var info = stat()
+  let regular = fstat(handle.fileDescriptor, &info) == 0 && (info.st_mode & S_IFMT) == S_IFREG
+  readLines(from: handle, follow: regular, onLine: onLine, onEnd: onEnd)
+}
+
+/// A phone started with `--spawn`: JSON-line commands go to its standard input, and the lines
+/// of its standard output that carry `"ok"` are the answers (a phone in jsonl mode also
+/// prints its events there; those are skipped).
+final class SpawnedPhone: StimulusLineChannel, Sendable {
+  private let process: SpawnedProcess
+  private let lines = Inbox<String>()
+
+  init(command: String) throws(UsageError) {
+    let lines = lines
+    process = try SpawnedProcess(command: command, quitLine: #"{"cmd":"quit"}"#) {
+      lines.push($0)
+    } onEnd: {
+      lines.close()
+    }
+  }
+
+  func exchange(_ line: String) async throws(StimulusError) -> String {
+    do { try process.send(line) } catch { throw StimulusError("the spawned phone: \(error)") }
+    while let answer = await lines.next() {
+      guard let json = try? JSON(parsing: answer), json["ok"] != nil else { continue }
+      return answer
+    }
+    throw StimulusError("the spawned phone closed its output (it exited?)")
+  }
+
+  func stop() { process.stop() }
 }

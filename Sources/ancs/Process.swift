@@ -40,3 +40,22 @@ struct FileProblem: Error, CustomStringConvertible {
   var description: String
   init(_ description: String) { self.description = description }
 }
+
+/// Runs `action` once when the reader of standard output goes away, if standard output is a
+/// pipe or a socket (a terminal or a file has no such end). A thread of its own waits in
+/// poll(2), which reports POLLERR or POLLHUP on the write end when the read end closes.
+func whenStandardOutputCloses(_ action: @escaping @Sendable () -> Void) {
+  var info = stat()
+  guard fstat(1, &info) == 0 else { return }
+  let type = info.st_mode & S_IFMT
+  guard type == S_IFIFO || type == S_IFSOCK else { return }
+  Thread.detachNewThread {
+    var watched = pollfd(fd: 1, events: 0, revents: 0)
+    while true {
+      let ready = poll(&watched, 1, -1)
+      if ready < 0 && errno == EINTR { continue }
+      if ready > 0 && watched.revents & Int16(POLLERR | POLLHUP | POLLNVAL) != 0 { action() }
+      return
+    }
+  }
+}

@@ -25,6 +25,8 @@ enum WatchCommand {
       --subscribe-order ORDER ds-first (default) or ns-first
       --command-timeout S     seconds allowed per Control Point command (default 10)
       --no-reconnect          exit when the link drops instead of reconnecting
+      --reconnect-delay S     first wait before reconnecting, doubled per failed
+                              attempt up to 30 s (default 0.5)
       --capture FILE          record a btsnoop capture (Wireshark, btmon) of the link
       -v, -vv                 log to stderr (info, debug)
 
@@ -65,6 +67,9 @@ enum WatchCommand {
       options.commandTimeout = .milliseconds(Int(seconds * 1000))
     }
     if args.flag("--no-reconnect") { options.reconnect = false }
+    if let seconds = try args.seconds("--reconnect-delay", in: 0.001...30) {
+      options.reconnectDelay = .microseconds(Int64(seconds * 1_000_000))
+    }
     return options
   }
 
@@ -108,6 +113,9 @@ enum WatchCommand {
   {
     let events = engine.events()
     let running = Task { await engine.run() }
+    // Nobody reads the events any more (`ancs watch --headless | tool` and the tool ended):
+    // stop, rather than reconnect forever in silence.
+    whenStandardOutputCloses { engine.stop() }
     let printer = Task {
       var lost = false
       for await event in events {

@@ -161,8 +161,13 @@ final class JUnitReader: NSObject, XMLParserDelegate, @unchecked Sendable {
 /// Runs the `ancs` binary to its end, off the shared threads; returns its exit status,
 /// standard output and standard error.
 func runAncs(_ arguments: [String]) async throws -> (status: Int32, stdout: String, stderr: String) {
+  try await runProgram(ancsPath, arguments)
+}
+
+/// Runs a program to its end, off the shared threads (killed if the test is cancelled).
+func runProgram(_ path: String, _ arguments: [String]) async throws -> (status: Int32, stdout: String, stderr: String) {
   let process = Process()
-  process.executableURL = URL(fileURLWithPath: ancsPath)
+  process.executableURL = URL(fileURLWithPath: path)
   process.arguments = arguments
   let output = Pipe()
   let errors = Pipe()

@@ -26,6 +26,30 @@ import Wire
     await pair.stop()
   }
 
+  /// A server its owner dropped while a connection still runs keeps answering on it (the
+  /// conformance harness once crashed on a late request after a case had ended).
+  @Test func aDroppedServerAnswersUntilItsConnectionEnds() async throws {
+    let (central, peripheral) = MemoryLink.pair()
+    let connection = ATTConnection(bearer: peripheral)
+    weak var released: GATTServer?
+    do {
+      let server = try makeFixtureServer()
+      released = server
+      server.attach(connection)
+    }
+    let serving = Task { await connection.run() }
+    let clientConnection = ATTConnection(bearer: central)
+    let client = GATTClient(connection: clientConnection)
+    let clientTask = Task { await clientConnection.run() }
+    #expect(try await client.read(7) == [42])
+    #expect(released != nil, "the session keeps its server while attached")
+    clientConnection.close()
+    await clientTask.value
+    await serving.value
+    released.map { $0.detach(connection) }
+    #expect(released == nil, "detached, the server is freed")
+  }
+
   @Test(arguments: [23, 185, 517] as [UInt16])
   func readsLongValuesAtEveryMTU(mtu: UInt16) async throws {
     // The client's offer decides: the server offers 517.

@@ -13,13 +13,18 @@ func offThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async th
 
 /// Runs `body`, which waits for `process` off the shared threads, and kills the process if
 /// the test is cancelled (its time limit ran out): a wait for a process always ends, so a
-/// stuck child fails its test instead of hanging the whole run.
+/// stuck child fails its test instead of hanging the whole run. A process that leads its
+/// own process group (started through `setsid`) is killed with its whole group, so no
+/// grandchild keeps a pipe open.
 func killingOnCancel<T: Sendable>(
   _ process: Process, _ body: @escaping @Sendable () throws -> T
 ) async throws -> T {
   try await withTaskCancellationHandler {
     try await offThread(body)
   } onCancel: {
-    if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+    if process.isRunning {
+      kill(-process.processIdentifier, SIGKILL)
+      kill(process.processIdentifier, SIGKILL)
+    }
   }
 }

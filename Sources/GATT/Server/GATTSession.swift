@@ -4,8 +4,11 @@ import Wire
 
 /// One client's view of a `GATTServer`: its ATT connection and its CCCD values (a CCCD is
 /// per client, Vol 3 Part G 3.3.3.3). Answers every request of the implemented subset.
+///
+/// The session holds its server (strongly): a server dropped by its owner while a
+/// connection still runs goes on answering until `detach`, which breaks the cycle.
 public final class GATTSession: ATTServerHandler, Sendable {
-  public unowned let server: GATTServer
+  public let server: GATTServer
   public let connection: ATTConnection
   private let cccds = Mutex([UInt16: CCCDValue]())
 

@@ -1,0 +1,417 @@
+import ANCS
+import ATT
+import GATT
+import Synchronization
+import Wire
+
+/// The NC cases: the harness plays the phone and judges the accessory. Each case's purpose,
+/// steps and pass criteria are in Protocol/conformance.md, under the same ID.
+enum NCCases {
+  static let all: [ConformanceCase] = discovery + security + notificationSource + controlPoint + dataSource
+
+  static let ancsTable = "Protocol/ANCS.md, Service and characteristics"
+  static let fieldProblems = "Protocol/ANCS.md, Field problems"
+
+  /// A notification whose answer has multi-byte characters in both texts.
+  static let international = HarnessNotification(title: "Über 🚀 Ada", message: "ça va? 日本 🙂")
+
+  /// Posts `notification` and waits for the accessory to fetch it (answered as the session's
+  /// responder says).
+  @discardableResult
+  static func postAndAwaitFetch(_ session: NCSession, _ notification: HarnessNotification = international)
+    async throws(CaseOutcome) -> UInt32
+  {
+    let uid = try await session.post(notification)
+    _ = try await session.awaitFetch(uid)
+    return uid
+  }
+
+  /// The Data Source answer to a Get Notification Attributes, decoded; nil for other writes.
+  static func decodedAnswer(_ write: ControlPointWrite, _ answer: [UInt8]?) -> NotificationAttributesResponse? {
+    guard case .success(.getNotificationAttributes) = write.command, let answer,
+      case .notificationAttributes(let response)? = try? DataSourceResponse(decoding: answer)
+    else { return nil }
+    return response
+  }
+
+  /// A responder that changes correct notification-attribute answers with `change` (the
+  /// fragments to send) and answers everything else correctly.
+  static func changingAnswers(_ change: @escaping @Sendable (NotificationAttributesResponse, [UInt8]) -> [[UInt8]])
+    -> NCSession.Responder
+  {
+    { write, answer in
+      guard let response = decodedAnswer(write, answer), let answer else { return .answer }
+      return .send(change(response, answer))
+    }
+  }
+
+  static func encoded(_ response: NotificationAttributesResponse) -> [UInt8] {
+    DataSourceResponse.notificationAttributes(response).encoded()
+  }
+
+  // MARK: - DISC: discovery and subscription
+
+  static let discovery: [ConformanceCase] = [
+    ConformanceCase(
+      "ANCS/NC/DISC/BV-01", "Subscribes to the Notification Source and the Data Source",
+      rule: "\(ancsTable): a session starts when the accessory subscribes to the Notification Source"
+    ) { ctx in
+      _ = try await ctx.subscribed()
+    },
+    ConformanceCase(
+      "ANCS/NC/DISC/BV-02", "Discovers characteristics and descriptors inside a service's handle range",
+      rule: "\(fieldProblems) 7: discovery must be done within the service's handle range"
+    ) { ctx in
+      let session = try await ctx.subscribed()
+      let ranges = Array(session.server.database.serviceRanges.values)
+      for pdu in session.received {
+        let range: HandleRange
+        let what: String
+        switch pdu {
+        case .readByTypeRequest(let request) where request.type == .characteristic:
+          (range, what) = (request.range, "Discover Characteristics (Read By Type 0x2803)")
+        case .findInformationRequest(let request):
+          (range, what) = (request.range, "Discover Descriptors (Find Information)")
+        default: continue
+        }
+        let inside = ranges.contains { range.start >= $0.start && range.end <= $0.end }
+        try check(
+          inside,
+          "\(what) over \(range) is not inside one service's range (services: "
+            + "\(ranges.sorted { $0.start < $1.start }.map(\.description).joined(separator: ", ")))")
+      }
+    },
+    ConformanceCase(
+      "ANCS/NC/DISC/BV-03", "Subscribes to Service Changed",
+      rule: "Protocol/ANCS.md, Service: the phone may publish or unpublish ANCS at any time"
+    ) { ctx in
+      let session = try await ctx.subscribed()
+      // Once a notification is fetched, the accessory has finished setting up.
+      try await postAndAwaitFetch(session)
+      guard let changed = session.server.serviceChangedHandles, let gatt = session.server.sessions.first else {
+        throw CaseOutcome.failed("the harness has no Service Changed characteristic")
+      }
+      try check(
+        gatt.cccd(for: changed.value).contains(.indications),
+        "Service Changed indications are not enabled (its CCCD at \(changed.cccd.map { "\($0)" } ?? "?") was not written 02 00)"
+      )
+    },
+    ConformanceCase(
+      "ANCS/NC/DISC/BV-04", "Discovers ANCS again after Service Changed and uses the new handles",
+      rule: "Protocol/ANCS.md, Service; Core Vol 3 Part G 7.1: Service Changed"
+    ) { ctx in
+      let session = try await ctx.subscribed()
+      try await postAndAwaitFetch(session)
+      try await session.moveANCS()
+      try await session.awaitSubscribed()
+      let uid = try await session.post(international)
+      _ = try await session.awaitFetch(uid)
+    },
+  ]
+
+  // MARK: - SEC: security
+
+  static let security: [ConformanceCase] = [
+    ConformanceCase(
+      "ANCS/NC/SEC/BV-01", "Encrypts the link before it uses ANCS",
+      rule: "\(ancsTable): every ANCS characteristic requires an encrypted link"
+    ) { ctx in
+      let session = try await ctx.subscribed()
+      let level = session.connection.securityLevel
+      try check(level >= .encrypted, "the accessory subscribed on a link at security level \(level)")
+    }
+  ]
+
+  // MARK: - NS: Notification Source
+
+  static let notificationSource: [ConformanceCase] = [
+    ConformanceCase(
+      "ANCS/NC/NS/BV-01", "Fetches a new notification with a well-formed Get Notification Attributes",
+      rule: "Protocol/ANCS.md, Control Point: Title, Subtitle and Message each carry a 2-byte maximum"
+    ) { ctx in
+      let session = try await ctx.subscribed()
+      let uid = try await session.post(international)
+      let get = try await session.awaitFetch(uid)
+      try check(!get.attributes.isEmpty, "the command asks for no attribute")
+    },
+    ConformanceCase(
+      "ANCS/NC/NS/BV-02", "Survives a flood of pre-existing notifications and fetches a new one",
+      rule: "\(fieldProblems) 4: floods of pre-existing notifications on connect"
+    ) { ctx in
+      let session = try await ctx.subscribed()
+      for index in 0..<150 {
+        var old = HarnessNotification(title: "Old \(index)")
+        old.category = .email
+        try await session.post(old, flags: .preExisting)
+      }
+      let uid = try await session.post(international)
+      _ = try await session.awaitFetch(uid)
+    },
+    ConformanceCase(
+      "ANCS/NC/NS/BI-01", "Ignores malformed Notification Source values and goes on",
+      rule: "Protocol/ANCS.md, Notification Source: exactly 8 bytes; reserved IDs are kept, not refused"
+    ) { ctx in
+      let session = try await ctx.subscribed()
+      try await session.announce([0x00, 0x00, 0x04, 0x01, 0x01, 0x02, 0x03])
+      try await session.announce([0x00, 0x00, 0x04, 0x01, 0x01, 0x02, 0x03, 0x04, 0x05])
+      try await session.announce([0x07, 0x00, 0x04, 0x01, 0x10, 0x00, 0x00, 0x00])
+      var odd = international
+      odd.category = CategoryID(rawValue: 200)
+      let reserved = try await session.post(odd)
+      let uid = try await session.post(international)
+      var fetched: Set<UInt32> = []
+      while !fetched.isSuperset(of: [reserved, uid]) {
+        let write = try await session.nextWrite()
+        if let target = write.uid { fetched.insert(target) }
+        try check(
+          write.uid != 0x0403_0201,
+          "the accessory fetched UID 0x04030201, which only a 7- or 9-byte event carried")
+      }
+    },
+    ConformanceCase(
+      "ANCS/NC/NS/BV-03", "Drops a notification when the phone reports Removed",
+      rule: "Protocol/ANCS.md, Notification Source: EventID 2 Removed"
+    ) { ctx in
+      _ = try ctx.observer()
+      let session = try await ctx.subscribed()
+      let uid = try await postAndAwaitFetch(session)
+      try await ctx.expectShown(uid, in: session)
+      try await session.remove(uid)
+      _ = try await ctx.report("removed", uid: uid)
+    },
+    ConformanceCase(
+      "ANCS/NC/NS/BV-04", "Handles a removal while its fetch is in flight",
+      rule: "\(fieldProblems) 2 and 8: a notification removed between its event and its answer"
+    ) { ctx in
+      let observer = try ctx.observer()
+      let session = try await ctx.subscribed()
+      session.respond { write, _ in write.command.isNotificationFetch ? .acceptSilently : .answer }
+      let gone = try await session.post(international)
+      let write = try await session.nextWrite()
+      try check(write.uid == gone, "expected a fetch of UID \(gone) first")
+      let late = session.answerBytes(write) ?? []
+      try await session.remove(gone)
+      try await session.sendData(dataSourceFragments(late, maximumSize: session.connection.mtu - 3).map(Array.init))
+      session.respond { _, _ in .answer }
+      let next = try await postAndAwaitFetch(session)
+      // By the time the next one is reported, the removed one must not be shown.
+      var shown = false
+      while true {
+        guard let json = await observer.events.next() else {
+          throw CaseOutcome.failed("the accessory's event stream ended before it reported UID \(next)")
+        }
+        let (event, uid) = (json["event"]?.string, json["uid"]?.integer)
+        if uid == Int(gone), event == "added" { shown = true }
+        if uid == Int(gone), event == "removed" { shown = false }
+        if uid == Int(next), event == "added" { break }
+      }
+      try check(!shown, "UID \(gone) is still shown after the phone removed it during its fetch")
+    },
+  ]
+
+  // MARK: - CP: Control Point
+
+  static let controlPoint: [ConformanceCase] = [
+    ConformanceCase(
+      "ANCS/NC/CP/BV-01", "Keeps one Control Point command in flight",
+      rule: "Protocol/ANCS.md, Control Point: an answer has no length; commands must not overlap"
+    ) { ctx in
+      let session = try await ctx.subscribed()
+      session.respond { _, answer in answer == nil ? .answer : .acceptSilently }
+      var pending: Set<UInt32> = []
+      for index in 0..<4 { pending.insert(try await session.post(HarnessNotification(title: "Queued \(index)"))) }
+      while !pending.isEmpty {
+        let write = try await session.nextWrite()
+        if let uid = write.uid { pending.remove(uid) }
+        guard let answer = session.answerBytes(write), !answer.isEmpty else { continue }
+        // A slow phone: the answer comes 50 ms later. Another write meanwhile overlaps.
+        try? await ctx.clock.sleep(until: ctx.clock.now + .milliseconds(50))
+        try check(
+          session.commands.count == 0,
+          "a second Control Point command arrived before the answer to \(Hex.encode(write.bytes))")
+        try await session.sendData(dataSourceFragments(answer, maximumSize: session.connection.mtu - 3).map(Array.init))
+      }
+    },
+    ConformanceCase(
+      "ANCS/NC/CP/BV-02", "Fetches an app's display name at most once per session",
+      rule: "Protocol/ANCS.md, Session: Apple advises caching app display names"
+    ) { ctx in
+      let session = try await ctx.subscribed()
+      for index in 0..<3 { try await postAndAwaitFetch(session, HarnessNotification(title: "Same app \(index)")) }
+      try await postAndAwaitFetch(session, HarnessNotification(title: "Other", app: "com.example.other"))
+      let asked = session.writes.filter {
+        if case .success(.getAppAttributes(let get)) = $0.command { return get.appIdentifier == "com.example.chat" }
+        return false
+      }
+      try check(asked.count <= 1, "the accessory asked \(asked.count) times for com.example.chat's attributes")
+    },
+    ConformanceCase(
+      "ANCS/NC/CP/BI-01", "Goes on after 0xA2 (Invalid Parameter) without dropping its queue",
+      rule: "\(fieldProblems) 2: error 0xA2 treated as fatal drops a burst of notifications"
+    ) { ctx in
+      let session = try await ctx.subscribed()
+      let retracted = try await session.post(HarnessNotification(title: "Retracted"))
+      session.retract(retracted)
+      let others = [
+        try await session.post(HarnessNotification(title: "Kept 1")),
+        try await session.post(HarnessNotification(title: "Kept 2")),
+      ]
+      var fetched: Set<UInt32> = []
+      while !fetched.isSuperset(of: others) {
+        if let uid = try await session.nextWrite().uid { fetched.insert(uid) }
+      }
+      try check(session.subscriptions.count == 0, "the accessory changed its subscriptions after 0xA2")
+    },
+    ConformanceCase(
+      "ANCS/NC/CP/BI-02", "Gives up on a command the phone never answers and goes on",
+      rule: "Protocol/ANCS.md, Data Source: the accessory must not wait forever for an answer"
+    ) { ctx in
+      let session = try await ctx.subscribed()
+      let silent = try await session.post(HarnessNotification(title: "Never answered"))
+      session.respond { write, _ in write.uid == silent ? .acceptSilently : .answer }
+      _ = try await session.awaitFetch(silent)
+      let uid = try await session.post(international)
+      _ = try await session.awaitFetch(uid)
+    },
+    ConformanceCase(
+      "ANCS/NC/CP/BV-03", "Performs actions with well-formed commands",
+      rule: "Protocol/ANCS.md, Control Point: Perform Notification Action, ActionID 0 positive, 1 negative"
+    ) { ctx in
+      let wearer = try ctx.wearer()
+      let session = try await ctx.subscribed()
+      var call = HarnessNotification(title: "Ada", message: "Incoming call")
+      call.category = .incomingCall
+      call.positiveAction = "Answer"
+      call.negativeAction = "Decline"
+      let uid = try await postAndAwaitFetch(session, call)
+      if ctx.accessory.observer != nil { _ = try await ctx.report("added", uid: uid) }
+      for action in [ActionID.positive, .negative] {
+        do { try await wearer.perform(action, uid: uid) } catch {
+          throw CaseOutcome.failed("could not make the wearer act: \(error)")
+        }
+        while true {
+          let write = try await session.nextWrite()
+          guard case .success(let command) = write.command else {
+            throw CaseOutcome.failed("the accessory wrote \(Hex.encode(write.bytes)), not a valid command")
+          }
+          guard case .performNotificationAction(let perform) = command else { continue }
+          try check(
+            perform.notificationUID == uid && perform.actionID == action,
+            "the wearer asked \(action) on UID \(uid); the accessory wrote \(Hex.encode(write.bytes))")
+          break
+        }
+      }
+    },
+  ]
+
+  // MARK: - DS: Data Source
+
+  static let dataSource: [ConformanceCase] = [
+    ConformanceCase(
+      "ANCS/NC/DS/BV-01", "Reassembles an answer split at every byte position",
+      rule: "Protocol/ANCS.md, Data Source: a split can fall anywhere, inside a length field or a value"
+    ) { ctx in
+      _ = try ctx.observer()
+      let session = try await ctx.subscribed()
+      let split = Mutex(1)
+      session.respond(
+        changingAnswers { _, answer in
+          let at = split.withLock { position in
+            defer { position += 1 }
+            return min(position, answer.count - 1)
+          }
+          return [Array(answer[..<at]), Array(answer[at...])]
+        })
+      let first = try await postAndAwaitFetch(session)
+      try await ctx.expectShown(first, in: session)
+      let length = session.answerLength(first) ?? 0
+      for _ in 1..<max(1, length - 1) {
+        let uid = try await postAndAwaitFetch(session)
+        try await ctx.expectShown(uid, in: session)
+      }
+    },
+    ConformanceCase(
+      "ANCS/NC/DS/BV-02", "Reassembles a long answer sent in 20-byte notifications whatever the MTU",
+      rule: "\(fieldProblems) 1 and 13: long messages cut short; 20-byte chunks whatever the MTU"
+    ) { ctx in
+      _ = try ctx.observer()
+      let session = try await ctx.subscribed()
+      session.respond(
+        changingAnswers { _, answer in dataSourceFragments(answer, maximumSize: 20).map(Array.init) })
+      let long = String(repeating: "Long message, ünïcödé and 🚀 too. ", count: 12)
+      let uid = try await postAndAwaitFetch(session, HarnessNotification(title: "Long", message: long))
+      try await ctx.expectShown(uid, in: session)
+    },
+    ConformanceCase(
+      "ANCS/NC/DS/BV-03", "Accepts tuples in another order than requested",
+      rule: "Protocol/ANCS.md, Data Source: tuples are found by AttributeID"
+    ) { ctx in
+      _ = try ctx.observer()
+      let session = try await ctx.subscribed()
+      session.respond(
+        changingAnswers { response, _ in
+          var reversed = response
+          reversed.attributes.reverse()
+          return [encoded(reversed)]
+        })
+      let uid = try await postAndAwaitFetch(session)
+      try await ctx.expectShown(uid, in: session)
+    },
+    ConformanceCase(
+      "ANCS/NC/DS/BI-01", "Skips a tuple it did not ask for",
+      rule: "Protocol/ANCS.md, Data Source: an unrequested tuple is skipped"
+    ) { ctx in
+      _ = try ctx.observer()
+      let session = try await ctx.subscribed()
+      session.respond(
+        changingAnswers { response, _ in
+          var extra = response
+          extra.attributes.insert(NotificationAttribute(NotificationAttributeID(rawValue: 0x2A), text: "extra"), at: 0)
+          return [encoded(extra)]
+        })
+      let uid = try await postAndAwaitFetch(session)
+      try await ctx.expectShown(uid, in: session)
+    },
+    ConformanceCase(
+      "ANCS/NC/DS/BI-02", "Survives a value longer than the maximum it asked for",
+      rule: "Protocol/ANCS.md, Data Source: a value over the requested maximum"
+    ) { ctx in
+      let session = try await ctx.subscribed()
+      session.respond(
+        changingAnswers { response, _ in
+          var long = response
+          guard let index = long.attributes.firstIndex(where: { $0.id == .title }) else { return [encoded(response)] }
+          long.attributes[index].value += Array(repeating: UInt8(ascii: "x"), count: 8)
+          return [encoded(long)]
+        })
+      let uid = try await session.post(HarnessNotification(title: String(repeating: "T", count: 300)))
+      let get = try await session.awaitFetch(uid)
+      guard let maximum = get.attributes.first(where: { $0.id == .title })?.maxLength, maximum < 300 else {
+        throw CaseOutcome.skipped("the accessory asks for titles of 300 bytes or more; none can be over its maximum")
+      }
+      _ = try await postAndAwaitFetch(session)
+    },
+    ConformanceCase(
+      "ANCS/NC/DS/BV-04", "Ignores an empty Data Source notification after an answer",
+      rule: "\(fieldProblems) 13: an empty final packet"
+    ) { ctx in
+      let session = try await ctx.subscribed()
+      session.respond(
+        changingAnswers { _, answer in dataSourceFragments(answer, maximumSize: 20).map(Array.init) + [[]] })
+      let first = try await postAndAwaitFetch(session)
+      let second = try await postAndAwaitFetch(session)
+      if ctx.accessory.observer != nil {
+        try await ctx.expectShown(first, in: session)
+        try await ctx.expectShown(second, in: session)
+      }
+    },
+  ]
+}
+
+extension Result where Success == ControlPointCommand {
+  /// A valid Get Notification Attributes.
+  var isNotificationFetch: Bool {
+    if case .success(.getNotificationAttributes) = self { return true }
+    return false
+  }
+}

@@ -1,0 +1,129 @@
+import ANCS
+import ATT
+import Conformance
+import Foundation
+import Links
+import Testing
+import Watch
+import Wire
+
+/// The project's watch, in process: it connects over memory links, and each connection it
+/// makes is what the harness accepts next. Its events are the observed stream, its
+/// `perform` the wearer.
+func ownWatch(_ configure: (inout WatchOptions) -> Void = { _ in }) -> (WatchEngine, AccessoryUnderTest) {
+  var options = WatchOptions()
+  // Fast enough for the harness's 5 s per case: reconnect at once, give up on a silent
+  // phone after 1 s, and ask for titles short enough to be exceeded (ANCS/NC/DS/BI-02).
+  options.reconnectDelay = .milliseconds(1)
+  options.maximumReconnectDelay = .milliseconds(1)
+  options.commandTimeout = .seconds(1)
+  options.titleMaximum = 64
+  configure(&options)
+  let connections = Inbox<any ATTBearer>()
+  let engine = WatchEngine(options: options) {
+    let (central, peripheral) = MemoryLink.pair()
+    connections.push(peripheral)
+    return central
+  }
+  let observer = AccessoryObserver()
+  let events = engine.events()
+  Task {
+    for await event in events { observer.push(line: event.json.description) }
+  }
+  let accessory = AccessoryUnderTest(
+    accept: {
+      guard let bearer = await connections.next() else { throw StimulusError("the watch stopped connecting") }
+      return bearer
+    }, observer: observer, wearer: EngineWearer(engine: engine))
+  Task { await engine.run() }
+  return (engine, accessory)
+}
+
+struct EngineWearer: WearerStimulus {
+  let engine: WatchEngine
+  func perform(_ action: ActionID, uid: UInt32) async throws(StimulusError) { engine.perform(action, on: uid) }
+}
+
+@Suite(.timeLimit(.minutes(2))) struct OwnWatchTests {
+  /// The whole NC suite against the project's watch over memory links: every case passes.
+  @Test func wholeSuitePassesOverMemory() async throws {
+    let (engine, accessory) = ownWatch()
+    defer { engine.stop() }
+    let results = await ConformanceRunner(accessory: accessory).run(ConformanceCatalog.nc)
+    #expect(ids(results, .failed) == [], "\(results.filter { $0.verdict == .failed }.map { "\($0.id): \($0.detail)" })")
+    #expect(ids(results, .skipped) == [])
+    #expect(results.count == ConformanceCatalog.nc.count)
+  }
+}
+
+/// The accessory role through the binary, over a Unix socket, with `ancs watch` as the
+/// accessory.
+@Suite(.enabled(if: ancsBuilt, "needs the ancs binary: swift build --build-tests first"), .timeLimit(.minutes(2)))
+struct AccessoryBinaryTests {
+  static let watch = "ancs watch --headless --command-timeout 1 --title-max 64 --reconnect-delay 0.01"
+
+  /// `--spawn`: the harness starts the watch, observes its output and is its wearer.
+  @Test func wholeSuitePassesWithASpawnedWatch() async throws {
+    let directory = try temporaryDirectory("nc")
+    defer { try? FileManager.default.removeItem(atPath: directory) }
+    let socket = "unix:\(directory)/harness.sock"
+    let (status, table, log) = try await runAncs([
+      "conform", "accessory", "--listen", socket, "--spawn", "\(Self.watch) --connect \(socket)", "--junit",
+      "\(directory)/report.xml", "--capture-dir", "\(directory)/captures",
+    ])
+    let count = ConformanceCatalog.nc.count
+    #expect(status == 0, "\(log.split(separator: "\n").filter { $0.contains("FAIL") })")
+    #expect(table.contains("\(count) cases: \(count) passed, 0 failed, 0 skipped"), "\(table)\(log)")
+    let xml = try String(contentsOfFile: "\(directory)/report.xml", encoding: .utf8)
+    let (reader, parsed, _) = JUnitReader.read(xml)
+    #expect(parsed && reader.testcases.count == count && reader.failedNames == [])
+    #expect(!FileManager.default.fileExists(atPath: "\(directory)/captures"), "no capture is kept for passes")
+  }
+
+  /// `--observe -`: the watch runs on its own, its events piped into the harness. Without a
+  /// wearer channel the action case is skipped, never passed; the others pass.
+  @Test func observedFromStandardInput() async throws {
+    let directory = try temporaryDirectory("observe")
+    defer { try? FileManager.default.removeItem(atPath: directory) }
+    let socket = "unix:\(directory)/harness.sock"
+    let binary = "'\(ancsPath)'"
+    let watch = Self.watch.replacingOccurrences(of: "ancs ", with: "\(binary) ")
+    // The harness listens first; the watch retries until it can connect (started a moment later).
+    let script = """
+      (for i in $(seq 200); do [ -S '\(directory)/harness.sock' ] && break; sleep 0.05; done; \
+      \(watch) --connect \(socket) < /dev/null) | \
+      \(binary) conform accessory --listen \(socket) --observe - --json '\(directory)/report.json'
+      """
+    // In a process group of its own, so a time-out kills the watch too.
+    let (status, out, err) = try await runProgram("/usr/bin/setsid", ["/bin/sh", "-c", script])
+    #expect(status == 0, "\(out)\(err)")
+    let json = try JSON(parsing: String(contentsOfFile: "\(directory)/report.json", encoding: .utf8))
+    #expect(json["passed"]?.integer == ConformanceCatalog.nc.count - 1, "\(out)")
+    #expect(json["skipped"]?.integer == 1)
+    #expect(err.contains("SKIP ANCS/NC/CP/BV-03"), "\(err)")
+  }
+
+  @Test func usageErrors() async throws {
+    for (arguments, expected) in [
+      (["conform", "accessory"], "needs --listen"),
+      (["conform", "accessory", "--listen", "memory"], "memory"),
+      (["conform", "accessory", "--listen", "unix:/tmp/x.sock", "--connect", "unix:/tmp/y.sock"], "--connect"),
+      (["conform", "accessory", "--listen", "unix:/tmp/x.sock", "--spawn", "true", "--observe", "-"], "not both"),
+      (["conform", "accessory", "--listen", "unix:/tmp/x.sock", "--observe", "/nonexistent/events"], "/nonexistent"),
+      (["conform", "phone", "--connect", "unix:/tmp/x.sock", "--observe", "-"], "conform accessory"),
+      (["conform", "watch"], "not 'watch'"),
+    ] {
+      let (status, out, err) = try await runAncs(arguments)
+      #expect(status == 2, "\(arguments): \(status) \(err)")
+      #expect(err.contains(expected) && err.split(separator: "\n").count == 1, "\(arguments): \(err)")
+      #expect(out.isEmpty)
+    }
+  }
+
+  @Test func listShowsEitherRole() async throws {
+    let (_, accessory, _) = try await runAncs(["conform", "--list", "accessory"])
+    #expect(accessory.contains("ANCS/NC/DS/BV-01") && !accessory.contains("ANCS/NP/"))
+    let (_, both, _) = try await runAncs(["conform", "--list"])
+    #expect(both.contains("ANCS/NC/DS/BV-01") && both.contains("ANCS/NP/SVC/BV-01"))
+  }
+}
