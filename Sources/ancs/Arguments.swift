@@ -106,6 +106,11 @@ func twoProcessAddress(_ text: String) throws(UsageError) -> LinkAddress {
   return address
 }
 
+/// The air-time model's link for `--air PHY,CI,MTU,DLE`.
+func airParameters(_ text: String) throws(UsageError) -> AirParameters {
+  do { return try AirParameters(parsing: text) } catch { throw UsageError("--air: \(error)") }
+}
+
 /// A btsnoop capture file for `--capture FILE`.
 func captureWriter(_ path: String) throws(UsageError) -> BtsnoopWriter {
   do { return try BtsnoopWriter(path: path) } catch { throw UsageError("\(error)") }

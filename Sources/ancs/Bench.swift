@@ -233,6 +233,10 @@ struct Bench {
     results += try reassembly()
     results += try await gatt()
     results += try await endToEnd()
+    printTable(results)
+  }
+
+  func printTable(_ results: [Result]) {
     print("| benchmark | result |")
     print("|---|---|")
     for result in results {

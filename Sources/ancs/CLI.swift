@@ -1,3 +1,5 @@
+import Links
+
 #if canImport(Glibc)
   import Glibc
 #endif
@@ -20,8 +22,9 @@ enum CLI {
       phone      run a simulated iPhone (ANCS server) with a console
       watch      run a simulated watch (ANCS client) against a phone
       demo       phone and watch in one process, playing a scenario
-      conform    judge a phone against the conformance catalog (Protocol/conformance.md)
-      bench      measure codec, reassembly and GATT throughput
+      conform    judge a phone or an accessory against the conformance catalog
+                 (Protocol/conformance.md)
+      bench      measure codec, reassembly and GATT throughput; predict air time (--air)
 
     options:
       --help     show help (also after a subcommand)
@@ -32,18 +35,27 @@ enum CLI {
 
   static let benchUsage = """
     usage: ancs bench [--seconds S] [--filter NAME]
+           ancs bench --air PHY,CI,MTU,DLE [--scenario FILE]
 
     Measures ANCS codec rates, Data Source reassembly throughput at MTU 23 and 185, and GATT
     write-with-response round trips, and prints a Markdown table (as in BENCHMARKS.md).
     Build in release mode first: swift build -c release.
 
+    With --air it predicts instead how long a scenario takes over an LE link (the air-time
+    model of Protocol/ATT.md): from the connection until the watch shows every notification
+    the scenario posts, already on the phone, and for one notification posted later.
+
     options:
-      --seconds S    time per case (default 1.0)
-      --filter NAME  only cases whose key contains NAME (ns-decode, ns-encode, cp, ds,
-                     reassembly, gatt-memory, gatt-unix)
+      --seconds S          time per case (default 1.0)
+      --filter NAME        only cases whose key contains NAME (ns-decode, ns-encode, cp, ds,
+                           reassembly, gatt-memory, gatt-unix)
+      --air PHY,CI,MTU,DLE PHY 1m, 2m, coded-s2 or coded-s8; connection interval 7.5 to
+                           4000 ms in steps of 1.25; ATT MTU 23-517; LL data length 27-251
+      --scenario FILE      with --air: a scenario file, or `demo` (the default)
 
     example:
       ancs bench --seconds 2 --filter reassembly
+      ancs bench --air 2m,30ms,185,251 --scenario demo
     """
 
   static func main(_ arguments: [String]) async -> Int32 {
@@ -82,6 +94,8 @@ enum CLI {
 
   static func bench(_ arguments: [String]) async throws -> Int32 {
     var bench = Bench()
+    var air: AirParameters?
+    var scenario: String?
     var rest = arguments[...]
     while let argument = rest.popFirst() {
       switch argument {
@@ -96,10 +110,23 @@ enum CLI {
       case "--filter":
         guard let name = rest.popFirst() else { throw UsageError("--filter needs a name") }
         bench.filter = name
+      case "--air":
+        guard let text = rest.popFirst() else { throw UsageError("--air needs PHY,CI,MTU,DLE, e.g. 2m,30ms,185,251") }
+        air = try airParameters(text)
+      case "--scenario":
+        guard let name = rest.popFirst() else { throw UsageError("--scenario needs a file or `demo`") }
+        scenario = name
       default:
         throw UsageError("unknown option '\(argument)' for bench; try 'ancs bench --help'")
       }
     }
+    if let air {
+      let name = scenario ?? "demo"
+      let prediction = AirBench(parameters: air, scenario: try PhoneCommandLine.loadScenario(name), label: name)
+      bench.printTable(try await prediction.run())
+      return 0
+    }
+    if scenario != nil { throw UsageError("--scenario goes with --air (the scenario whose air time is predicted)") }
     try await bench.run()
     return 0
   }

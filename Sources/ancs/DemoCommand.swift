@@ -20,6 +20,8 @@ enum DemoCommand {
                          JSON events stop when the scenario ends, plus 2 s)
       --headless         JSON lines instead of the watch face
       --phone-log FILE   append the phone's events as JSON lines (the actions it received)
+      --air PHY,CI,MTU,DLE  delay the link as an LE link would (e.g. 2m,30ms,185,251;
+                         Protocol/ATT.md, "Air-time model"); the watch asks for that MTU
     \(FaceCommandLine.usage(column: 21))
       --quirk NAME[=N]   phone misbehaviour to reproduce (see `ancs phone --help`)
       -v, -vv            log to stderr
@@ -43,16 +45,19 @@ enum DemoCommand {
     let duration = try args.seconds("--duration", in: 0.1...86_400)
     let headless = args.flag("--headless")
     let quirks = try PhoneCommandLine.quirkSet(args.values("--quirk"))
-    let options = try WatchCommand.options(&args)
+    var options = try WatchCommand.options(&args)
     let face = try FaceCommandLine.settings(&args)
     let phoneLog = try args.value("--phone-log")
+    let air = try args.value("--air").map { text throws(UsageError) in try airParameters(text) }
     let logger = args.logger()
     try args.finish()
 
     let phone = try Phone(quirks: quirks, logger: logger)
     let logging = try phoneLog.map { path throws(UsageError) in try FaceCommandLine.phoneLog(phone, path: path) }
+    if let air { options.mtu = UInt16(air.mtu) }
     let engine = WatchEngine(options: options, logger: logger) {
-      let (central, peripheral) = MemoryLink.pair()
+      let (central, peripheral): (any ATTBearer, any ATTBearer) =
+        if let air { AirLink.pair(air, clock: SystemClock()) } else { MemoryLink.pair() }
       Task { await phone.serve(central) }
       return peripheral
     }
