@@ -149,6 +149,8 @@ public final class NCSession: Sendable {
     var responder: Responder = { _, _ in .answer }
     /// Title and message as sent in the last answer about each UID, cut to the maxima asked.
     var sent: [UInt32: (title: String, message: String)] = [:]
+    /// Every UID announced on this connection (Added), removed or not.
+    var announced: Set<UInt32> = []
     /// The length of the last correct answer about each UID.
     var answerLengths: [UInt32: Int] = [:]
     var handles: (source: UInt16, control: UInt16, data: UInt16) = (0, 0, 0)
@@ -303,6 +305,7 @@ public final class NCSession: Sendable {
     if notification.negativeAction != nil { flags.insert(.negativeAction) }
     let count = shared.state.withLock { state -> Int in
       state.notifications[uid] = notification
+      state.announced.insert(uid)
       return state.notifications.values.filter { $0.category == notification.category }.count
     }
     let event = NotificationSourceEvent(
@@ -365,6 +368,10 @@ public final class NCSession: Sendable {
       case .failure(let error):
         throw .failed("the accessory wrote \(Hex.encode(write.bytes)) to the Control Point: \(error)")
       case .success(.getNotificationAttributes(let get)) where get.notificationUID == uid: return get
+      case .success(.getNotificationAttributes(let get)) where !announced(get.notificationUID):
+        throw .failed(
+          "the accessory asked for UID \(get.notificationUID) (\(Hex.encode(write.bytes))), which the phone never "
+            + "announced")
       case .success: continue
       }
     }
@@ -408,6 +415,9 @@ public final class NCSession: Sendable {
   /// Title and message as the last answer about `uid` carried them (cut to the maxima the
   /// accessory asked for); nil before any answer.
   public func sent(_ uid: UInt32) -> (title: String, message: String)? { shared.state.withLock { $0.sent[uid] } }
+
+  /// Whether `uid` was announced (Added) on this connection.
+  func announced(_ uid: UInt32) -> Bool { shared.state.withLock { $0.announced.contains(uid) } }
 
   /// The length of the correct answer to the last fetch of `uid`.
   public func answerLength(_ uid: UInt32) -> Int? { shared.state.withLock { $0.answerLengths[uid] } }

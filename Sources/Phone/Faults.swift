@@ -1,9 +1,11 @@
+import Wire
+
 /// Fault switches: test-only flags, each breaking exactly one rule of Protocol/ANCS.md that an
 /// NP conformance case checks. They exist to prove the conformance suite can fail
 /// (Protocol/conformance.md, "Fault switches"); they are not quirks, which reproduce
 /// documented iOS misbehaviours a watch must survive. All are off by default; each is a
 /// small branch in the phone's code marked `// FAULT <name>`.
-public struct PhoneFaults: OptionSet, Hashable, Sendable {
+public struct PhoneFaults: FaultSwitches, Hashable {
   public var rawValue: UInt64
   public init(rawValue: UInt64) { self.rawValue = rawValue }
 
@@ -82,12 +84,8 @@ public struct PhoneFaults: OptionSet, Hashable, Sendable {
   /// A new notification reuses the UID of the last removed one.
   public static let reuseUID = PhoneFaults(rawValue: 1 << 30)
 
-  public struct Definition: Sendable {
-    public var name: String
-    public var fault: PhoneFaults
-    /// The rule of Protocol/ANCS.md it breaks.
-    public var rule: String
-  }
+  public typealias Definition = FaultDefinition<PhoneFaults>
+  public typealias UnknownFault = Wire.UnknownFault
 
   /// Every fault, by name, in catalog order (the order of the NP case groups).
   public static let catalog: [Definition] = [
@@ -176,18 +174,4 @@ public struct PhoneFaults: OptionSet, Hashable, Sendable {
     Definition(
       name: "reuse-uid", fault: .reuseUID, rule: "What the phone also does: it never reuses a UID while it runs"),
   ]
-
-  /// Why a fault name was refused.
-  public struct UnknownFault: Error, CustomStringConvertible {
-    public var text: String
-    public var description: String {
-      "unknown fault '\(text)'; known: " + PhoneFaults.catalog.map(\.name).joined(separator: ", ")
-    }
-  }
-
-  /// Turns on the fault `name`.
-  public mutating func enable(_ name: String) throws(UnknownFault) {
-    guard let definition = Self.catalog.first(where: { $0.name == name }) else { throw UnknownFault(text: name) }
-    insert(definition.fault)
-  }
 }

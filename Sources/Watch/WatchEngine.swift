@@ -154,9 +154,13 @@ public final class WatchEngine: Sendable {
     }
     if stoppedNow { return }
     do {
-      _ = try await bearer.pair(options.security == .authenticated ? .authenticated : .encrypted)
+      // FAULT skip-pairing: breaks "use ANCS over an encrypted link".
+      if !options.faults.contains(.skipPairing) {
+        _ = try await bearer.pair(options.security == .authenticated ? .authenticated : .encrypted)
+      }
       try await connection.exchangeMTU()
-      try await watchServiceChanged(client, control)
+      // FAULT no-service-changed: breaks "subscribe to Service Changed".
+      if !options.faults.contains(.noServiceChanged) { try await watchServiceChanged(client, control) }
       try await setUp(client, connection)
       await readPhoneStatus(client)
     } catch {
@@ -170,6 +174,8 @@ public final class WatchEngine: Sendable {
         await runner.value
         return
       case .serviceChanged:
+        // FAULT ignore-service-changed: breaks "on Service Changed, discover again".
+        if options.faults.contains(.ignoreServiceChanged) { continue }
         logger.info("watch: Service Changed; discovering ANCS again")
         do { try await setUp(client, connection) } catch { emit(.error("rediscovery failed: \(error)")) }
       }
@@ -181,7 +187,13 @@ public final class WatchEngine: Sendable {
     guard let service = try await client.discoverPrimaryServices(BluetoothUUID(ANCSUUID.service)!).first else {
       throw WatchSetupError(description: "the phone publishes no ANCS service")
     }
-    let characteristics = try await client.discoverCharacteristics(of: service)
+    // FAULT discover-whole-database: breaks "discovery inside the ANCS service's handle range".
+    let searched =
+      options.faults.contains(.discoverWholeDatabase)
+      ? DiscoveredService(uuid: service.uuid, range: HandleRange(service.range.start, 0xFFFF)) : service
+    let characteristics = try await client.discoverCharacteristics(of: searched).filter {
+      service.range.start...service.range.end ~= $0.declarationHandle
+    }
     func find(_ uuid: String) throws -> DiscoveredCharacteristic {
       guard let found = characteristics.first(where: { $0.uuid == BluetoothUUID(uuid)! }) else {
         throw WatchSetupError(description: "ANCS has no characteristic \(uuid)")
@@ -316,6 +328,9 @@ public final class WatchEngine: Sendable {
       await apply(.probed(subscribed: subscribed), generation: context.generation, onLoop: false)
     case .resubscribe:
       do { try await context.subscribe() } catch { emit(.error("subscribing again failed: \(error)")) }
+    case .disconnect(let reason):
+      emit(.error("closing the link: \(reason)"))
+      shared.withLock { $0.connection }?.close()
     }
   }
 

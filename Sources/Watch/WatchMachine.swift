@@ -34,6 +34,8 @@ public struct WatchMachine: Sendable {
     case probe
     /// Write the CCCDs again (the phone dropped them), then feed `.sessionStarted`.
     case resubscribe
+    /// Close the link (only fault switches ask for it).
+    case disconnect(String)
   }
 
   enum Command: Sendable {
@@ -73,6 +75,9 @@ public struct WatchMachine: Sendable {
   var lastCallCheck: [UInt32: Duration] = [:]
   /// Apps named by their identifier because their name could not be had this session.
   var fallbackApps: Set<String> = []
+  /// FAULT empty-packet-starts-answer: an empty notification was taken as an answer's start.
+  var emptyAnswerStarted = false
+  var faults: WatchFaults { options.faults }
 
   public init(options: WatchOptions = WatchOptions()) {
     self.options = options
@@ -178,6 +183,8 @@ public struct WatchMachine: Sendable {
       event = try NotificationSourceEvent(decoding: bytes)
     } catch {
       out.append(.emit(.error("Notification Source: \(error); ignored")))
+      // FAULT malformed-event-fatal: breaks "a value that is not 8 bytes is ignored".
+      if faults.contains(.malformedEventFatal) { out.append(.disconnect("malformed Notification Source value")) }
       return
     }
     let uid = event.notificationUID
@@ -202,12 +209,20 @@ public struct WatchMachine: Sendable {
       }
       append(notification)
       enqueue(uid, urgent: !preExisting)
+      // FAULT flood-fatal: breaks "a burst of PreExisting events must not stall the accessory".
+      if faults.contains(.floodFatal) && urgent.count + background.count > 100 {
+        out.append(.disconnect("more than 100 notifications to fetch"))
+      }
       if preExisting, case .fetchNewest(let limit) = options.preExisting, background.count > max(0, limit),
         let dropped = background.popFirst()
       {
         announce(dropped, &out)
       }
     case .removed:
+      // FAULT ignore-removed: breaks "Removed ends the notification".
+      if faults.contains(.ignoreRemoved) { return }
+      // FAULT late-answer-kept: breaks "Removed wins over a fetch in flight".
+      if faults.contains(.lateAnswerKept) && inFlight?.command.uid == uid { return }
       remove(uid, &out)
     default:
       out.append(
@@ -286,24 +301,31 @@ public struct WatchMachine: Sendable {
     let command: Command
     if !actions.isEmpty {
       let (uid, action) = actions.removeFirst()
-      command = .action(uid: uid, action: action)
+      // FAULT swapped-actions: breaks "ActionID 0 positive, 1 negative".
+      let sent = faults.contains(.swappedActions) ? ActionID(rawValue: action.rawValue ^ 1) : action
+      command = .action(uid: uid, action: sent)
     } else if !apps.isEmpty {
       command = .app(apps.removeFirst())
     } else if !verifications.isEmpty {
       command = .verify(uid: verifications.removeFirst())
     } else if let uid = urgent.popFirst() ?? background.popFirst() {
       let flags = notification(uid)?.flags ?? []
+      // FAULT uid-byte-order: breaks "numbers are little-endian" (the command names the UID).
+      let named = faults.contains(.uidByteOrder) ? uid.byteSwapped : uid
       command = .notification(
         uid: uid,
         request: GetNotificationAttributesCommand(
-          notificationUID: uid, attributes: options.attributeRequests(for: flags)))
+          notificationUID: named, attributes: options.attributeRequests(for: flags)))
     } else {
       return
     }
     var flight = InFlight(command: command, deadline: now + options.commandTimeout)
+    // FAULT unrequested-tuple-fatal and over-long-fatal: break "an unrequested tuple
+    // skipped" and "a value over the requested maximum survived".
     let policy = DataSourceReassembler.Policy(
       optionalAttributes: WatchOptions.optionalAttributes, fragmentCapacity: mtu - 3, acceptPartial: true,
-      enforceMaximumLength: false)
+      unrequested: faults.contains(.unrequestedTupleFatal) ? .reject : .keep,
+      enforceMaximumLength: faults.contains(.overLongFatal))
     switch command {
     case .notification(_, let request):
       flight.reassembler = DataSourceReassembler(expecting: .notificationAttributes(request), policy: policy)
@@ -328,6 +350,11 @@ public struct WatchMachine: Sendable {
         inFlight = nil
         return
       }
+      // FAULT commands-overlap: breaks "one command at a time".
+      if faults.contains(.commandsOverlap) {
+        inFlight = nil
+        return
+      }
       flight.written = true
       // The answer's time counts from the Write Response: a slow write must not use it up.
       flight.deadline = now + options.commandTimeout
@@ -345,6 +372,12 @@ public struct WatchMachine: Sendable {
       // 0xA2: "that notification is gone": drop it and go on, never flush or resubscribe.
       if code == ANCSErrorCode.invalidParameter.rawValue {
         remove(uid, &out)
+        // FAULT flush-on-a2: breaks "0xA2 drops that notification only".
+        if faults.contains(.flushOnA2) {
+          urgent = UIDQueue()
+          background = UIDQueue()
+          out.append(.resubscribe)
+        }
       } else {
         out.append(.emit(.error("fetching UID \(uid) refused with \(name)")))
         giveUp(flight, &out)
@@ -362,6 +395,18 @@ public struct WatchMachine: Sendable {
   // MARK: - Data Source
 
   private mutating func dataSource(_ bytes: [UInt8], _ out: inout [Action]) {
+    // FAULT empty-packet-starts-answer: breaks "an empty notification harmless": the next
+    // fragment is taken as the rest of an answer the empty one began, and dropped.
+    if faults.contains(.emptyPacketStartsAnswer) && (inFlight?.reassembler?.byteCount ?? 0) == 0 {
+      if bytes.isEmpty {
+        emptyAnswerStarted = true
+        return
+      }
+      if emptyAnswerStarted {
+        emptyAnswerStarted = false
+        return
+      }
+    }
     guard var flight = inFlight, var reassembler = flight.reassembler else {
       if !bytes.isEmpty {
         out.append(.emit(.error("Data Source: \(bytes.count) bytes with no command in flight; ignored")))
@@ -369,11 +414,18 @@ public struct WatchMachine: Sendable {
       return
     }
     do {
-      let response = try reassembler.feed(bytes)
+      var response = try reassembler.feed(bytes)
+      // FAULT no-reassembly: breaks "reassembled across notifications split anywhere".
+      if response == nil && faults.contains(.noReassembly) { response = try reassembler.finish() }
       flight.reassembler = reassembler
       inFlight = flight
       if let response { complete(flight, response, &out) }
     } catch {
+      if faults.contains(.overLongFatal), case .valueTooLong = error.reason {
+        out.append(.disconnect("Data Source: \(error)"))
+        inFlight = nil
+        return
+      }
       // `reassembler` kept the fragment's bytes even though it threw; `flight` holds the copy
       // from before this fragment.
       if flight.reassembler?.byteCount == 0 {
@@ -404,11 +456,20 @@ public struct WatchMachine: Sendable {
   private mutating func complete(_ flight: InFlight, _ response: DataSourceResponse, _ out: inout [Action]) {
     inFlight = nil
     switch (flight.command, response) {
-    case (.notification(let uid, _), .notificationAttributes(let attributes)):
+    case (.notification(let uid, let request), .notificationAttributes(let attributes)):
       guard !flight.cancelled, let index = position(of: uid) else { return }
+      // FAULT tuples-in-request-order: breaks "tuples found by AttributeID whatever their order".
+      let requested = request.attributes.map(\.id)
+      let arrived = attributes.attributes.map(\.id).filter(requested.contains)
+      if faults.contains(.tuplesInRequestOrder) && arrived != requested.filter(arrived.contains) {
+        out.append(.emit(.error("Data Source: tuples out of request order")))
+        giveUp(flight, &out)
+        return
+      }
       Self.fill(&state.notifications[index], attributes)
       let app = state.notifications[index].appIdentifier
-      if let name = state.appNames[app] {
+      // FAULT no-app-name-cache: breaks "app display names cached for the session".
+      if let name = state.appNames[app], !faults.contains(.noAppNameCache) {
         state.notifications[index].appName = name
         announce(uid, &out)
       } else {
@@ -458,7 +519,10 @@ public struct WatchMachine: Sendable {
   // MARK: - Time
 
   private mutating func tick(_ out: inout [Action]) {
-    if let flight = inFlight, now >= flight.deadline, flight.written || flight.reassembler == nil {
+    // FAULT no-command-timeout: breaks "a bounded wait for an answer".
+    if let flight = inFlight, now >= flight.deadline, flight.written || flight.reassembler == nil,
+      !faults.contains(.noCommandTimeout)
+    {
       timeOut(flight, &out)
     }
     guard case .connected = state.link else { return }

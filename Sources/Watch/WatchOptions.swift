@@ -43,6 +43,8 @@ public struct WatchOptions: Sendable {
   public var maximumReconnectDelay: Duration = .seconds(30)
   /// Reconnect after the link drops (false: stop).
   public var reconnect = true
+  /// Test-only fault switches (Faults.swift); none by default.
+  public var faults = WatchFaults()
 
   public enum SecurityLevelRequest: Sendable { case encrypted, authenticated }
 

@@ -28,6 +28,9 @@ enum WatchCommand {
       --reconnect-delay S     first wait before reconnecting, doubled per failed
                               attempt up to 30 s (default 0.5)
       --capture FILE          record a btsnoop capture (Wireshark, btmon) of the link
+      --fault NAME            (testing) break one rule on purpose, to prove a conformance
+                              case can fail (repeatable); the names are in
+                              Protocol/conformance.md, Fault switches
       -v, -vv                 log to stderr (info, debug)
 
     example:
@@ -67,6 +70,9 @@ enum WatchCommand {
       options.commandTimeout = .milliseconds(Int(seconds * 1000))
     }
     if args.flag("--no-reconnect") { options.reconnect = false }
+    for name in args.values("--fault") {
+      do { try options.faults.enable(name) } catch { throw UsageError("\(error)") }
+    }
     if let seconds = try args.seconds("--reconnect-delay", in: 0.001...30) {
       options.reconnectDelay = .microseconds(Int64(seconds * 1_000_000))
     }

@@ -146,6 +146,7 @@ private enum Step: Hashable, CustomStringConvertible {
   case error
   case probe
   case resubscribe
+  case disconnect
 
   var description: String {
     switch self {
@@ -155,6 +156,7 @@ private enum Step: Hashable, CustomStringConvertible {
     case .error: return "error"
     case .probe: return "probe"
     case .resubscribe: return "resubscribe"
+    case .disconnect: return "disconnect"
     }
   }
 }
@@ -259,6 +261,7 @@ private struct Harness {
       case .emit(let event): return .emit(event)
       case .probe: return .probe
       case .resubscribe: return .resubscribe
+      case .disconnect: return .disconnect
       }
     }
   }

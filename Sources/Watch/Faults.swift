@@ -1,0 +1,113 @@
+import Wire
+
+/// Fault switches of the watch: test-only flags, each breaking exactly one rule that an NC
+/// conformance case checks, to prove that case can fail (Protocol/conformance.md, "Fault
+/// switches"). Not quirks, not options a user wants: plain bugs on purpose. All are off by
+/// default; each is a small branch in the watch's code marked `// FAULT <name>`.
+public struct WatchFaults: FaultSwitches, Hashable {
+  public var rawValue: UInt64
+  public init(rawValue: UInt64) { self.rawValue = rawValue }
+
+  // DISC and SEC: discovery, subscription, security
+  /// Never pairs: touches ANCS on an unencrypted link.
+  public static let skipPairing = WatchFaults(rawValue: 1 << 0)
+  /// Discovers characteristics from ANCS's first handle to the end of the database.
+  public static let discoverWholeDatabase = WatchFaults(rawValue: 1 << 1)
+  /// Never subscribes to Service Changed.
+  public static let noServiceChanged = WatchFaults(rawValue: 1 << 2)
+  /// Subscribes to Service Changed but ignores its indications.
+  public static let ignoreServiceChanged = WatchFaults(rawValue: 1 << 3)
+  // NS: Notification Source
+  /// Writes the NotificationUID of Get Notification Attributes big-endian.
+  public static let uidByteOrder = WatchFaults(rawValue: 1 << 19)
+  /// Drops the link when more than 100 notifications wait to be fetched.
+  public static let floodFatal = WatchFaults(rawValue: 1 << 5)
+  /// Drops the link on a Notification Source value that is not 8 bytes.
+  public static let malformedEventFatal = WatchFaults(rawValue: 1 << 6)
+  /// Ignores Removed events.
+  public static let ignoreRemoved = WatchFaults(rawValue: 1 << 7)
+  /// Keeps the answer to a fetch whose notification was removed meanwhile.
+  public static let lateAnswerKept = WatchFaults(rawValue: 1 << 8)
+  // CP: Control Point
+  /// Sends the next command as soon as the Write Response comes, before the answer.
+  public static let commandsOverlap = WatchFaults(rawValue: 1 << 9)
+  /// Asks for the app's display name with every notification.
+  public static let noAppNameCache = WatchFaults(rawValue: 1 << 10)
+  /// Takes 0xA2 as fatal: empties its queue and subscribes again.
+  public static let flushOnA2 = WatchFaults(rawValue: 1 << 11)
+  /// Waits for an answer forever.
+  public static let noCommandTimeout = WatchFaults(rawValue: 1 << 12)
+  /// Sends the positive action as ActionID 1 and the negative as 0.
+  public static let swappedActions = WatchFaults(rawValue: 1 << 13)
+  // DS: Data Source
+  /// Takes the first Data Source notification as the whole answer.
+  public static let noReassembly = WatchFaults(rawValue: 1 << 14)
+  /// Refuses an answer whose tuples are not in request order.
+  public static let tuplesInRequestOrder = WatchFaults(rawValue: 1 << 15)
+  /// Refuses an answer with a tuple it did not ask for.
+  public static let unrequestedTupleFatal = WatchFaults(rawValue: 1 << 16)
+  /// Drops the link on a value longer than the maximum it asked for.
+  public static let overLongFatal = WatchFaults(rawValue: 1 << 17)
+  /// Takes an empty Data Source notification as the start of the next answer.
+  public static let emptyPacketStartsAnswer = WatchFaults(rawValue: 1 << 18)
+
+  public typealias Definition = FaultDefinition<WatchFaults>
+
+  /// Every fault, by name, in catalog order (the order of the NC case groups).
+  public static let catalog: [Definition] = [
+    Definition(
+      name: "skip-pairing", fault: .skipPairing, rule: "ANCS.md, Session and security: ANCS needs an encrypted link"),
+    Definition(
+      name: "discover-whole-database", fault: .discoverWholeDatabase,
+      rule: "ancs-facts.md, field problem 7: discovery within the service's handle range"),
+    Definition(
+      name: "no-service-changed", fault: .noServiceChanged,
+      rule: "ANCS.md, Service: the accessory subscribes to Service Changed"),
+    Definition(
+      name: "ignore-service-changed", fault: .ignoreServiceChanged,
+      rule: "Core Vol 3 Part G 7.1: after Service Changed the client discovers the range again"),
+    Definition(
+      name: "uid-byte-order", fault: .uidByteOrder,
+      rule: "ANCS.md: numbers are little-endian; a fetch names the UID the phone announced"),
+    Definition(
+      name: "flood-fatal", fault: .floodFatal,
+      rule: "ancs-facts.md, field problem 4: floods of pre-existing notifications must not stall the accessory"),
+    Definition(
+      name: "malformed-event-fatal", fault: .malformedEventFatal,
+      rule: "ANCS.md, Notification Source: a value that is not 8 bytes is ignored"),
+    Definition(name: "ignore-removed", fault: .ignoreRemoved, rule: "ANCS.md, Notification Source: EventID 2 Removed"),
+    Definition(
+      name: "late-answer-kept", fault: .lateAnswerKept,
+      rule: "ancs-facts.md, field problems 2 and 8: a notification removed during its fetch stays removed"),
+    Definition(
+      name: "commands-overlap", fault: .commandsOverlap,
+      rule: "ANCS.md, Data Source: answers carry no command tag, so one command at a time"),
+    Definition(
+      name: "no-app-name-cache", fault: .noAppNameCache,
+      rule: "ANCS.md, Session and security: Apple advises caching app display names"),
+    Definition(
+      name: "flush-on-a2", fault: .flushOnA2,
+      rule: "ancs-facts.md, field problem 2: 0xA2 is not fatal; no flush, no resubscription"),
+    Definition(
+      name: "no-command-timeout", fault: .noCommandTimeout,
+      rule: "ANCS.md, Data Source: the accessory bounds its wait for an answer"),
+    Definition(
+      name: "swapped-actions", fault: .swappedActions,
+      rule: "ANCS.md, Control Point: ActionID 0 positive, 1 negative"),
+    Definition(
+      name: "no-reassembly", fault: .noReassembly,
+      rule: "ANCS.md, Data Source: a response longer than one notification is split over several"),
+    Definition(
+      name: "tuples-in-request-order", fault: .tuplesInRequestOrder,
+      rule: "ANCS.md, Data Source: this project finds tuples by AttributeID"),
+    Definition(
+      name: "unrequested-tuple-fatal", fault: .unrequestedTupleFatal,
+      rule: "ANCS.md, Data Source: an unrequested tuple is skipped"),
+    Definition(
+      name: "over-long-fatal", fault: .overLongFatal,
+      rule: "ANCS.md, Data Source: a value over the requested maximum is survived"),
+    Definition(
+      name: "empty-packet-starts-answer", fault: .emptyPacketStartsAnswer,
+      rule: "ancs-facts.md, field problem 13: an empty Data Source notification is harmless"),
+  ]
+}

@@ -1,0 +1,118 @@
+import Conformance
+import Foundation
+import Testing
+import Watch
+import Wire
+
+/// Every NC case can fail: the project's watch with one fault switch (Sources/Watch/Faults.swift)
+/// breaks one rule, and exactly the cases that check that rule fail. Protocol/conformance.md,
+/// "Fault switches", is the same table in prose.
+@Suite(.timeLimit(.minutes(2))) struct WatchFaultTests {
+  static let all = ConformanceCatalog.nc.map(\.id)
+  static func nc(_ id: String) -> String { "ANCS/NC/" + id }
+  /// Cases that wait for a fetch of a notification the harness posted.
+  static let fetching = all.filter { !["DISC/BV-01", "DISC/BV-02", "SEC/BV-01"].map(nc).contains($0) }
+  /// Cases that check what the accessory shows (observe), and the action case, which waits
+  /// for the call to be shown first.
+  static let showing = ["NS/BV-03", "NS/BV-04", "CP/BV-03", "DS/BV-01", "DS/BV-02", "DS/BV-03", "DS/BI-01", "DS/BV-04"]
+    .map(nc)
+
+  /// Fault name → the NC cases it must fail, no more, no fewer.
+  static let expected: [String: [String]] = [
+    "skip-pairing": all,
+    "discover-whole-database": ["DISC/BV-02"].map(nc),
+    "no-service-changed": ["DISC/BV-03", "DISC/BV-04"].map(nc),
+    "ignore-service-changed": ["DISC/BV-04"].map(nc),
+    "uid-byte-order": fetching,
+    "flood-fatal": ["NS/BV-02"].map(nc),
+    "malformed-event-fatal": ["NS/BI-01"].map(nc),
+    "ignore-removed": ["NS/BV-03", "NS/BV-04"].map(nc),
+    "late-answer-kept": ["NS/BV-04"].map(nc),
+    "commands-overlap": all.filter { showing.contains($0) || $0 == nc("CP/BV-01") },
+    "no-app-name-cache": ["CP/BV-02"].map(nc),
+    "flush-on-a2": ["CP/BI-01"].map(nc),
+    "no-command-timeout": ["CP/BI-02"].map(nc),
+    "swapped-actions": ["CP/BV-03"].map(nc),
+    "no-reassembly": ["DS/BV-01", "DS/BV-02", "DS/BV-04"].map(nc),
+    "tuples-in-request-order": ["DS/BV-03"].map(nc),
+    "unrequested-tuple-fatal": ["DS/BI-01"].map(nc),
+    "over-long-fatal": ["DS/BI-02"].map(nc),
+    "empty-packet-starts-answer": ["DS/BV-04"].map(nc),
+  ]
+
+  /// The whole NC suite against the in-process watch with `names` switched on. The watch
+  /// gives up on an unanswered command after 0.5 s, so each case fits in 3 s.
+  static func run(_ names: [String]) async throws -> [CaseResult] {
+    var faults = WatchFaults()
+    for name in names { try faults.enable(name) }
+    let (engine, accessory) = ownWatch {
+      $0.faults = faults
+      $0.commandTimeout = .milliseconds(500)
+    }
+    defer { engine.stop() }
+    return await ConformanceRunner(accessory: accessory, timeout: .seconds(3)).run(ConformanceCatalog.nc)
+  }
+
+  /// One fault: the failing cases are exactly the expected ones, in catalog order, and none
+  /// is skipped.
+  @Test(arguments: WatchFaults.catalog.map(\.name))
+  func faultFailsExactlyItsCases(_ name: String) async throws {
+    let expected = try #require(Self.expected[name], "no expectation written down for fault \(name)")
+    let results = try await Self.run([name])
+    #expect(
+      ids(results, .failed) == Self.all.filter(expected.contains),
+      "fault \(name): \(results.filter { $0.verdict == .failed }.map { "\($0.id): \($0.detail)" })")
+    #expect(ids(results, .skipped) == [])
+  }
+
+  /// The table is complete both ways, and together the faults fail every NC case.
+  @Test func everyCaseIsFailedBySomeFault() {
+    #expect(Set(Self.expected.keys) == Set(WatchFaults.catalog.map(\.name)))
+    let covered = Set(Self.expected.values.joined())
+    #expect(covered == Set(Self.all))
+    // Beyond the two broad faults (no pairing: nothing works; UIDs in the wrong byte order:
+    // no fetch works), every case is failed by a fault of its own.
+    let narrow = Self.expected.filter { !["skip-pairing", "uid-byte-order"].contains($0.key) }
+    let narrowlyCovered = Set(narrow.values.joined())
+    #expect(Self.all.filter { !narrowlyCovered.contains($0) } == ["DISC/BV-01", "SEC/BV-01", "NS/BV-01"].map(Self.nc))
+    #expect(Set(WatchFaults.catalog.map(\.fault.rawValue)).count == WatchFaults.catalog.count, "distinct bits")
+  }
+
+  /// Protocol/conformance.md documents every watch fault.
+  @Test func everyFaultIsDocumented() throws {
+    let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+      .deletingLastPathComponent()
+    let text = try String(contentsOf: root.appendingPathComponent("Protocol/conformance.md"), encoding: .utf8)
+    let section = try #require(text.range(of: "### Watch fault switches")).upperBound
+    for definition in WatchFaults.catalog {
+      #expect(text[section...].contains("`\(definition.name)`"), "conformance.md lacks watch fault \(definition.name)")
+    }
+  }
+
+  /// Through the binary: `ancs watch --fault` spawned by `ancs conform accessory`, exit code
+  /// 1, exactly the failing IDs in the report, the capture kept.
+  @Test(.enabled(if: ancsBuilt, "needs the ancs binary: swift build --build-tests first"))
+  func faultThroughTheBinary() async throws {
+    let directory = try temporaryDirectory("watch-fault")
+    defer { try? FileManager.default.removeItem(atPath: directory) }
+    let socket = "unix:\(directory)/harness.sock"
+    let (status, stdout, stderr) = try await runAncs([
+      "conform", "accessory", "--listen", socket, "--spawn",
+      "\(AccessoryBinaryTests.watch) --connect \(socket) --fault swapped-actions", "--capture-dir",
+      "\(directory)/captures",
+    ])
+    let log = stderr + stdout
+    #expect(status == 1, "\(log)")
+    #expect(log.contains("FAIL ANCS/NC/CP/BV-03"), "\(log)")
+    let count = Self.all.count
+    #expect(log.contains("\(count) cases: \(count - 1) passed, 1 failed, 0 skipped"), "\(log)")
+    #expect(FileManager.default.fileExists(atPath: "\(directory)/captures/ANCS_NC_CP_BV-03.btsnoop"))
+  }
+
+  @Test func unknownFaultNameIsRefused() async throws {
+    var faults = WatchFaults()
+    #expect(throws: UnknownFault.self) { try faults.enable("no-such-fault") }
+    let (status, _, err) = try await runAncs(["watch", "--connect", "unix:/tmp/x.sock", "--fault", "nope"])
+    #expect(status == 2 && err.contains("unknown fault 'nope'") && err.contains("swapped-actions"), "\(err)")
+  }
+}
