@@ -404,6 +404,21 @@ enum NCCases {
         try await ctx.expectShown(second, in: session)
       }
     },
+    ConformanceCase(
+      "ANCS/NC/DS/BV-05", "Completes an answer that leaves out the last requested tuple",
+      rule: "\(accessoryRules), Data Source: an answer without its last requested tuple completes"
+    ) { ctx in
+      _ = try ctx.observer()
+      let session = try await ctx.subscribed()
+      session.respond(
+        changingAnswers { response, _ in
+          var short = response
+          short.attributes.removeLast()
+          return [encoded(short)]
+        })
+      let uid = try await postAndAwaitFetch(session)
+      try await ctx.expectShown(uid, in: session)
+    },
   ]
 }
 

@@ -50,6 +50,8 @@ public struct WatchFaults: FaultSwitches, Hashable {
   public static let overLongFatal = WatchFaults(rawValue: 1 << 17)
   /// Takes an empty Data Source notification as the start of the next answer.
   public static let emptyPacketStartsAnswer = WatchFaults(rawValue: 1 << 18)
+  /// Drops an answer that lacks a requested tuple.
+  public static let omittedTupleFatal = WatchFaults(rawValue: 1 << 20)
 
   public typealias Definition = FaultDefinition<WatchFaults>
 
@@ -109,5 +111,8 @@ public struct WatchFaults: FaultSwitches, Hashable {
     Definition(
       name: "empty-packet-starts-answer", fault: .emptyPacketStartsAnswer,
       rule: "ancs-facts.md, field problem 13: an empty Data Source notification is harmless"),
+    Definition(
+      name: "omitted-tuple-fatal", fault: .omittedTupleFatal,
+      rule: "ANCS.md, What an accessory must do: an answer without its last requested tuple completes"),
   ]
 }

@@ -90,6 +90,7 @@ public struct WatchMachine: Sendable {
     switch input {
     case .sessionStarted(let mtu):
       self.mtu = mtu
+      emptyAnswerStarted = false
       startSession(&out)
     case .notificationSource(let bytes):
       lastHeard = now
@@ -322,8 +323,11 @@ public struct WatchMachine: Sendable {
     var flight = InFlight(command: command, deadline: now + options.commandTimeout)
     // FAULT unrequested-tuple-fatal and over-long-fatal: break "an unrequested tuple
     // skipped" and "a value over the requested maximum survived".
+    // FAULT omitted-tuple-fatal: breaks "an answer without its last requested tuple completes".
+    let lenient = !faults.contains(.omittedTupleFatal)
     let policy = DataSourceReassembler.Policy(
-      optionalAttributes: WatchOptions.optionalAttributes, fragmentCapacity: mtu - 3, acceptPartial: true,
+      optionalAttributes: lenient ? WatchOptions.optionalAttributes : [], fragmentCapacity: mtu - 3,
+      acceptPartial: lenient,
       unrequested: faults.contains(.unrequestedTupleFatal) ? .reject : .keep,
       enforceMaximumLength: faults.contains(.overLongFatal))
     switch command {

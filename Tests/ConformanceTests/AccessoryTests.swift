@@ -13,10 +13,10 @@ import Wire
 func ownWatch(_ configure: (inout WatchOptions) -> Void = { _ in }) -> (WatchEngine, AccessoryUnderTest) {
   var options = WatchOptions()
   // Fast enough for the harness's 5 s per case: reconnect at once, give up on a silent
-  // phone after 1 s, and ask for titles short enough to be exceeded (ANCS/NC/DS/BI-02).
+  // phone after 0.5 s, and ask for titles short enough to be exceeded (ANCS/NC/DS/BI-02).
   options.reconnectDelay = .milliseconds(1)
   options.maximumReconnectDelay = .milliseconds(1)
-  options.commandTimeout = .seconds(1)
+  options.commandTimeout = .milliseconds(500)
   options.titleMaximum = 64
   configure(&options)
   let connections = Inbox<any ATTBearer>()
@@ -60,7 +60,7 @@ struct EngineWearer: WearerStimulus {
 /// accessory.
 @Suite(.enabled(if: ancsBuilt, "needs the ancs binary: swift build --build-tests first"), .timeLimit(.minutes(2)))
 struct AccessoryBinaryTests {
-  static let watch = "ancs watch --headless --command-timeout 1 --title-max 64 --reconnect-delay 0.01"
+  static let watch = "ancs watch --headless --command-timeout 0.5 --title-max 64 --reconnect-delay 0.01"
 
   /// `--spawn`: the harness starts the watch, observes its output and is its wearer.
   @Test func wholeSuitePassesWithASpawnedWatch() async throws {
