@@ -1,0 +1,136 @@
+import ANCS
+import ATT
+import Links
+import Phone
+import Synchronization
+import Testing
+import Watch
+
+/// The link lost at every point of a session: a phone and a watch over Unix socketpairs run
+/// a 50-notification scenario with modifications, removals and actions, and the watch's first
+/// link is cut right after its k-th PDU sent (or received), for every k. After the watch
+/// reconnects it must hold exactly the phone's notifications with their current attributes,
+/// and every socket of the run must be closed at the end.
+@Suite(.timeLimit(.minutes(5))) struct FaultInjectionTests {
+  /// What one run saw.
+  struct Outcome {
+    var sent = 0
+    var received = 0
+    var cut = false
+    /// The watch matched the phone after each phase, and no socket was left open.
+    var good = true
+  }
+
+  /// Every socket of a run, held weakly (a socket's descriptor is closed when its last
+  /// owner lets go), and the phone's serving tasks.
+  final class Sockets: Sendable {
+    struct Weak: @unchecked Sendable { weak var bearer: SocketBearer? }
+    let all = Mutex<[Weak]>([])
+    let serving = Mutex<[Task<Void, Never>]>([])
+    /// Sockets still alive.
+    var alive: Int { all.withLock { $0.filter { $0.bearer != nil }.count } }
+  }
+
+  static func notification(_ index: Int) -> PhoneNotification {
+    PhoneNotification(
+      appIdentifier: index % 3 == 0 ? "com.example.mail" : "com.example.chat",
+      category: index % 7 == 0 ? .incomingCall : .social, title: "n\(index)", subtitle: "s\(index)",
+      message: "message \(index) " + String(repeating: "ü", count: index * 3), date: "20261130T0\(index % 10)0000",
+      positiveAction: index % 2 == 0 ? "Reply" : nil, negativeAction: "Dismiss")
+  }
+
+  /// One run: 25 notifications on the phone before the watch connects, 25 posted after (two
+  /// of them removed at once); once the watch shows them all, 5 modified, 8 removed and 4
+  /// acted on from the watch. `cut` cuts the first link.
+  static func run(cut: (Int, CuttingBearer.Direction)?) async throws -> Outcome {
+    let phone = try Phone(wallClock: FixedWallClock(seconds: 1_796_040_000))
+    phone.register(app: "com.example.chat", name: "Chat")
+    phone.register(app: "com.example.mail", name: "Mail")
+    var uids: [UInt32] = []
+    for index in 0..<25 { uids.append(await phone.post(notification(index)).uid) }
+    let sockets = Sockets()
+    let first = Mutex<CuttingBearer?>(nil)
+    var options = WatchOptions()
+    options.reconnectDelay = .milliseconds(1)
+    options.maximumReconnectDelay = .milliseconds(1)
+    let watch = WatchEngine(options: options) {
+      let (central, peripheral) = try UnixSeqpacketLink.pair()
+      sockets.all.withLock { $0 += [Sockets.Weak(bearer: central), Sockets.Weak(bearer: peripheral)] }
+      let serving = Task { await phone.serve(central) }
+      sockets.serving.withLock { $0.append(serving) }
+      return first.withLock { first -> any ATTBearer in
+        guard first == nil else { return peripheral }
+        let (k, direction) = cut ?? (Int.max, .sent)
+        let cutting = CuttingBearer(peripheral, cutAfter: k, direction: direction)
+        first = cutting
+        return cutting
+      }
+    }
+    var events = watch.events().makeAsyncIterator()
+    let running = Task { await watch.run() }
+
+    func matches() -> Bool {
+      let want = phone.notifications.map { "\($0.uid) \($0.title) \($0.message) \($0.positiveAction ?? "-")" }
+      let have = watch.state.notifications.filter(\.fetched).map {
+        "\($0.uid) \($0.title) \($0.message) \($0.positiveActionLabel.isEmpty ? "-" : $0.positiveActionLabel)"
+      }
+      return Set(want) == Set(have) && watch.state.notifications.count == want.count
+    }
+    // The scenario, driven as the watch reports progress.
+    while let event = await events.next(isolation: nil) {
+      if case .connected = event { break }
+    }
+    // Events until the watch matches the phone; a watch that stops short of it (idle, or
+    // stuck) is given up on after 10 s (a bound on failure, not a measured time).
+    var good = true
+    func awaitMatch(_ phase: String) async {
+      let deadline = Task {
+        try? await Task.sleep(for: .seconds(10))
+        if !Task.isCancelled { watch.stop() }
+      }
+      while !matches() {
+        guard await events.next(isolation: nil) != nil else { break }
+      }
+      deadline.cancel()
+      good = good && matches()
+      #expect(matches(), "\(phase): the watch does not hold the phone's notifications (cut \(String(describing: cut)))")
+    }
+    // Posted while the watch works; two removed before it can fetch them.
+    for index in 25..<50 { uids.append(await phone.post(notification(index)).uid) }
+    for uid in uids[30..<32] { _ = await phone.remove(uid) }
+    await awaitMatch("after the posts")
+    // Changed, removed and acted on once the watch shows them.
+    for uid in uids[10..<15] { _ = await phone.modify(uid) { $0.message = "changed \($0.uid)" } }
+    for uid in uids[32..<40] { _ = await phone.remove(uid) }
+    for uid in uids[40..<44] { watch.perform(.negative, on: uid) }
+    await awaitMatch("after the changes")
+    watch.stop()
+    await running.value
+    for serving in sockets.serving.withLock({ $0 }) { await serving.value }
+    // Drop the harness's own reference to the first link before counting live sockets.
+    let (sent, received, wasCut) = first.withLock { first -> (Int, Int, Bool) in
+      defer { first = nil }
+      return (first?.sent ?? 0, first?.received ?? 0, first?.isCut ?? false)
+    }
+    let outcome = Outcome(sent: sent, received: received, cut: wasCut, good: good && sockets.alive == 0)
+    #expect(sockets.alive == 0, "\(sockets.alive) socket(s) of the run still open (cut \(String(describing: cut)))")
+    return outcome
+  }
+
+  @Test func everyCutPointLeavesTheWatchInStep() async throws {
+    let whole = try await Self.run(cut: nil)
+    #expect(whole.sent > 50 && whole.received > 100, "\(whole)")
+    var cuts = 0
+    for direction in CuttingBearer.Direction.allCases {
+      let count = direction == .sent ? whole.sent : whole.received
+      for k in 1...count {
+        let outcome = try await Self.run(cut: (k, direction))
+        if outcome.cut { cuts += 1 }
+        // One failure says it all; the rest of the sweep would only repeat it.
+        if !outcome.good { return }
+      }
+    }
+    // Timing moves a few PDUs between runs; nearly every k must have cut a link.
+    #expect(cuts >= (whole.sent + whole.received) * 9 / 10, "only \(cuts) runs were cut")
+  }
+}
