@@ -106,6 +106,15 @@ enum NCCases {
       let uid = try await session.post(international)
       _ = try await session.awaitFetch(uid)
     },
+    ConformanceCase(
+      "ANCS/NC/DISC/BV-05", "Subscribes again when the phone silently drops the subscriptions",
+      rule: "\(accessoryRules), Liveness: notice a phone that silently dropped the subscriptions"
+    ) { ctx in
+      let session = try await ctx.subscribed()
+      try await postAndAwaitFetch(session)
+      session.dropSubscriptions()
+      try await session.awaitSubscribed()
+    },
   ]
 
   // MARK: - SEC: security
@@ -206,6 +215,32 @@ enum NCCases {
       }
       try check(!shown, "UID \(gone) is still shown after the phone removed it during its fetch")
     },
+    ConformanceCase(
+      "ANCS/NC/NS/BV-05", "Fetches a notification flagged PreExisting that comes after the session start",
+      rule: "\(accessoryRules), Notification Source: PreExisting is honoured only at session start"
+    ) { ctx in
+      let session = try await ctx.subscribed()
+      try await postAndAwaitFetch(session)
+      // Well after the pre-existing burst (which iOS sends at once on subscription), as one
+      // iOS release flagged new Mail.
+      try? await ctx.clock.sleep(until: ctx.clock.now + .milliseconds(300))
+      let uid = try await session.post(international, flags: .preExisting)
+      _ = try await session.awaitFetch(uid)
+    },
+    ConformanceCase(
+      "ANCS/NC/NS/BV-06", "Drops a ringing call whose Removed never comes",
+      rule: "\(accessoryRules), Liveness: a call whose Removed never came does not ring forever"
+    ) { ctx in
+      let session = try await ctx.subscribed()
+      var call = HarnessNotification(title: "Ada", message: "Incoming call")
+      call.category = .incomingCall
+      let uid = try await postAndAwaitFetch(session, call)
+      if ctx.accessory.observer != nil { _ = try await ctx.report("added", uid: uid) }
+      // The call ends on the phone, and the Removed event is lost.
+      session.retract(uid)
+      _ = try await session.awaitFetch(uid)
+      if ctx.accessory.observer != nil { _ = try await ctx.report("removed", uid: uid) }
+    },
   ]
 
   // MARK: - CP: Control Point
@@ -223,8 +258,8 @@ enum NCCases {
         let write = try await session.nextWrite()
         if let uid = write.uid { pending.remove(uid) }
         guard let answer = session.answerBytes(write), !answer.isEmpty else { continue }
-        // A slow phone: the answer comes 50 ms later. Another write meanwhile overlaps.
-        try? await ctx.clock.sleep(until: ctx.clock.now + .milliseconds(50))
+        // A slow phone: the answer comes 25 ms later. Another write meanwhile overlaps.
+        try? await ctx.clock.sleep(until: ctx.clock.now + .milliseconds(25))
         try check(
           session.commands.count == 0,
           "a second Control Point command arrived before the answer to \(Hex.encode(write.bytes))")

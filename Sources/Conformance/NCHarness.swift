@@ -330,6 +330,11 @@ public final class NCSession: Sendable {
     try await announce(event.encoded())
   }
 
+  /// Clears the accessory's CCCDs silently, the link staying up (quirk drop-subscriptions).
+  public func dropSubscriptions() {
+    for session in server.sessions { session.clearSubscriptions() }
+  }
+
   /// Forgets a notification without announcing it (the phone retracted it silently).
   public func retract(_ uid: UInt32) {
     shared.state.withLock { $0.notifications[uid] = nil }

@@ -52,6 +52,12 @@ public struct WatchFaults: FaultSwitches, Hashable {
   public static let emptyPacketStartsAnswer = WatchFaults(rawValue: 1 << 18)
   /// Drops an answer that lacks a requested tuple.
   public static let omittedTupleFatal = WatchFaults(rawValue: 1 << 20)
+  /// Lists a notification flagged PreExisting without fetching it, whenever it comes.
+  public static let preexistingAlwaysListed = WatchFaults(rawValue: 1 << 21)
+  /// Never checks that the phone still has its subscriptions.
+  public static let noLivenessProbe = WatchFaults(rawValue: 1 << 22)
+  /// Never checks an incoming call again.
+  public static let noCallRecheck = WatchFaults(rawValue: 1 << 23)
 
   public typealias Definition = FaultDefinition<WatchFaults>
 
@@ -114,5 +120,14 @@ public struct WatchFaults: FaultSwitches, Hashable {
     Definition(
       name: "omitted-tuple-fatal", fault: .omittedTupleFatal,
       rule: "ANCS.md, What an accessory must do: an answer without its last requested tuple completes"),
+    Definition(
+      name: "preexisting-always-listed", fault: .preexistingAlwaysListed,
+      rule: "ANCS.md, What an accessory must do: PreExisting is honoured only at session start"),
+    Definition(
+      name: "no-liveness-probe", fault: .noLivenessProbe,
+      rule: "ANCS.md, What an accessory must do: notice a phone that silently dropped the subscriptions"),
+    Definition(
+      name: "no-call-recheck", fault: .noCallRecheck,
+      rule: "ANCS.md, What an accessory must do: a call whose Removed never came does not ring forever"),
   ]
 }

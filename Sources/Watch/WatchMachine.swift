@@ -191,9 +191,11 @@ public struct WatchMachine: Sendable {
     let uid = event.notificationUID
     switch event.eventID {
     case .added, .modified:
+      // FAULT preexisting-always-listed: breaks "PreExisting honoured only at session start".
+      let alwaysListed = faults.contains(.preexistingAlwaysListed) && event.eventFlags.contains(.preExisting)
       let preExisting =
         event.eventFlags.contains(.preExisting) && event.eventID == .added
-        && now - sessionStart <= options.preExistingWindow
+        && (now - sessionStart <= options.preExistingWindow || alwaysListed)
       if let index = position(of: uid) {
         state.notifications[index].flags = event.eventFlags
         state.notifications[index].category = event.categoryID
@@ -202,7 +204,7 @@ public struct WatchMachine: Sendable {
       }
       var notification = WatchNotification(
         uid: uid, category: event.categoryID, flags: event.eventFlags, receivedAt: now)
-      if preExisting, case .listOnly = options.preExisting {
+      if preExisting, alwaysListed || options.preExisting == .listOnly {
         notification.fetched = false
         append(notification)
         announce(uid, &out)
@@ -530,11 +532,18 @@ public struct WatchMachine: Sendable {
       timeOut(flight, &out)
     }
     guard case .connected = state.link else { return }
-    if inFlight == nil && !probing && now - lastHeard >= options.livenessInterval {
+    // FAULT no-liveness-probe: breaks "notice a phone that silently dropped the subscriptions".
+    if inFlight == nil && !probing && now - lastHeard >= options.livenessInterval
+      && !faults.contains(.noLivenessProbe)
+    {
       probing = true
       out.append(.probe)
     }
-    for notification in state.notifications where notification.category == .incomingCall {
+    // FAULT no-call-recheck: breaks "an incoming call whose Removed never came is checked again".
+    for notification in state.notifications
+    where notification.category == .incomingCall
+      && !faults.contains(.noCallRecheck)
+    {
       let uid = notification.uid
       guard announced.contains(uid), let last = lastCallCheck[uid], now - last >= options.callRecheckInterval,
         !verifications.contains(uid)

@@ -24,6 +24,10 @@ enum WatchCommand {
       --preexisting POLICY    all (default), newest:N, or list (list without fetching)
       --subscribe-order ORDER ds-first (default) or ns-first
       --command-timeout S     seconds allowed per Control Point command (default 10)
+      --liveness S            seconds of silence before checking that the phone still has
+                              the subscriptions (default 30)
+      --call-recheck S        seconds between checks that a ringing call still exists
+                              (default 20)
       --no-reconnect          exit when the link drops instead of reconnecting
       --reconnect-delay S     first wait before reconnecting, doubled per failed
                               attempt up to 30 s (default 0.5)
@@ -70,6 +74,12 @@ enum WatchCommand {
       options.commandTimeout = .milliseconds(Int(seconds * 1000))
     }
     if args.flag("--no-reconnect") { options.reconnect = false }
+    if let seconds = try args.seconds("--liveness", in: 0.1...3600) {
+      options.livenessInterval = .milliseconds(Int64(seconds * 1000))
+    }
+    if let seconds = try args.seconds("--call-recheck", in: 0.1...3600) {
+      options.callRecheckInterval = .milliseconds(Int64(seconds * 1000))
+    }
     for name in args.values("--fault") {
       do { try options.faults.enable(name) } catch { throw UsageError("\(error)") }
     }

@@ -13,10 +13,13 @@ import Wire
 func ownWatch(_ configure: (inout WatchOptions) -> Void = { _ in }) -> (WatchEngine, AccessoryUnderTest) {
   var options = WatchOptions()
   // Fast enough for the harness's 5 s per case: reconnect at once, give up on a silent
-  // phone after 0.5 s, and ask for titles short enough to be exceeded (ANCS/NC/DS/BI-02).
+  // phone after 0.3 s, and ask for titles short enough to be exceeded (ANCS/NC/DS/BI-02).
   options.reconnectDelay = .milliseconds(1)
   options.maximumReconnectDelay = .milliseconds(1)
-  options.commandTimeout = .milliseconds(500)
+  options.commandTimeout = .milliseconds(300)
+  // Check a silent phone's subscriptions and a ringing call soon (DISC/BV-05, NS/BV-06).
+  options.livenessInterval = .milliseconds(200)
+  options.callRecheckInterval = .milliseconds(200)
   options.titleMaximum = 64
   configure(&options)
   let connections = Inbox<any ATTBearer>()
@@ -60,7 +63,8 @@ struct EngineWearer: WearerStimulus {
 /// accessory.
 @Suite(.enabled(if: ancsBuilt, "needs the ancs binary: swift build --build-tests first"), .timeLimit(.minutes(2)))
 struct AccessoryBinaryTests {
-  static let watch = "ancs watch --headless --command-timeout 0.5 --title-max 64 --reconnect-delay 0.01"
+  static let watch =
+    "ancs watch --headless --command-timeout 0.3 --liveness 0.2 --call-recheck 0.2 --title-max 64 --reconnect-delay 0.01"
 
   /// `--spawn`: the harness starts the watch, observes its output and is its wearer.
   @Test func wholeSuitePassesWithASpawnedWatch() async throws {
