@@ -144,6 +144,25 @@ private let readRequest = ATTPDU.readRequest(ReadRequest(handle: 3))
     h.connection.close()
   }
 
+  /// A peer that ignores the MTU: what it sends is taken whole (ATT.md: "PDUs received larger
+  /// than ATT_MTU are accepted"), answered, and never breaks the connection.
+  @Test func pdusLargerThanTheMTUAreTakenWhole() async throws {
+    let h = Harness()
+    let events = AsyncStream<ATTValueEvent>.makeStream()
+    h.connection.setValueHandler { events.continuation.yield($0) }
+    let big = (0..<200).map { UInt8(truncatingIfNeeded: $0) }
+    try await h.peer.send([0x1B, 0x05, 0x00] + big)  // a 203-byte notification at ATT_MTU 23
+    var iterator = events.stream.makeAsyncIterator()
+    #expect(await iterator.next() == ATTValueEvent(handle: 5, value: big, isIndication: false))
+    try await h.peer.send([0x12, 0x01, 0x00] + big)  // a 203-byte Write Request: answered
+    #expect(try await h.next() == [0x01, 0x12, 0x00, 0x00, 0x06])
+    let request = Task { try await h.connection.request(readRequest) }
+    #expect(try await h.next() == [0x0A, 0x03, 0x00])
+    try await h.peer.send([0x0B] + big)  // a 201-byte Read Response
+    #expect(try await request.value == .readResponse(ReadResponse(value: big)))
+    h.connection.close()
+  }
+
   @Test func serverSideExchangeMTUNeverBelow23() async throws {
     let h = Harness()
     try await h.peer.send([0x02, 0x10, 0x00])  // the peer offers 16
