@@ -1,4 +1,3 @@
-import Synchronization
 import Wire
 
 /// Why an ATT operation failed.
@@ -129,7 +128,7 @@ public final class ATTConnection: Sendable {
   public let options: Options
   private let clock: any EngineClock
   private let logger: Logger
-  private let state = Mutex(State())
+  private let state = Locked(State())
 
   public init(
     bearer: any ATTBearer, clock: any EngineClock = SystemClock(), options: Options = Options(),
@@ -515,7 +514,7 @@ public final class ATTConnection: Sendable {
     case .exchangeMTURequest(let request):
       // Answered with the old MTU; the new one applies from the next PDU.
       await answer(.exchangeMTUResponse(ExchangeMTUResponse(serverRxMTU: options.localMTU)))
-      adoptMTU(peer: request.clientRxMTU)
+      _ = adoptMTU(peer: request.clientRxMTU)
     default:
       if opcode.needsResponse || opcode.isCommand {
         await serve(pdu, opcode: opcode)

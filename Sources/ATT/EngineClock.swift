@@ -1,4 +1,4 @@
-import Synchronization
+import Wire
 
 /// The time source of every engine. Tests inject a `ManualClock` and move time themselves;
 /// nothing waits on the wall clock in a test.
@@ -33,7 +33,7 @@ public final class ManualClock: EngineClock {
     var sleepers: [Sleeper] = []
     var sleeperWaiters: [(count: Int, continuation: CheckedContinuation<Void, Never>)] = []
   }
-  private let state = Mutex(State())
+  private let state = Locked(State())
 
   public init() {}
 

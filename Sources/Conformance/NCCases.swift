@@ -1,7 +1,6 @@
 import ANCS
 import ATT
 import GATT
-import Synchronization
 import Wire
 
 /// The NC cases: the harness plays the phone and judges the accessory. Each case's purpose,
@@ -347,7 +346,7 @@ enum NCCases {
     ) { ctx in
       _ = try ctx.observer()
       let session = try await ctx.subscribed()
-      let split = Mutex(1)
+      let split = Locked(1)
       session.respond(
         changingAnswers { _, answer in
           let at = split.withLock { position in

@@ -158,8 +158,8 @@ public final class NCSession: Sendable {
 
   /// What the server's callbacks share with the session.
   private final class Shared: Sendable {
-    let state = Mutex(State())
-    let log = Mutex<[ATTPDU]>([])
+    let state = Locked(State())
+    let log = Locked<[ATTPDU]>([])
   }
 
   public let connection: ATTConnection
@@ -494,7 +494,7 @@ public final class NCContext: CaseContext {
   let clock: any EngineClock
   let timeout: Duration
   let capture: BtsnoopWriter?
-  private let opened = Mutex<[NCSession]>([])
+  private let opened = Locked<[NCSession]>([])
 
   init(accessory: AccessoryUnderTest, clock: any EngineClock, timeout: Duration, capture: BtsnoopWriter?) {
     self.accessory = accessory

@@ -2,7 +2,6 @@ import ANCS
 import ATT
 import GATT
 import Links
-import Synchronization
 import Wire
 
 /// A case's verdict other than a pass, thrown from a case body.
@@ -56,8 +55,8 @@ public final class NPContext: CaseContext {
   let clock: any EngineClock
   let timeout: Duration
   let capture: BtsnoopWriter?
-  private let opened = Mutex<[NPSession]>([])
-  private let posted = Mutex<[UInt32]>([])
+  private let opened = Locked<[NPSession]>([])
+  private let posted = Locked<[UInt32]>([])
 
   init(phone: PhoneUnderTest, clock: any EngineClock, timeout: Duration, capture: BtsnoopWriter?) {
     self.phone = phone

@@ -1,5 +1,5 @@
 import Glibc
-import Synchronization
+import Wire
 
 /// The btsnoop capture format (as written by BlueZ's btsnoop and Android's HCI snoop log, and
 /// read by Wireshark, tshark and btmon), with the HCI UART (H4) datalink. All header fields
@@ -130,7 +130,7 @@ public final class BtsnoopWriter: Sendable {
 
   public let path: String
   private let clock: Clock
-  private let state: Mutex<State>
+  private let state: Locked<State>
 
   /// Creates (or truncates) the file at `path` and writes the file header, then the
   /// connection's LE Connection Complete event unless `connection` is nil.
@@ -152,7 +152,7 @@ public final class BtsnoopWriter: Sendable {
       start += Btsnoop.record(
         Btsnoop.h4ConnectionComplete(connection), direction: .received, isEvent: true, unixMicroseconds: clock())
     }
-    self.state = Mutex(State(fd: fd, buffer: start))
+    self.state = Locked(State(fd: fd, buffer: start))
     flush()
   }
 

@@ -1,5 +1,5 @@
 import ATT
-import Synchronization
+import Wire
 
 /// Fault injection: wraps a bearer and closes it right after its k-th PDU in one direction,
 /// as a radio link lost at an exact point of the traffic. The k-th PDU itself goes through;
@@ -16,7 +16,7 @@ public final class CuttingBearer: ATTBearer {
   public let inner: any ATTBearer
   public let direction: Direction
   public let cutAfter: Int
-  private let counts = Mutex((sent: 0, received: 0))
+  private let counts = Locked((sent: 0, received: 0))
 
   public init(_ inner: any ATTBearer, cutAfter: Int, direction: Direction) {
     self.inner = inner

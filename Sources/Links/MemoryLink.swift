@@ -1,5 +1,5 @@
 import ATT
-import Synchronization
+import Wire
 
 /// What the responding side of a link does when the other side asks to pair.
 public enum PairingPolicy: Hashable, Sendable {
@@ -30,10 +30,10 @@ public enum MemoryLink {
 /// One end of a `MemoryLink`.
 public final class MemoryBearer: ATTBearer {
   final class Shared: Sendable {
-    let level: Mutex<SecurityLevel>
+    let level: Locked<SecurityLevel>
     let pairing: PairingPolicy
     init(level: SecurityLevel, pairing: PairingPolicy) {
-      self.level = Mutex(level)
+      self.level = Locked(level)
       self.pairing = pairing
     }
   }

@@ -1,6 +1,6 @@
 import ATT
 import Glibc
-import Synchronization
+import Wire
 
 /// One end of a socket link (unix:PATH or tcp:HOST:PORT), framed as described at the top of
 /// LinkFraming.swift.
@@ -80,15 +80,16 @@ final class SocketCore: Sendable {
   let name: String
   let pairing: PairingPolicy
   let inbox = PDUQueue()
-  private let state: Mutex<State>
-  private let writeLock = Mutex(())
+  private let state: Locked<State>
+  /// Serialises writes; holds the number of frames written.
+  private let writeLock = Locked<UInt64>(0)
 
   private init(fd: Int32, framing: Framing, name: String, pairing: PairingPolicy, level: SecurityLevel) {
     self.socket = OwnedFD(fd)
     self.framing = framing
     self.name = name
     self.pairing = pairing
-    self.state = Mutex(State(level: level))
+    self.state = Locked(State(level: level))
   }
 
   /// Takes over a connected socket and starts its reader thread.
@@ -133,8 +134,9 @@ final class SocketCore: Sendable {
     }
     frame.append(channel)
     frame.append(contentsOf: payload)
-    let code: Int32? = writeLock.withLock { _ in
+    let code: Int32? = writeLock.withLock { written in
       if isClosed { return nil }
+      written &+= 1
       return writeAll(frame)
     }
     guard let code else { throw .disconnected }

@@ -1,6 +1,6 @@
 import ATT
 import Glibc
-import Synchronization
+import Wire
 
 /// The simulated link over TCP: a byte stream cut into frames of a 2-byte little-endian
 /// length and a body (framing at the top of LinkFraming.swift), with TCP_NODELAY so every
@@ -50,7 +50,7 @@ public final class TCPListener: LinkListener {
   public let port: UInt16
   public let pairing: PairingPolicy
   private let socket: OwnedFD
-  private let closed = Mutex(false)
+  private let closed = Locked(false)
 
   public var name: String { "tcp:\(tcpHostText(host)):\(port)" }
 

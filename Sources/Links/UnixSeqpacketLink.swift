@@ -1,6 +1,6 @@
 import ATT
 import Glibc
-import Synchronization
+import Wire
 
 /// The simulated link over Unix-domain SOCK_SEQPACKET sockets: one message is one frame, as
 /// one L2CAP packet is one PDU. Framing at the top of LinkFraming.swift.
@@ -67,7 +67,7 @@ public final class UnixSeqpacketListener: LinkListener {
   private let socket: OwnedFD
   /// Device and inode of the socket file, to remove only our own on close.
   private let identity: (dev_t, ino_t)
-  private let closed = Mutex(false)
+  private let closed = Locked(false)
 
   public var name: String { "unix:\(path)" }
 

@@ -1,7 +1,6 @@
 import ANCS
 import ATT
 import GATT
-import Synchronization
 import Wire
 
 /// What happened on the phone, for its console and for tests.
@@ -57,7 +56,7 @@ public final class Phone: Sendable {
   public let faults: PhoneFaults
   let wallClock: any WallClock
   let logger: Logger
-  let state = Mutex(State())
+  let state = Locked(State())
   private let hub = EventHub<PhoneEvent>()
 
   public init(

@@ -1,7 +1,6 @@
 import ANCS
 import ATT
 import GATT
-import Synchronization
 import Wire
 
 /// Why the watch could not use a phone's GATT database.
@@ -43,7 +42,7 @@ public final class WatchEngine: Sendable {
   let connect: Connector
   let clock: any EngineClock
   let logger: Logger
-  let shared: Mutex<Shared>
+  let shared: Locked<Shared>
   private let hub = EventHub<WatchEvent>()
   /// Work for the processor task: inputs that do not come from the receive loop, and actions
   /// the receive loop must not wait for (a Control Point write while another request is
@@ -63,7 +62,7 @@ public final class WatchEngine: Sendable {
     self.connect = connect
     self.clock = clock
     self.logger = logger
-    shared = Mutex(Shared(machine: WatchMachine(options: options)))
+    shared = Locked(Shared(machine: WatchMachine(options: options)))
     (jobs, jobQueue) = AsyncStream.makeStream()
   }
 

@@ -1,6 +1,6 @@
 import Dispatch
-import Synchronization
 import Watch
+import Wire
 
 #if canImport(Glibc)
   import Glibc
@@ -71,7 +71,7 @@ private final class Inbox: Sendable {
     var finished = false
     var stopRequested = false
   }
-  private let contents = Mutex(Contents())
+  private let contents = Locked(Contents())
 
   func push(_ event: WatchEvent) { contents.withLock { $0.events.append(event) } }
   func finish() { contents.withLock { $0.finished = true } }

@@ -1,5 +1,3 @@
-import Synchronization
-
 /// Hands every event to each current listener: an engine's way to report without waiting
 /// on whoever reads (each listener's stream buffers what it has not yet read).
 public final class EventHub<Event: Sendable>: Sendable {
@@ -7,7 +5,7 @@ public final class EventHub<Event: Sendable>: Sendable {
     var next = 0
     var all: [Int: AsyncStream<Event>.Continuation] = [:]
   }
-  private let listeners = Mutex(Listeners())
+  private let listeners = Locked(Listeners())
 
   public init() {}
 

@@ -1,5 +1,3 @@
-import Synchronization
-
 /// An unbounded queue with one consumer that awaits: what a link has received and its
 /// engine has not yet taken, notifications a conformance case has not yet asked for, lines
 /// from a process. Pushing never blocks, so two ends that both send a lot cannot deadlock
@@ -9,7 +7,11 @@ import Synchronization
 /// cancelled (what is queued stays for a later `next()`): a cancelled or timed-out waiter
 /// never stays suspended.
 public final class Inbox<Element: Sendable>: Sendable {
-  private typealias Waiter = CheckedContinuation<Element?, Never>
+  /// The consumer's wait: resumed when something was pushed, the inbox closed, or the
+  /// waiting task cancelled. The element itself is always taken under the lock (never
+  /// handed over through the continuation), so every hand-off is ordered by the lock, which
+  /// ThreadSanitizer sees.
+  private typealias Waiter = CheckedContinuation<Void, Never>
   private struct State {
     var items: [Element] = []
     var head = 0
@@ -17,7 +19,7 @@ public final class Inbox<Element: Sendable>: Sendable {
     var closed = false
   }
 
-  private let state = Mutex(State())
+  private let state = Locked(State())
 
   public init() {}
 
@@ -26,14 +28,11 @@ public final class Inbox<Element: Sendable>: Sendable {
   public func push(_ element: Element) -> Bool {
     let (accepted, waiter) = state.withLock { state -> (Bool, Waiter?) in
       if state.closed { return (false, nil) }
-      if let waiter = state.waiter {
-        state.waiter = nil
-        return (true, waiter)
-      }
       state.items.append(element)
-      return (true, nil)
+      defer { state.waiter = nil }
+      return (true, state.waiter)
     }
-    waiter?.resume(returning: element)
+    waiter?.resume()
     return accepted
   }
 
@@ -49,29 +48,34 @@ public final class Inbox<Element: Sendable>: Sendable {
       defer { state.waiter = nil }
       return state.waiter
     }
-    waiter?.resume(returning: nil)
+    waiter?.resume()
   }
 
   /// The next element, waiting if there is none; nil once closed and drained, or when the
   /// waiting task is cancelled. One consumer only.
   public func next() async -> Element? {
-    if let ready = state.withLock({ Self.take(&$0) }) { return ready }
-    return await withTaskCancellationHandler {
-      await withCheckedContinuation { (continuation: Waiter) in
-        let ready = state.withLock { state -> Element?? in
-          if let item = Self.take(&state) { return .some(item) }
-          if state.closed || Task.isCancelled { return .some(nil) }
-          state.waiter = continuation
-          return .none
+    while true {
+      if let ready = state.withLock({ Self.take(&$0) }) { return ready }
+      let ended = await withTaskCancellationHandler {
+        await withCheckedContinuation { (continuation: Waiter) in
+          let wakeNow = state.withLock { state -> Bool in
+            if state.head < state.items.count || state.closed || Task.isCancelled { return true }
+            state.waiter = continuation
+            return false
+          }
+          if wakeNow { continuation.resume() }
         }
-        if let ready { continuation.resume(returning: ready) }
+        return Task.isCancelled
+      } onCancel: {
+        let waiter = state.withLock { state -> Waiter? in
+          defer { state.waiter = nil }
+          return state.waiter
+        }
+        waiter?.resume()
       }
-    } onCancel: {
-      let waiter = state.withLock { state -> Waiter? in
-        defer { state.waiter = nil }
-        return state.waiter
-      }
-      waiter?.resume(returning: nil)
+      let (item, closed) = state.withLock { state in (Self.take(&state), state.closed) }
+      if let item { return item }
+      if closed || ended { return nil }
     }
   }
 

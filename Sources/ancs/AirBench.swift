@@ -1,8 +1,8 @@
 import ATT
 import Links
 import Phone
-import Synchronization
 import Watch
+import Wire
 
 /// `ancs bench --air PHY,CI,MTU,DLE`: how long a scenario would take over an LE link
 /// (Protocol/ATT.md, "Air-time model").
@@ -136,7 +136,7 @@ final class Progress: Sendable {
     var setUpDone = false
   }
 
-  private let state = Mutex(State())
+  private let state = Locked(State())
   let changes: AsyncStream<Void>
   private let continuation: AsyncStream<Void>.Continuation
 

@@ -1,7 +1,6 @@
 import ANCS
 import ATT
 import Links
-import Synchronization
 import Watch
 import Wire
 
@@ -109,7 +108,7 @@ enum WatchCommand {
     // Fail early, with the link's own message, when nobody is listening.
     let first: SocketBearer
     do { first = try await address.connect() } catch { throw UsageError("\(error)") }
-    let firstTaken = Mutex(false)
+    let firstTaken = Locked(false)
     let engine = WatchEngine(options: options, logger: logger) {
       let taken = firstTaken.withLock { taken in
         defer { taken = true }

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import Testing
 
 /// The `ancs` binary built next to these tests (`swift build` before `swift test`).
@@ -20,7 +19,13 @@ final class Command: @unchecked Sendable {
   private let errors = Pipe()
   private let lines: AsyncStream<String>
   private var iterator: AsyncStream<String>.Iterator
-  private final class Text: Sendable { let value = Mutex("") }
+  /// Standard error so far; NSLock (a pthread mutex) so ThreadSanitizer sees the locking.
+  private final class Text: @unchecked Sendable {
+    private let lock = NSLock()
+    private var text = ""
+    func append(_ more: String) { lock.withLock { text += more } }
+    var value: String { lock.withLock { text } }
+  }
   private let stderrText = Text()
 
   init(_ arguments: [String]) throws {
@@ -53,7 +58,7 @@ final class Command: @unchecked Sendable {
       while true {
         let chunk = err.availableData
         if chunk.isEmpty { break }
-        text.value.withLock { $0 += String(decoding: chunk, as: UTF8.self) }
+        text.append(String(decoding: chunk, as: UTF8.self))
       }
     }
     try process.run()
@@ -80,7 +85,7 @@ final class Command: @unchecked Sendable {
     return nil
   }
 
-  var stderr: String { stderrText.value.withLock { $0 } }
+  var stderr: String { stderrText.value }
 
   /// Stops the process without waiting for it (a `defer` cannot wait).
   func terminate() {
@@ -97,11 +102,17 @@ final class Command: @unchecked Sendable {
   }
 }
 
-/// Runs `ancs` to completion with no input; returns (status, stdout, stderr).
-func runAncs(_ arguments: [String], input: String = "") async throws -> (Int32, String, String) {
+/// Runs `ancs` to completion with no input; returns (status, stdout, stderr). With
+/// `openFiles`, a shell first sets both limits on open files to that number.
+func runAncs(_ arguments: [String], input: String = "", openFiles: Int? = nil) async throws -> (Int32, String, String) {
   let process = Process()
-  process.executableURL = URL(fileURLWithPath: ancsPath)
-  process.arguments = arguments
+  if let openFiles {
+    process.executableURL = URL(fileURLWithPath: "/bin/sh")
+    process.arguments = ["-c", "ulimit -n \(openFiles) && exec \"$0\" \"$@\"", ancsPath] + arguments
+  } else {
+    process.executableURL = URL(fileURLWithPath: ancsPath)
+    process.arguments = arguments
+  }
   let stdin = Pipe()
   let stdout = Pipe()
   let stderr = Pipe()

@@ -3,7 +3,6 @@ import ATT
 import Conformance
 import Foundation
 import Links
-import Synchronization
 import Testing
 import Wire
 
@@ -240,7 +239,7 @@ import Wire
   /// Whatever the phone sends (PDUs cut short, bytes flipped, garbage), the harness does not
   /// trap: every case ends with a verdict.
   @Test func garbleEveryPDU() async throws {
-    let seed = Mutex(SplitMix64(seed: 5))
+    let seed = Locked(SplitMix64(seed: 5))
     let phone = try faultyPhone { _ in
       { pdu in
         seed.withLock { random in

@@ -1,7 +1,6 @@
 import ATT
 import GATT
 import Links
-import Synchronization
 import Wire
 
 /// UUIDs of the fixture's 128-bit service (ANCS's, so hex in scripts is recognisable).
@@ -14,8 +13,8 @@ enum FixtureUUID {
 
 /// What the fixture's writable characteristics received.
 final class Recorder: Sendable {
-  let writes = Mutex([[UInt8]]())
-  let subscriptions = Mutex([UInt16]())
+  let writes = Locked([[UInt8]]())
+  let subscriptions = Locked([UInt16]())
 }
 
 /// A server with a known layout:

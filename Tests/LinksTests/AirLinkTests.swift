@@ -1,7 +1,7 @@
 import ATT
 import GATT
-import Synchronization
 import Testing
+import Wire
 
 @testable import Links
 
@@ -122,7 +122,7 @@ struct AirLinkTests {
 /// to exactly the moment the link said.
 final class DeadlineClock: EngineClock {
   let manual = ManualClock()
-  private let latest = Mutex<Duration>(.zero)
+  private let latest = Locked<Duration>(.zero)
 
   var now: Duration { manual.now }
 

@@ -1,14 +1,14 @@
 import ATT
 import Foundation
-import Synchronization
 import Testing
+import Wire
 
 @testable import Links
 
 /// A clock for captures: starts at 2024-01-01 00:00 UTC and moves 1 ms per reading.
 final class StepClock: Sendable {
   static let start: Int64 = 1_704_067_200_000_000
-  private let readings = Mutex<Int64>(0)
+  private let readings = Locked<Int64>(0)
 
   var clock: BtsnoopWriter.Clock {
     { [self] in

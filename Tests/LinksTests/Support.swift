@@ -1,8 +1,8 @@
 import ATT
 import Foundation
 import Glibc
-import Synchronization
 import Testing
+import Wire
 
 @testable import Links
 
@@ -91,7 +91,7 @@ struct Ends: Sendable {
 /// A plain socket for playing a misbehaving peer. Blocking calls run on their own thread.
 final class RawSocket: Sendable {
   let fd: Int32
-  private let closed = Mutex(false)
+  private let closed = Locked(false)
 
   init(fd: Int32) {
     self.fd = fd

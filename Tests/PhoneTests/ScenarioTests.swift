@@ -1,8 +1,8 @@
 import ANCS
 import ATT
 import Phone
-import Synchronization
 import Testing
+import Wire
 
 /// The issue's example, as a base for the invalid cases.
 private let example = """
@@ -350,7 +350,7 @@ private final class PlayerRig: Sendable {
   let phone: Phone
   let clock = ManualClock()
   final class Reports: Sendable {
-    let lines = Mutex<[String]>([])
+    let lines = Locked<[String]>([])
   }
   let reports = Reports()
   let task: Task<Void, any Error>

@@ -2,9 +2,9 @@ import ANCS
 import ATT
 import Links
 import Phone
-import Synchronization
 import Testing
 import Watch
+import Wire
 
 /// The link lost at every point of a session: a phone and a watch over Unix socketpairs run
 /// a 50-notification scenario with modifications, removals and actions, and the watch's first
@@ -25,8 +25,8 @@ import Watch
   /// owner lets go), and the phone's serving tasks.
   final class Sockets: Sendable {
     struct Weak: @unchecked Sendable { weak var bearer: SocketBearer? }
-    let all = Mutex<[Weak]>([])
-    let serving = Mutex<[Task<Void, Never>]>([])
+    let all = Locked<[Weak]>([])
+    let serving = Locked<[Task<Void, Never>]>([])
     /// Sockets still alive.
     var alive: Int { all.withLock { $0.filter { $0.bearer != nil }.count } }
   }
@@ -49,7 +49,7 @@ import Watch
     var uids: [UInt32] = []
     for index in 0..<25 { uids.append(await phone.post(notification(index)).uid) }
     let sockets = Sockets()
-    let first = Mutex<CuttingBearer?>(nil)
+    let first = Locked<CuttingBearer?>(nil)
     var options = WatchOptions()
     options.reconnectDelay = .milliseconds(1)
     options.maximumReconnectDelay = .milliseconds(1)

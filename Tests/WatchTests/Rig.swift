@@ -2,15 +2,15 @@ import ANCS
 import ATT
 import Links
 import Phone
-import Synchronization
 import Testing
 import Watch
+import Wire
 
 /// A phone and a watch joined by memory links (a new link per connection, as a reconnecting
 /// radio would give), with the watch's events collected for awaiting.
 final class Rig {
   final class Links: Sendable {
-    let all = Mutex<[MemoryBearer]>([])
+    let all = Locked<[MemoryBearer]>([])
     func closeAll() { for link in all.withLock({ $0 }) { link.close() } }
   }
   let phone: Phone

@@ -1,5 +1,5 @@
 import ATT
-import Synchronization
+import Wire
 
 /// A service found by discovery: its UUID and handle range.
 public struct DiscoveredService: Hashable, Sendable {
@@ -53,7 +53,7 @@ public final class GATTClient: Sendable {
       var byHandle: [UInt16: @Sendable (ATTValueEvent) async -> Void] = [:]
       var other: (@Sendable (ATTValueEvent) async -> Void)?
     }
-    let table = Mutex(Table())
+    let table = Locked(Table())
   }
   private let handlers = Handlers()
 

@@ -1,5 +1,4 @@
 import ATT
-import Synchronization
 import Wire
 
 /// A GATT server: one attribute database shared by every connection, a `GATTSession` per
@@ -10,7 +9,7 @@ public final class GATTServer: Sendable {
     var sessions: [ObjectIdentifier: GATTSession] = [:]
     var serviceChanged: CharacteristicHandles?
   }
-  private let state: Mutex<State>
+  private let state: Locked<State>
   let logger: Logger
 
   /// Builds the database from `services`, in order, handles from 1.
@@ -27,7 +26,7 @@ public final class GATTServer: Sendable {
       changed = try database.add(service).first
     }
     for service in services { try database.add(service) }
-    self.state = Mutex(State(database: database, serviceChanged: changed))
+    self.state = Locked(State(database: database, serviceChanged: changed))
     self.logger = logger
   }
 

@@ -1,5 +1,4 @@
 import ATT
-import Synchronization
 import Wire
 
 /// One client's view of a `GATTServer`: its ATT connection and its CCCD values (a CCCD is
@@ -10,7 +9,7 @@ import Wire
 public final class GATTSession: ATTServerHandler, Sendable {
   public let server: GATTServer
   public let connection: ATTConnection
-  private let cccds = Mutex([UInt16: CCCDValue]())
+  private let cccds = Locked([UInt16: CCCDValue]())
 
   init(server: GATTServer, connection: ATTConnection) {
     self.server = server

@@ -1,5 +1,5 @@
 import ATT
-import Synchronization
+import Wire
 
 /// Two in-process bearers joined by the air-time model: what one end sends reaches the
 /// other when `AirSchedule` says its last LL packet ends, on an injected clock. With a
@@ -61,13 +61,13 @@ public final class AirBearer: ATTBearer {
     let parameters: AirParameters
     let clock: any EngineClock
     let security: MemoryBearer.Shared
-    let state: Mutex<State>
+    let state: Locked<State>
 
     init(parameters: AirParameters, clock: any EngineClock, security: MemoryBearer.Shared) {
       self.parameters = parameters
       self.clock = clock
       self.security = security
-      state = Mutex(State(schedule: AirSchedule(parameters)))
+      state = Locked(State(schedule: AirSchedule(parameters)))
     }
 
     /// What a receiver of `direction` does next.

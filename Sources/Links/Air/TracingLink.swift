@@ -1,5 +1,4 @@
 import ATT
-import Synchronization
 import Wire
 
 /// What a PDU of a recorded run had to wait for before its sender could send it.
@@ -48,7 +47,7 @@ public final class PDUTrace: Sendable {
     var direction: AirDirection
   }
 
-  let state = Mutex(State())
+  let state = Locked(State())
 
   public init() {}
 
@@ -104,7 +103,7 @@ public final class TracingBearer: ATTBearer {
   let inbox: Inbox<Tagged>
   let outbox: Inbox<Tagged>
   let outgoing: AirDirection
-  private let hook = Mutex<(@Sendable () -> Void)?>(nil)
+  private let hook = Locked<(@Sendable () -> Void)?>(nil)
 
   init(
     trace: PDUTrace, security: MemoryBearer.Shared, inbox: Inbox<Tagged>, outbox: Inbox<Tagged>, outgoing: AirDirection
