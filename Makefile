@@ -3,7 +3,10 @@ SHELL := /bin/bash
 SWIFT ?= swift
 DEBIAN_PACKAGES := libncurses-dev libbluetooth-dev libssl-dev pkg-config tmux tshark
 
-.PHONY: test demo build release bench deps lint clean
+.PHONY: test demo build release bench deps lint clean fuzz fuzz-ci
+# Seconds per target for `make fuzz`; executions per target for `make fuzz-ci`.
+FUZZ_SECONDS ?= 60
+FUZZ_RUNS ?= 200000
 
 test: deps
 	$(SWIFT) build --build-tests
@@ -25,12 +28,20 @@ bench: deps
 	$(SWIFT) build -c release --product ancs
 	.build/release/ancs bench
 
+# libFuzzer targets (Fuzz/), built with swiftc into .build-fuzz/ and run one at a time,
+# their corpora seeded from Protocol/vectors (scripts/fuzz.sh; README.md, "Fuzzing").
+fuzz:
+	scripts/fuzz.sh run --seconds $(FUZZ_SECONDS)
+
+fuzz-ci:
+	scripts/fuzz.sh run --runs $(FUZZ_RUNS)
+
 # Installs the Debian packages that are missing (apt-get as root, sudo otherwise).
 deps:
 	@scripts/install-deps.sh $(DEBIAN_PACKAGES)
 
 lint:
-	$(SWIFT) format lint --strict -r Sources Tests Package.swift
+	$(SWIFT) format lint --strict -r Sources Tests Fuzz Package.swift
 
 clean:
-	rm -rf .build
+	rm -rf .build .build-fuzz

@@ -1,0 +1,159 @@
+#!/usr/bin/env bash
+# Fuzzing with libFuzzer, which ships with the Swift toolchain (swiftc -sanitize=fuzzer,address).
+#
+#   scripts/fuzz.sh build                          modules and targets, into .build-fuzz/
+#   scripts/fuzz.sh seed                           seed corpora from Protocol/vectors
+#   scripts/fuzz.sh run --seconds N [TARGET...]    each target for N seconds   (make fuzz)
+#   scripts/fuzz.sh run --runs N [TARGET...]       each target for N executions (make fuzz-ci)
+#   scripts/fuzz.sh minimize TARGET FILE           the smallest input that still fails
+#   scripts/fuzz.sh list                           the targets
+#
+# `run` builds and seeds first, then runs the targets one after another (never two at
+# once). A crash, a violated property (the target traps) or an input slower than
+# FUZZ_TIMEOUT seconds (default 10) fails the target; the input is kept in
+# .build-fuzz/findings/TARGET/ and the run exits 1 after the others. Every target keeps its
+# corpus in .build-fuzz/corpus/TARGET, so later runs start where earlier ones stopped.
+# Replay an input: .build-fuzz/bin/TARGET FILE.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+OUT=${FUZZ_DIR:-.build-fuzz}
+# A trap is libFuzzer's to report (Swift's own backtracer would hang under ASan); leaks
+# are, except the few LeakSanitizer misreads in Fuzz/lsan.supp.
+export SWIFT_BACKTRACE=enable=no LSAN_OPTIONS=suppressions=Fuzz/lsan.supp
+SWIFTC=${SWIFTC:-swiftc}
+TIMEOUT=${FUZZ_TIMEOUT:-10}
+# Project modules in dependency order; every target links all of them.
+MODULES=(Wire ANCS ATT GATT Phone Watch)
+FLAGS=(-O -gline-tables-only -swift-version 6 -sanitize=fuzzer,address -wmo -I "$OUT/modules")
+SUPPORT=(Fuzz/Support/*.swift)
+
+targets() { for file in Fuzz/Targets/*.swift; do basename "$file" .swift; done; }
+
+# The longest input libFuzzer makes for a target: room for a long scenario or script.
+max_len() {
+  case $1 in
+    Scenario | WatchMachine | PhoneControlPoint | GATTServer) echo 4096 ;;
+    *) echo 1024 ;;
+  esac
+}
+
+# True when $1 is missing or older than any of the other paths (files or directories).
+stale() {
+  local product=$1
+  shift
+  [[ ! -e $product ]] || [[ -n $(find "$@" -newer "$product" -print -quit) ]]
+}
+
+# libFuzzer and lld come with the Swift toolchain on Linux; nothing to install.
+check_toolchain() {
+  local toolchain
+  toolchain=$(dirname "$(dirname "$(readlink -f "$(command -v "$SWIFTC")")")")
+  if ! compgen -G "$toolchain/lib/swift/clang/lib/linux/libclang_rt.fuzzer-*.a" >/dev/null; then
+    echo "fuzz: this Swift toolchain ($toolchain) has no libFuzzer (libclang_rt.fuzzer)" >&2
+    exit 2
+  fi
+}
+
+build() {
+  check_toolchain
+  mkdir -p "$OUT/modules" "$OUT/bin"
+  local module objects=() rebuilt=0
+  for module in "${MODULES[@]}"; do
+    local object=$OUT/modules/$module.o
+    if ((rebuilt)) || stale "$object" "Sources/$module" "$0"; then
+      echo "fuzz: compiling $module" >&2
+      local sources
+      mapfile -t sources < <(find "Sources/$module" -name '*.swift' | sort)
+      "$SWIFTC" "${FLAGS[@]}" -parse-as-library -suppress-warnings -module-name "$module" \
+        -emit-module -emit-module-path "$OUT/modules/$module.swiftmodule" -emit-object -o "$object" "${sources[@]}"
+      rebuilt=1
+    fi
+    objects+=("$object")
+  done
+  local target
+  for target in $(targets); do
+    local binary=$OUT/bin/$target
+    if stale "$binary" "Fuzz/Targets/$target.swift" "${SUPPORT[@]}" "${objects[@]}"; then
+      echo "fuzz: linking $target" >&2
+      "$SWIFTC" "${FLAGS[@]}" -parse-as-library -use-ld=lld -module-name "Fuzz$target" \
+        "${SUPPORT[@]}" "Fuzz/Targets/$target.swift" "${objects[@]}" -o "$binary"
+    fi
+  done
+  # The seeder is an ordinary program; it links the instrumented modules, hence ASan.
+  local shared=(Fuzz/Support/FuzzInput.swift Fuzz/Support/Responses.swift)
+  if stale "$OUT/bin/seed" Fuzz/Seed "${shared[@]}" "${objects[@]}"; then
+    echo "fuzz: linking the seeder" >&2
+    "$SWIFTC" -O -swift-version 6 -sanitize=address -use-ld=lld -I "$OUT/modules" -module-name Seed \
+      "${shared[@]}" Fuzz/Seed/main.swift "$OUT/modules/Wire.o" "$OUT/modules/ANCS.o" -o "$OUT/bin/seed"
+  fi
+}
+
+seed() {
+  ASAN_OPTIONS=detect_leaks=0 "$OUT/bin/seed" . "$OUT/seeds" >&2
+}
+
+# libFuzzer's final statistics line for $2 in log $1.
+stat() { sed -n "s/^stat::$2: *//p" "$1" | tail -1; }
+
+run() {
+  local limit=() label=
+  case ${1:-} in
+    --seconds) limit=(-max_total_time="$2") label="$2 s each" ;;
+    --runs) limit=(-runs="$2") label="$2 runs each" ;;
+    *) echo "usage: scripts/fuzz.sh run --seconds N|--runs N [TARGET...]" >&2 && exit 2 ;;
+  esac
+  shift 2
+  local selected=("$@") target
+  ((${#selected[@]})) || mapfile -t selected < <(targets)
+  for target in "${selected[@]}"; do
+    [[ -f Fuzz/Targets/$target.swift ]] || { echo "fuzz: no target $target (scripts/fuzz.sh list)" >&2 && exit 2; }
+  done
+  build
+  seed
+  mkdir -p "$OUT/logs"
+  local failed=()
+  printf '%-20s %12s %9s %8s %7s  %s\n' target executions exec/s seconds corpus result
+  for target in "${selected[@]}"; do
+    mkdir -p "$OUT/corpus/$target" "$OUT/seeds/$target" "$OUT/findings/$target"
+    local log=$OUT/logs/$target.log start=$(date +%s%N) status=0
+    "$OUT/bin/$target" "${limit[@]}" -timeout="$TIMEOUT" -max_len="$(max_len "$target")" -print_final_stats=1 \
+      -artifact_prefix="$OUT/findings/$target/" "$OUT/corpus/$target" "$OUT/seeds/$target" >"$log" 2>&1 || status=$?
+    local result=ok
+    if ((status)); then
+      result="FAILED (exit $status): $(grep -m1 -o 'Test unit written to .*' "$log" || echo "see $log")"
+      failed+=("$target")
+    fi
+    local runs milliseconds=$((($(date +%s%N) - start) / 1000000))
+    runs=$(stat "$log" number_of_executed_units)
+    printf '%-20s %12s %9s %8s %7s  %s\n' "$target" "$runs" "$((${runs:-0} * 1000 / (milliseconds + 1)))" \
+      "$((milliseconds / 1000)).$((milliseconds % 1000 / 100))" "$(find "$OUT/corpus/$target" -type f | wc -l)" "$result"
+  done
+  if ((${#failed[@]})); then
+    for target in "${failed[@]}"; do
+      echo "--- $target ($OUT/logs/$target.log)" >&2
+      grep -m1 -B2 -A12 -E 'property violated|Fatal error|ERROR: (libFuzzer|AddressSanitizer)|ALARM' \
+        "$OUT/logs/$target.log" >&2 || tail -20 "$OUT/logs/$target.log" >&2
+    done
+    echo "fuzz: ${#failed[@]} target(s) failed ($label): ${failed[*]}" >&2
+    exit 1
+  fi
+  echo "fuzz: every target passed ($label)"
+}
+
+minimize() {
+  [[ $# -eq 2 ]] || { echo "usage: scripts/fuzz.sh minimize TARGET FILE" >&2 && exit 2; }
+  build
+  "$OUT/bin/$1" -minimize_crash=1 -runs=100000 -timeout="$TIMEOUT" -artifact_prefix="$OUT/findings/$1/" "$2"
+}
+
+command=${1:-}
+shift || true
+case $command in
+  build) build ;;
+  seed) build && seed ;;
+  run) run "$@" ;;
+  minimize) minimize "$@" ;;
+  list) targets ;;
+  *) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//' >&2 && exit 2 ;;
+esac
