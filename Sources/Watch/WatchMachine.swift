@@ -252,7 +252,12 @@ public struct WatchMachine: Sendable {
 
   mutating func position(of uid: UInt32) -> Int? {
     if !positionsValid {
-      positions = Dictionary(uniqueKeysWithValues: state.notifications.enumerated().map { ($1.uid, $0) })
+      // Reads each UID in place: enumerating would copy every notification (and retain its
+      // strings) for its UID, which a watch of a thousand-watch fleet paid after every removal.
+      var rebuilt: [UInt32: Int] = [:]
+      rebuilt.reserveCapacity(state.notifications.count)
+      for index in state.notifications.indices { rebuilt[state.notifications[index].uid] = index }
+      positions = rebuilt
       positionsValid = true
     }
     return positions[uid]

@@ -36,6 +36,7 @@ enum CLI {
   static let benchUsage = """
     usage: ancs bench [--seconds S] [--filter NAME]
            ancs bench --air PHY,CI,MTU,DLE [--scenario FILE]
+           ancs bench --fleet N [--notifications M]
 
     Measures ANCS codec rates, Data Source reassembly throughput at MTU 23 and 185, and GATT
     write-with-response round trips, and prints a Markdown table (as in BENCHMARKS.md).
@@ -45,6 +46,14 @@ enum CLI {
     model of Protocol/ATT.md): from the connection until the watch shows every notification
     the scenario posts, already on the phone, and for one notification posted later.
 
+    With --fleet it starts one phone process (ancs phone --commands jsonl) and connects N
+    watches of its own to it over Unix sockets; the phone posts M notifications (default
+    10000), removing all but every 100th once 50 newer ones exist. It reports the phone's
+    memory per session, notifications shown per second across the fleet, the time for one
+    notification to reach every watch, and open files; it exits 1 unless every watch ends
+    with exactly the phone's notifications and the phone's open files return to their
+    baseline once all have disconnected.
+
     options:
       --seconds S          time per case (default 1.0)
       --filter NAME        only cases whose key contains NAME (ns-decode, ns-encode, cp, ds,
@@ -52,10 +61,14 @@ enum CLI {
       --air PHY,CI,MTU,DLE PHY 1m, 2m, coded-s2 or coded-s8; connection interval 7.5 to
                            4000 ms in steps of 1.25; ATT MTU 23-517; LL data length 27-251
       --scenario FILE      with --air: a scenario file, or `demo` (the default)
+      --fleet N            1 to 5000 watch sessions (each needs an open file in both
+                           processes: the soft limit is raised to the hard one)
+      --notifications M    with --fleet: notifications posted, 1 to 1000000
 
     example:
       ancs bench --seconds 2 --filter reassembly
       ancs bench --air 2m,30ms,185,251 --scenario demo
+      ancs bench --fleet 1000 --notifications 10000
     """
 
   static func main(_ arguments: [String]) async -> Int32 {
@@ -93,33 +106,29 @@ enum CLI {
   }
 
   static func bench(_ arguments: [String]) async throws -> Int32 {
-    var bench = Bench()
-    var air: AirParameters?
-    var scenario: String?
-    var rest = arguments[...]
-    while let argument = rest.popFirst() {
-      switch argument {
-      case "--help", "-h":
-        print(benchUsage)
-        return 0
-      case "--seconds":
-        guard let text = rest.popFirst(), let seconds = Double(text), seconds > 0, seconds <= 600 else {
-          throw UsageError("--seconds needs a number of seconds between 0 and 600")
-        }
-        bench.seconds = seconds
-      case "--filter":
-        guard let name = rest.popFirst() else { throw UsageError("--filter needs a name") }
-        bench.filter = name
-      case "--air":
-        guard let text = rest.popFirst() else { throw UsageError("--air needs PHY,CI,MTU,DLE, e.g. 2m,30ms,185,251") }
-        air = try airParameters(text)
-      case "--scenario":
-        guard let name = rest.popFirst() else { throw UsageError("--scenario needs a file or `demo`") }
-        scenario = name
-      default:
-        throw UsageError("unknown option '\(argument)' for bench; try 'ancs bench --help'")
-      }
+    var args = Arguments(arguments, command: "bench")
+    if args.flag("--help", "-h") {
+      print(benchUsage)
+      return 0
     }
+    var bench = Bench()
+    let seconds = try args.seconds("--seconds", in: 0.01...600)
+    bench.filter = try args.value("--filter")
+    let air = try args.value("--air").map(airParameters)
+    let scenario = try args.value("--scenario")
+    let fleet = try args.integer("--fleet", in: 1...5000)
+    let notifications = try args.integer("--notifications", in: 1...1_000_000)
+    try args.finish()
+    if let fleet {
+      if seconds != nil || bench.filter != nil || air != nil || scenario != nil {
+        throw UsageError(
+          "--fleet goes alone (with --notifications); --seconds, --filter, --air and --scenario are for the other benches"
+        )
+      }
+      return try await FleetBench(sessions: fleet, notifications: notifications ?? 10_000).run()
+    }
+    if notifications != nil { throw UsageError("--notifications goes with --fleet N") }
+    if let seconds { bench.seconds = seconds }
     if let air {
       let name = scenario ?? "demo"
       let prediction = AirBench(parameters: air, scenario: try PhoneCommandLine.loadScenario(name), label: name)

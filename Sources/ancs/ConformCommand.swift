@@ -292,24 +292,36 @@ final class SpawnedProcess: @unchecked Sendable {
   private let exited = DispatchSemaphore(value: 0)
   private let quitLine: String
 
-  init(
+  convenience init(
     command: String, quitLine: String, onLine: @escaping @Sendable (String) -> Void,
     onEnd: @escaping @Sendable () -> Void
+  ) throws(UsageError) {
+    try self.init(
+      executable: URL(fileURLWithPath: "/bin/sh"), arguments: ["-c", Self.resolve(command)], quitLine: quitLine,
+      failure: "--spawn: cannot start '\(command)'", onLine: onLine, onEnd: onEnd)
+  }
+
+  /// Starts `executable` itself (no shell in between, so `processIdentifier` is the program's).
+  init(
+    executable: URL, arguments: [String], quitLine: String, failure: String,
+    onLine: @escaping @Sendable (String) -> Void, onEnd: @escaping @Sendable () -> Void
   ) throws(UsageError) {
     // A program that exits makes writes to its input fail with EPIPE, not kill the harness.
     signal(SIGPIPE, SIG_IGN)
     self.quitLine = quitLine
-    process.executableURL = URL(fileURLWithPath: "/bin/sh")
-    process.arguments = ["-c", Self.resolve(command)]
+    process.executableURL = executable
+    process.arguments = arguments
     process.standardInput = input
     process.standardOutput = output
     let exited = exited
     process.terminationHandler = { _ in exited.signal() }
     do { try process.run() } catch {
-      throw UsageError("--spawn: cannot start '\(command)': \(error.localizedDescription)")
+      throw UsageError("\(failure): \(error.localizedDescription)")
     }
     readLines(from: output.fileHandleForReading, onLine: onLine, onEnd: onEnd)
   }
+
+  var processIdentifier: Int32 { process.processIdentifier }
 
   /// A command starting with `ancs ` runs this very binary, so `--spawn "ancs phone ..."`
   /// works without `ancs` on the PATH.
@@ -398,12 +410,29 @@ final class SpawnedPhone: StimulusLineChannel, Sendable {
 
   init(command: String) throws(UsageError) {
     let lines = lines
-    process = try SpawnedProcess(command: command, quitLine: #"{"cmd":"quit"}"#) {
+    process = try SpawnedProcess(command: command, quitLine: Self.quitLine) {
       lines.push($0)
     } onEnd: {
       lines.close()
     }
   }
+
+  /// `ancs ARGUMENTS` (this very binary) started directly, so `processIdentifier` is the phone's.
+  init(ancsArguments arguments: [String]) throws(UsageError) {
+    let lines = lines
+    process = try SpawnedProcess(
+      executable: thisExecutable, arguments: arguments, quitLine: Self.quitLine,
+      failure: "cannot start 'ancs \(arguments.joined(separator: " "))'"
+    ) {
+      lines.push($0)
+    } onEnd: {
+      lines.close()
+    }
+  }
+
+  private static let quitLine = #"{"cmd":"quit"}"#
+
+  var processIdentifier: Int32 { process.processIdentifier }
 
   func exchange(_ line: String) async throws(StimulusError) -> String {
     do { try process.send(line) } catch { throw StimulusError("the spawned phone: \(error)") }

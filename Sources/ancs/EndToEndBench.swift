@@ -122,7 +122,7 @@ extension Bench {
     }
     _ = try await connectRetrying(.unix(path: path)).close()
     try await Task.sleep(for: .milliseconds(200))
-    let before = residentKiB(of: phone.processIdentifier)
+    let before = ProcessFigures(of: phone.processIdentifier).residentKiB
     var engines: [WatchEngine] = []
     var tasks: [Task<Void, Never>] = []
     var options = Self.benchWatchOptions
@@ -135,7 +135,7 @@ extension Bench {
       _ = await Self.fetchAll(events, count: 10)
       engines.append(engine)
     }
-    let after = residentKiB(of: phone.processIdentifier)
+    let after = ProcessFigures(of: phone.processIdentifier).residentKiB
     for engine in engines { engine.stop() }
     for task in tasks { await task.value }
     let perSession = Double(after - before) / Double(sessions)
@@ -148,7 +148,7 @@ extension Bench {
 
   func startPhoneProcess(_ arguments: [String]) throws -> Process {
     let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+    process.executableURL = thisExecutable
     process.arguments = ["phone"] + arguments
     process.standardInput = Pipe()
     process.standardOutput = FileHandle.nullDevice
@@ -169,14 +169,6 @@ extension Bench {
         try await Task.sleep(for: .milliseconds(20))
       }
     }
-  }
-
-  func residentKiB(of pid: Int32) -> Int {
-    guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return 0 }
-    for line in status.split(separator: "\n") where line.hasPrefix("VmRSS:") {
-      return Int(line.split(separator: " ").dropFirst().first ?? "0") ?? 0
-    }
-    return 0
   }
 
   func endToEnd() async throws -> [Result] {

@@ -28,6 +28,8 @@ enum PhoneCommandLine {
       --commands MODE      console (default): readable commands and feedback;
                            jsonl: one JSON command per input line, one JSON answer per
                            output line, phone events as JSON lines too
+      --no-events          print no phone events (watch connected, answered, ...); with
+                           jsonl only the answers: for scripts driving many watches
       --capture FILE       record a btsnoop capture of every link (Wireshark, btmon)
       -v, -vv              log to stderr (info, debug)
 
@@ -65,6 +67,7 @@ enum PhoneCommandLine {
       throw UsageError("--commands takes console or jsonl, not '\(mode)'")
     }
     let capture = try args.value("--capture")
+    let quiet = args.flag("--no-events")
     let logger = args.logger()
     try args.finish()
     if loop && scenarioName == nil { throw UsageError("--loop needs --scenario") }
@@ -75,6 +78,9 @@ enum PhoneCommandLine {
     let writer = try capture.map(captureWriter)
     let phone = try Phone(quirks: quirks, faults: faults, logger: logger)
     registerCommonApps(phone)
+    // Every watch holds a descriptor: allow as many as the hard limit does (the soft limit
+    // is often 1024, short of a fleet of a thousand watches).
+    raiseOpenFileLimit(toAtLeast: .max)
     let listener: any LinkListener
     do { listener = try address.listen() } catch { throw UsageError("\(error)") }
     onTerminationSignal { listener.close() }
@@ -83,13 +89,15 @@ enum PhoneCommandLine {
     let say: @Sendable (String) -> Void = { line in if !json { printLine(line) } }
     let quirkNote = (quirks == Quirks() ? "" : " with quirks") + (faults.isEmpty ? "" : " WITH FAULTS (testing)")
     say("phone: listening on \(listener.name)\(quirkNote); type help for commands")
-    let events = phone.events()
-    let reporter = Task {
-      for await event in events {
-        if json {
-          printLine(eventJSON(event).description)
-        } else if let text = describe(event) {
-          printLine("phone: \(text)")
+    let events = quiet ? nil : phone.events()
+    let reporter = events.map { events in
+      Task {
+        for await event in events {
+          if json {
+            printLine(eventJSON(event).description)
+          } else if let text = describe(event) {
+            printLine("phone: \(text)")
+          }
         }
       }
     }
@@ -134,7 +142,7 @@ enum PhoneCommandLine {
     accepting.cancel()
     listener.close()
     phone.disconnectAll()
-    reporter.cancel()
+    reporter?.cancel()
     writer?.close()
     return 0
   }

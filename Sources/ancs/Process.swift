@@ -59,3 +59,61 @@ func whenStandardOutputCloses(_ action: @escaping @Sendable () -> Void) {
     }
   }
 }
+
+/// This very binary, for starting `ancs phone` as a child.
+let thisExecutable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+
+/// Raises this process's soft limit on open files (RLIMIT_NOFILE) to its hard limit when
+/// the soft one is below `needed`. Returns the limits then in force: a caller that needs
+/// more than `soft` cannot have it (only root may raise the hard limit).
+@discardableResult
+func raiseOpenFileLimit(toAtLeast needed: Int) -> (soft: Int, hard: Int) {
+  var limit = rlimit()
+  guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return (0, 0) }
+  if limit.rlim_cur < rlim_t(clamping: needed) && limit.rlim_cur < limit.rlim_max {
+    var raised = limit
+    raised.rlim_cur = limit.rlim_max
+    if setrlimit(Int32(RLIMIT_NOFILE.rawValue), &raised) == 0 { limit = raised }
+  }
+  return (Int(clamping: limit.rlim_cur), Int(clamping: limit.rlim_max))
+}
+
+/// What Linux says about a running process in /proc: resident memory, threads, open file
+/// descriptors and CPU time. Zero for what cannot be read (the process is gone).
+struct ProcessFigures {
+  var residentKiB = 0
+  var threads = 0
+  var openFiles = 0
+  var cpuSeconds = 0.0
+
+  init() {}
+
+  init(of pid: Int32) {
+    if let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) {
+      for line in status.split(separator: "\n") {
+        let fields = line.split(whereSeparator: { $0 == " " || $0 == "\t" })
+        guard fields.count >= 2, let value = Int(fields[1]) else { continue }
+        switch fields[0] {
+        case "VmRSS:": residentKiB = value
+        case "Threads:": threads = value
+        default: break
+        }
+      }
+    }
+    openFiles = Self.openFiles(of: pid)
+    // stat: utime and stime are the 14th and 15th fields; the 2nd (the name) may hold spaces.
+    if let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+      let end = stat.lastIndex(of: ")")
+    {
+      let fields = stat[stat.index(after: end)...].split(separator: " ")
+      if fields.count > 12, let user = Double(fields[11]), let system = Double(fields[12]) {
+        cpuSeconds = (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
+      }
+    }
+  }
+
+  /// Entries of /proc/PID/fd (for this process, the directory being listed counts as one).
+  static func openFiles(of pid: Int32) -> Int {
+    (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd").count) ?? 0
+  }
+}

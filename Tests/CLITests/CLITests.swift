@@ -33,6 +33,11 @@ struct CLITests {
       (["phone", "--listen", "unix:/tmp/never.sock", "--bogus"], "unknown argument '--bogus'"),
       (["demo", "--duration", "-1"], "--duration"),
       (["bench", "--seconds", "x"], "--seconds"),
+      (["bench", "--fleet", "0"], "--fleet needs a whole number from 1"),
+      (["bench", "--fleet", "many"], "--fleet"),
+      (["bench", "--fleet", "10", "--air", "2m,30ms,185,251"], "--fleet goes alone"),
+      (["bench", "--notifications", "10"], "--notifications goes with --fleet"),
+      (["bench", "--fleet", "10", "--notifications", "-5"], "--notifications"),
     ] as [([String], String)])
   func badUsage(_ arguments: [String], _ expected: String) async throws {
     let (status, out, err) = try await runAncs(arguments)

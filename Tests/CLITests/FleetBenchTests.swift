@@ -1,0 +1,30 @@
+import Foundation
+import Testing
+
+/// `ancs bench --fleet`: one phone process (a child of the bench) serving a fleet of watches
+/// over Unix sockets, through the scenario of posts and removals of BENCHMARKS.md, smaller.
+/// The bench itself checks that every watch ends with the phone's exact notifications and
+/// that the open files of both processes return to their baselines (a bounded poll of
+/// /proc: the last descriptor of a link closes on its reader thread, with no event to
+/// await), and exits 1 otherwise. No timing is checked here; the figures live in
+/// BENCHMARKS.md.
+@Suite(.enabled(if: ancsBuilt, "the ancs binary is not built (run swift build first)"), .timeLimit(.minutes(5)))
+struct FleetBenchTests {
+  @Test func fiftyWatchesEndWithThePhonesSet() async throws {
+    let (status, out, err) = try await runAncs(["bench", "--fleet", "50", "--notifications", "500"])
+    #expect(status == 0, "exit \(status)\n\(out)\n\(err)")
+    #expect(out.contains("check: 50 × 500 notifications shown, each by every watch; 446 removed"), "\(out)")
+    #expect(out.contains("check: every one of the 50 watches holds exactly the phone's 54 notifications"), "\(out)")
+    #expect(out.contains("check: open files back to baseline after all disconnect"), "\(out)")
+    #expect(!out.contains("FAIL"), "\(out)")
+  }
+
+  /// A fleet that needs more descriptors than the hard limit allows is refused in one line.
+  @Test func hardLimitTooLow() async throws {
+    let (status, out, err) = try await runAncs(["bench", "--fleet", "200"], openFiles: 100)
+    #expect(status == 2, "exit \(status): \(err)")
+    #expect(err.contains("--fleet 200 needs about 264 open files") && err.contains("hard limit is 100"), "\(err)")
+    #expect(err.split(separator: "\n").count == 1, "one line: \(err)")
+    #expect(out.isEmpty)
+  }
+}
