@@ -172,6 +172,8 @@ public struct WatchMachine: Sendable {
     case .connecting: return
     }
     if case .connected = was { out.append(.emit(.disconnected(reason: reason))) }
+    // An action cut off by the link is reported; a fetch is simply asked again next session.
+    if let flight = inFlight, case .action = flight.command { giveUp(flight, &out) }
     inFlight = nil
     probing = false
   }
@@ -459,7 +461,11 @@ public struct WatchMachine: Sendable {
     case .app(let identifier):
       fallbackApps.insert(identifier)
       appNameArrived(identifier, identifier, &out)
-    case .verify, .action:
+    case .action(let uid, let action):
+      // The wearer is told: the phone may or may not have done it (a Removed or Modified
+      // event, or the next session's report, will say).
+      out.append(.emit(.error("\(action.name ?? "?") action on UID \(uid) not confirmed by the phone")))
+    case .verify:
       break
     }
   }
@@ -562,7 +568,10 @@ public struct WatchMachine: Sendable {
   /// tuple boundary, otherwise report and drop the command.
   private mutating func timeOut(_ flight: InFlight, _ out: inout [Action]) {
     inFlight = nil
-    guard var reassembler = flight.reassembler else { return }
+    guard var reassembler = flight.reassembler else {
+      giveUp(flight, &out)
+      return
+    }
     do {
       let response = try reassembler.finish()
       out.append(

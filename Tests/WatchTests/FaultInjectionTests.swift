@@ -7,7 +7,7 @@ import Watch
 import Wire
 
 /// The link lost at every point of a session: a phone and a watch over Unix socketpairs run
-/// a 50-notification scenario with modifications and removals, and the watch's first
+/// a 50-notification scenario with modifications, removals and actions, and the watch's first
 /// link is cut right after its k-th PDU sent (or received), for every k. After the watch
 /// reconnects it must hold exactly the phone's notifications with their current attributes,
 /// and every socket of the run must be closed at the end.
@@ -89,18 +89,21 @@ import Wire
     while let event = await events.next(isolation: nil) {
       if case .connected = event { break }
     }
-    // Events until the watch matches the phone; a watch that stops short of it (idle, or
-    // stuck) is given up on after 10 s (a bound on failure, not a measured time).
-    var good = true
-    func awaitMatch(_ phase: String) async {
+    // Events until `done`; a watch that stops short of it (idle, or stuck) is given up on
+    // after 10 s (a bound on failure, not a measured time): stopping it ends its events.
+    func awaitEvents(until done: (WatchEvent?) -> Bool) async {
       let deadline = Task {
         try? await Task.sleep(for: .seconds(10))
         if !Task.isCancelled { watch.stop() }
       }
-      while !matches() {
-        guard await events.next(isolation: nil) != nil else { break }
+      if !done(nil) {
+        while let event = await events.next(isolation: nil), !done(event) {}
       }
       deadline.cancel()
+    }
+    var good = true
+    func awaitMatch(_ phase: String) async {
+      await awaitEvents { _ in matches() }
       let matched = matches()
       let why = matched ? "" : difference()
       good = good && matched
@@ -114,11 +117,30 @@ import Wire
     // Changed, removed and acted on once the watch shows them.
     for uid in uids[10..<15] { _ = await phone.modify(uid) { $0.message = "changed \($0.uid)" } }
     for uid in uids[32..<40] { _ = await phone.remove(uid) }
-    // Actions from the watch are left out: with them, about one run in a hundred ends with
-    // the watch still showing a notification the phone removed after the action, when the
-    // link is cut around the action's Write Response (the note of 2026-11-30 has it; to
-    // reproduce, add `for uid in uids[40..<44] { watch.perform(.negative, on: uid) }`
-    // and cut after received PDU 80-95).
+    // Actions from the watch (one on an incoming call, which declines it). The phone ends a
+    // notification after the Write Response of its action, so the comparison waits until
+    // the phone is done with every action: each is performed (then its Removed event, or
+    // the next session's report, has reached the watch) or reported unconfirmed, and every
+    // cut link's commands have been served to the end.
+    var unresolved = Set(uids[40..<44])
+    var removalDue: Set<UInt32> = []
+    for uid in unresolved { watch.perform(.negative, on: uid) }
+    await awaitEvents { event in
+      switch event {
+      case .action(let uid, _)?:
+        unresolved.remove(uid)
+        removalDue.insert(uid)
+      case .removed(let uid)?: removalDue.remove(uid)
+      case .error(let text)?: unresolved = unresolved.filter { !text.contains("action on UID \($0) ") }
+      default: break
+      }
+      return unresolved.isEmpty && removalDue.isEmpty
+    }
+    #expect(unresolved.isEmpty && removalDue.isEmpty, "actions \(unresolved) unresolved, \(removalDue) not removed")
+    // An action reported unconfirmed was cut off with the first link (the only one cut).
+    if first.withLock({ $0?.isCut ?? false }), let cutLink = sockets.serving.withLock({ $0.first }) {
+      await cutLink.value
+    }
     await awaitMatch("after the changes")
     watch.stop()
     await running.value

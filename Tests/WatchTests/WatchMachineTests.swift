@@ -975,6 +975,23 @@ private struct Harness {
       h.run(.link(.connected("phone"))) == [connected, act(1, .positive), .emit(.action(uid: 1, action: .positive))])
   }
 
+  /// An action whose Write Response never comes is reported, so the wearer knows it may
+  /// not have happened: when the link drops, when the write fails, when it times out.
+  @Test(arguments: [
+    WatchMachine.Input.link(.reconnecting(attempt: 1, retryIn: .seconds(1), reason: "link lost")),
+    .writeFailed("ATT timeout"), .tick,
+  ])
+  func unconfirmedActionIsReported(_ loss: WatchMachine.Input) {
+    var h = Harness()
+    h.phone.add(a)
+    _ = h.connect()
+    #expect(h.run(a.event()) == [fetch(1, a.flags), appName(), added(a.shown())])
+    #expect(h.feed(.perform(uid: 1, action: .negative)) == [act(1, .negative)])
+    let steps = h.feed(loss, at: seconds(11))
+    #expect(steps.contains(.error), "\(steps)")
+    #expect(h.errors.contains("negative action on UID 1 not confirmed by the phone"), "\(h.errors)")
+  }
+
   @Test func pendingActionIsNotCarriedIntoANewSession() {
     var h = Harness()
     h.phone.add(a)
