@@ -25,7 +25,7 @@ let package = Package(
     .target(name: "WatchDisplay", dependencies: ["Watch", "ANCS", "CNcurses", "Wire"]),
     .systemLibrary(
       name: "COpenSSL", path: "Sources/COpenSSL", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
-    .target(name: "HCI", dependencies: ["ATT", "COpenSSL", "Wire"]),
+    .target(name: "HCI", dependencies: ["ATT", "COpenSSL", "Links", "Wire"]),
     .executableTarget(
       name: "ancs",
       dependencies: ["ANCS", "ATT", "GATT", "Links", "Phone", "Watch", "WatchDisplay", "Wire", "Conformance"]),
@@ -39,7 +39,8 @@ let package = Package(
     .testTarget(
       name: "ConformanceTests", dependencies: ["Conformance", "Phone", "Watch", "ANCS", "ATT", "GATT", "Links", "Wire"]),
     .testTarget(name: "LinksTests", dependencies: ["Links", "ATT", "GATT", "Wire"]),
-    .testTarget(name: "HCITests", dependencies: ["HCI", "ATT", "Wire"]),
+    .testTarget(name: "HCITests", dependencies: ["HCI", "ATT", "GATT", "Links", "Wire"]),
+    .testTarget(name: "InteropTests", dependencies: ["HCI", "ATT", "GATT", "Wire"]),
     .testTarget(
       name: "WatchDisplayTests", dependencies: ["WatchDisplay", "Watch", "ANCS", "CNcurses", "Wire"],
       exclude: ["Snapshots", "scenario.json"]),

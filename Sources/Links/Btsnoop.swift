@@ -175,6 +175,18 @@ public final class BtsnoopWriter: Sendable {
     }
   }
 
+  /// Records one raw HCI packet, H4 indicator first, as a host sent or received it (a
+  /// capture of a real controller's traffic). `isEvent` is true for commands and events.
+  public func record(h4Packet packet: [UInt8], direction: Btsnoop.Direction, isEvent: Bool) {
+    let time = clock()
+    state.withLock { state in
+      guard state.fd >= 0 else { return }
+      state.buffer += Btsnoop.record(
+        packet, direction: direction, isEvent: isEvent, unixMicroseconds: time, cumulativeDrops: state.drops)
+      if state.buffer.count >= 64 * 1024 { Self.write(&state) }
+    }
+  }
+
   /// Writes what is buffered to the file.
   public func flush() {
     state.withLock { Self.write(&$0) }

@@ -1,0 +1,120 @@
+/// HCI command flow control (Vol 4 Part E 4.4): the host may send as many commands as the
+/// last Command Complete or Command Status allowed (Num_HCI_Command_Packets), and one before
+/// the first such event. Pure: takes inputs, returns the command packets to write now.
+struct CommandFlow: Sendable {
+  private struct Queued: Sendable {
+    var id: UInt64
+    var opcode: HCIOpcode
+    var packet: [UInt8]
+  }
+
+  /// Commands the controller accepts now. "The Host shall assume that the Controller can
+  /// accept one HCI Command packet" until told otherwise (Vol 4 Part E 4.4).
+  private(set) var credits = 1
+  private var queued: [Queued] = []
+  /// Sent and not yet answered, oldest first.
+  private var inFlight: [(id: UInt64, opcode: HCIOpcode)] = []
+
+  /// Commands waiting for a credit.
+  var queuedCount: Int { queued.count }
+  var inFlightCount: Int { inFlight.count }
+
+  /// Queues a command; returns what may be written now.
+  mutating func submit(id: UInt64, opcode: HCIOpcode, packet: [UInt8]) -> [[UInt8]] {
+    queued.append(Queued(id: id, opcode: opcode, packet: packet))
+    return release()
+  }
+
+  /// A Command Complete or Command Status for `opcode` granting `credits`: the oldest command
+  /// in flight with that opcode is answered (nil when none is: opcode 0x0000 only returns
+  /// credits, and a late answer to an abandoned command matches nothing).
+  mutating func answered(opcode: HCIOpcode, credits: UInt8) -> (id: UInt64?, send: [[UInt8]]) {
+    self.credits = Int(credits)
+    var id: UInt64?
+    if let index = inFlight.firstIndex(where: { $0.opcode == opcode }) { id = inFlight.remove(at: index).id }
+    return (id, release())
+  }
+
+  /// Forgets a command that timed out or was cancelled. One that was sent may never be
+  /// answered, and with it the credit; like Linux after a command timeout, the host then
+  /// assumes the controller takes one command again.
+  mutating func abandon(id: UInt64) -> [[UInt8]] {
+    queued.removeAll { $0.id == id }
+    if let index = inFlight.firstIndex(where: { $0.id == id }) {
+      inFlight.remove(at: index)
+      credits = max(credits, 1)
+    }
+    return release()
+  }
+
+  /// Every command queued or in flight, forgotten (the host closed).
+  mutating func removeAll() -> [UInt64] {
+    defer {
+      queued = []
+      inFlight = []
+    }
+    return queued.map(\.id) + inFlight.map(\.id)
+  }
+
+  private mutating func release() -> [[UInt8]] {
+    var send: [[UInt8]] = []
+    while credits > 0, !queued.isEmpty {
+      let next = queued.removeFirst()
+      credits -= 1
+      inFlight.append((next.id, next.opcode))
+      send.append(next.packet)
+    }
+    return send
+  }
+}
+
+/// Host-to-controller ACL flow control (Vol 4 Part E 4.1.1): never more packets outstanding
+/// than the controller has buffers (Total_Num_LE_ACL_Data_Packets); Number Of Completed
+/// Packets frees them, and so does a disconnection for that handle's packets (7.7.5: "the
+/// Controller ... shall consider all data packets that have been sent to the Controller and
+/// are returned ... as flushed"). Packets wait in order. Pure.
+struct ACLFlow: Sendable {
+  /// The controller's buffer count (at least 1).
+  let capacity: Int
+  private(set) var outstanding: [UInt16: Int] = [:]
+  private var queue: [ACLPacket] = []
+
+  init(capacity: Int) { self.capacity = max(1, capacity) }
+
+  var outstandingCount: Int { outstanding.values.reduce(0, +) }
+  var queuedCount: Int { queue.count }
+
+  /// Queues the fragments of one PDU; returns the packets that may be written now.
+  mutating func enqueue(_ packets: [ACLPacket]) -> [ACLPacket] {
+    queue.append(contentsOf: packets)
+    return release()
+  }
+
+  /// The controller freed `count` buffers of `handle`. More than were outstanding is capped
+  /// (a controller bug must not let the host overrun it later).
+  mutating func completed(handle: UInt16, count: Int) -> [ACLPacket] {
+    let held = outstanding[handle] ?? 0
+    let freed = min(held, max(0, count))
+    outstanding[handle] = held - freed == 0 ? nil : held - freed
+    return release()
+  }
+
+  /// `handle` is gone: its queued packets are dropped and its buffers count as free.
+  mutating func disconnected(handle: UInt16) -> [ACLPacket] {
+    queue.removeAll { $0.handle == handle }
+    outstanding[handle] = nil
+    return release()
+  }
+
+  private mutating func release() -> [ACLPacket] {
+    var send: [ACLPacket] = []
+    var total = outstandingCount
+    while total < capacity, !queue.isEmpty {
+      let packet = queue.removeFirst()
+      outstanding[packet.handle, default: 0] += 1
+      total += 1
+      send.append(packet)
+    }
+    return send
+  }
+}

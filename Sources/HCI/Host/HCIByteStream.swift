@@ -1,0 +1,53 @@
+import Links
+
+/// A byte stream to a controller that carries H4 packets: a TCP socket to a virtual controller,
+/// a UART, or an in-memory fake in tests. Chunks have no relation to packet boundaries.
+public protocol HCIByteStream: AnyObject, Sendable {
+  /// The next bytes from the controller; nil once the stream has ended (closed by either
+  /// side, or the waiting task was cancelled). Throws what broke the stream.
+  func read() async throws(LinkFault) -> [UInt8]?
+  /// Writes all of `bytes`, in order with earlier writes.
+  func write(_ bytes: [UInt8]) async throws(LinkFault)
+  /// Ends the stream; a pending `read` returns nil.
+  func close()
+  /// The transport as the user named it ("hci-tcp:127.0.0.1:9001").
+  var name: String { get }
+}
+
+extension TCPByteStream: HCIByteStream {}
+
+/// Why the host could not do what was asked. Its description is one line that names the
+/// command or the step.
+public enum HCIHostError: Error, Hashable, Sendable, CustomStringConvertible {
+  /// The controller answered `command` with a status other than success.
+  case commandFailed(command: String, opcode: HCIOpcode, status: HCIStatus)
+  /// No Command Complete or Command Status for `command` within `timeout`.
+  case commandTimeout(command: String, opcode: HCIOpcode, timeout: Duration)
+  /// The return parameters of `command` do not decode.
+  case invalidReturnParameters(command: String, HCIDecodeError)
+  /// The transport could not be opened.
+  case transport(LinkError)
+  /// The host is closed (the stream ended or broke, or `close()` was called); why.
+  case closed(String)
+  /// The controller reported a connection that failed to be established.
+  case connectionFailed(HCIStatus)
+  /// A step that waits for the air (scan, connection, disconnection) ran out of time.
+  case timedOut(String)
+  /// The waiting task was cancelled.
+  case cancelled
+
+  public var description: String {
+    switch self {
+    case .commandFailed(let command, let opcode, let status):
+      return "\(command) (opcode \(opcode)) failed with status \(status)"
+    case .commandTimeout(let command, let opcode, let timeout):
+      return "\(command) (opcode \(opcode)): no answer from the controller within \(timeout)"
+    case .invalidReturnParameters(let command, let error): return "\(command): \(error)"
+    case .transport(let error): return error.description
+    case .closed(let why): return "HCI host closed: \(why)"
+    case .connectionFailed(let status): return "the connection failed to be established: \(status)"
+    case .timedOut(let what): return what
+    case .cancelled: return "cancelled"
+    }
+  }
+}

@@ -1,0 +1,210 @@
+import ATT
+import Wire
+
+/// The role of this host on a connection.
+public enum LinkRole: Hashable, Sendable, CustomStringConvertible {
+  case central
+  case peripheral
+
+  public var description: String { self == .central ? "central" : "peripheral" }
+}
+
+/// One LE connection of an `HCIHost`, and the `ATTBearer` of its ATT channel: one `send` is
+/// one ATT PDU on L2CAP CID 0x0004, one `receive` one PDU from it. The LE signalling channel
+/// (0x0005) is answered here; SMP (0x0006) goes to the host's `HCISecurityManager`. After
+/// Disconnection Complete (or the host's end), `receive` returns nil and `send` throws
+/// `.disconnected`.
+public final class HCIConnection: ATTBearer {
+  private struct State {
+    var encrypted = false
+    var open = true
+    /// Disconnect has been sent.
+    var disconnecting = false
+    var reason: HCIStatus?
+  }
+
+  public let handle: UInt16
+  public let role: LinkRole
+  public let peer: DeviceAddress
+  /// The LE Connection Complete event that opened the connection.
+  public let event: LEConnectionComplete
+  let host: HCIHost
+  private let state = Locked(State())
+  private let att = Inbox<[UInt8]>()
+  private let ended = Inbox<HCIStatus>()
+
+  init(host: HCIHost, event: LEConnectionComplete) {
+    self.host = host
+    self.event = event
+    handle = event.connectionHandle
+    role = event.role == 0x00 ? .central : .peripheral
+    peer = DeviceAddress(type: event.peerAddressType, address: event.peerAddress)
+  }
+
+  public var name: String { "\(host.stream.name) \(role) to \(peer.address)" }
+
+  /// Encrypted once the controller reported Encryption Change on; authenticated keys come with
+  /// pairing.
+  public var securityLevel: SecurityLevel { state.withLock { $0.encrypted } ? .encrypted : .unencrypted }
+
+  /// True until Disconnection Complete or the host's end.
+  public var isConnected: Bool { state.withLock { $0.open } }
+
+  // MARK: ATTBearer
+
+  public func send(_ pdu: [UInt8]) async throws(BearerError) {
+    guard state.withLock({ $0.open && !$0.disconnecting }) else { throw .disconnected }
+    guard pdu.count <= Int(UInt16.max) else { throw .tooLarge(size: pdu.count, limit: Int(UInt16.max)) }
+    host.sendL2CAP(L2CAPFrame(channel: .att, payload: pdu), handle: handle)
+  }
+
+  public func receive() async throws(BearerError) -> [UInt8]? {
+    await att.next()
+  }
+
+  public func pair(_ level: SecurityLevel) async throws(BearerError) -> SecurityLevel {
+    if securityLevel >= level { return securityLevel }
+    throw .pairingFailed("pairing is not implemented yet")
+  }
+
+  /// Disconnects with "remote user terminated connection" without waiting; `receive` returns
+  /// nil at once.
+  public func close() {
+    guard beginDisconnect() else { return }
+    let host = self.host
+    let handle = self.handle
+    Task {
+      do {
+        try await host.start(Disconnect(connectionHandle: handle, reason: .remoteUserTerminatedConnection))
+      } catch {
+        host.logger.error("\(host.stream.name): disconnecting handle 0x\(hex16(handle)): \(error)")
+      }
+    }
+  }
+
+  // MARK: Connection
+
+  /// Sends HCI_Disconnect with `reason` (7.1.6 allows 0x05, 0x13-0x15, 0x1A, 0x29, 0x3B) and
+  /// waits for Disconnection Complete; returns the reason the controller reports.
+  @discardableResult
+  public func disconnect(reason: HCIStatus = .remoteUserTerminatedConnection) async throws(HCIHostError) -> HCIStatus {
+    if beginDisconnect() {
+      try await host.start(Disconnect(connectionHandle: handle, reason: reason))
+    }
+    return try await waitForDisconnection()
+  }
+
+  /// Waits until the connection ends; returns the reason (`.connectionTerminatedByLocalHost`
+  /// when the host itself closed).
+  @discardableResult
+  public func waitForDisconnection() async throws(HCIHostError) -> HCIStatus {
+    if let reason = state.withLock({ $0.reason }) { return reason }
+    if let reason = await ended.next() { return reason }
+    if let reason = state.withLock({ $0.reason }) { return reason }
+    throw .cancelled
+  }
+
+  /// Sends one SMP PDU (CID 0x0006), for the security manager.
+  public func sendSMP(_ pdu: [UInt8]) {
+    guard state.withLock({ $0.open }) else { return }
+    host.sendL2CAP(L2CAPFrame(channel: .smp, payload: pdu), handle: handle)
+  }
+
+  /// Sends a command for this connection from the reader's context, without waiting there
+  /// (its answer only the reader can deliver); failures are logged.
+  public func sendCommand<C: HCICommand>(_ command: C) {
+    let host = self.host
+    Task {
+      do {
+        try await host.start(command)
+      } catch {
+        host.logger.error("\(host.stream.name): \(error)")
+      }
+    }
+  }
+
+  /// Marks the bearer closed for ATT; false when it already was.
+  private func beginDisconnect() -> Bool {
+    let first = state.withLock { state -> Bool in
+      guard state.open, !state.disconnecting else { return false }
+      state.disconnecting = true
+      return true
+    }
+    if first { att.close() }
+    return first
+  }
+
+  // MARK: From the host's reader
+
+  func received(_ frame: L2CAPFrame) {
+    switch frame.channel {
+    case .att:
+      if state.withLock({ $0.open && !$0.disconnecting }) { att.push(frame.payload) }
+    case .leSignaling:
+      let outcome = LESignalingOutcome.answer(frame.payload, isCentral: role == .central)
+      if let problem = outcome.problem { host.logger.error("\(name): \(problem)") }
+      if let reply = outcome.reply {
+        host.sendL2CAP(L2CAPFrame(channel: .leSignaling, payload: reply.encoded), handle: handle)
+      }
+      if let parameters = outcome.connectionUpdate {
+        sendCommand(LEConnectionUpdate(connectionHandle: handle, connection: parameters))
+      }
+    case .smp:
+      host.security.received(frame.payload, on: self)
+    default:
+      host.logger.debug("\(name): L2CAP frame on unsupported \(frame.channel) dropped")
+    }
+  }
+
+  func encryptionChanged(enabled: Bool) {
+    state.withLock { $0.encrypted = enabled }
+  }
+
+  /// `reason` nil: the host closed.
+  func didDisconnect(reason: HCIStatus?) {
+    let reason = reason ?? .connectionTerminatedByLocalHost
+    state.withLock { state in
+      state.open = false
+      state.reason = reason
+    }
+    att.close()
+    ended.push(reason)
+    ended.close()
+  }
+}
+
+/// Handles the Security Manager channel (L2CAP CID 0x0006) and the controller's Long Term Key
+/// requests. Called on the host's reader: it must not wait for the controller or the peer
+/// (send with `HCIConnection.sendSMP` and `sendCommand`, which do not wait).
+public protocol HCISecurityManager: Sendable {
+  /// One SMP PDU from the peer.
+  func received(_ pdu: [UInt8], on connection: HCIConnection)
+  /// The central started encryption; answer with the key or a negative reply.
+  func longTermKeyRequested(_ request: LELongTermKeyRequest, on connection: HCIConnection)
+}
+
+/// The security manager of a host that cannot pair yet: it answers Pairing Request and
+/// Security Request with Pairing Failed "Pairing Not Supported" (0x05), so a peer does not
+/// wait for its 30-second SMP timeout; a command it does not know with 0x07 and a malformed
+/// one with 0x0A (Vol 3 Part H 3.5.5); and a Long Term Key request with the negative reply.
+public struct PairingNotSupported: HCISecurityManager {
+  public init() {}
+
+  public func received(_ pdu: [UInt8], on connection: HCIConnection) {
+    let reason: SMPReason
+    do {
+      switch try SMPPDU(decoding: pdu) {
+      case .pairingRequest, .securityRequest: reason = .pairingNotSupported
+      default: return
+      }
+    } catch {
+      reason = error.reason == .unknownCode(pdu.first ?? 0) ? .commandNotSupported : .invalidParameters
+      connection.host.logger.error("\(connection.name): \(error)")
+    }
+    connection.sendSMP(SMPPDU.pairingFailed(reason).encoded)
+  }
+
+  public func longTermKeyRequested(_ request: LELongTermKeyRequest, on connection: HCIConnection) {
+    connection.sendCommand(LELongTermKeyRequestNegativeReply(connectionHandle: request.connectionHandle))
+  }
+}

@@ -1,0 +1,382 @@
+import ATT
+import Links
+import Wire
+
+/// What a command got back from the controller.
+public enum CommandAnswer: Hashable, Sendable {
+  /// HCI_Command_Complete, with the command's return parameters (undecoded).
+  case complete([UInt8])
+  /// HCI_Command_Status: the command started (success) or was refused.
+  case status(HCIStatus)
+}
+
+/// An LE host over an H4 byte stream (Vol 4 Part E): it sends commands with command-credit
+/// flow control and awaits their answers, sends and reassembles ACL data with Number Of
+/// Completed Packets flow control, and routes L2CAP's fixed channels of each connection
+/// (`HCIConnection`). Roles and set-up are in HCIHost+Roles.swift.
+///
+/// One task reads the stream, another writes it; nothing a controller or peer sends can trap:
+/// a malformed packet is logged and dropped, and an H4 desynchronisation (the stream cannot
+/// find packet boundaries again) or the end of the stream closes the host, failing every wait
+/// with `.closed(why)`.
+public final class HCIHost: Sendable {
+  public struct Options: Sendable {
+    /// How long a command may wait for its Command Complete or Command Status (Linux uses 2 s).
+    public var commandTimeout: Duration
+
+    public init(commandTimeout: Duration = .seconds(2)) {
+      self.commandTimeout = commandTimeout
+    }
+  }
+
+  enum ConnectionOutcome: Sendable {
+    case connected(HCIConnection)
+    case failed(HCIStatus, role: UInt8)
+  }
+
+  struct State {
+    var commands = CommandFlow()
+    var nextID: UInt64 = 0
+    var answers: [UInt64: Inbox<CommandAnswer>] = [:]
+    var acl = ACLFlow(capacity: 1)
+    /// The controller's LE_ACL_Data_Packet_Length; 27 (the LE minimum) until read.
+    var aclPacketLength = 27
+    var reassembler = ACLReassembler()
+    var connections: [UInt16: HCIConnection] = [:]
+    var scanReports: Inbox<ScanReport>?
+    var closed: String?
+  }
+
+  public let stream: any HCIByteStream
+  public let options: Options
+  let clock: any EngineClock
+  let logger: Logger
+  let capture: BtsnoopWriter?
+  let security: any HCISecurityManager
+  let state = Locked(State())
+  private let outbox = Inbox<H4Packet>()
+  /// LE Connection Complete events, as connections or failures, for `accept` and `connect`.
+  let connectionEvents = Inbox<ConnectionOutcome>()
+
+  /// Starts reading and writing `stream`. Call `setUp()` before anything else, and `close()`
+  /// when done: the host runs (and stays alive) until its stream ends.
+  /// - Parameters:
+  ///   - capture: records every H4 packet both ways (create it with `connection: nil`).
+  ///   - security: handles SMP (CID 0x0006) and Long Term Key requests.
+  public init(
+    stream: any HCIByteStream, clock: any EngineClock = SystemClock(), options: Options = Options(),
+    logger: Logger = .none, capture: BtsnoopWriter? = nil, security: any HCISecurityManager = PairingNotSupported()
+  ) {
+    self.stream = stream
+    self.clock = clock
+    self.options = options
+    self.logger = logger
+    self.capture = capture
+    self.security = security
+    Task { await self.readLoop() }
+    Task { await self.writeLoop() }
+  }
+
+  /// Nil while the host runs; otherwise why it closed.
+  public var closedReason: String? { state.withLock { $0.closed } }
+
+  /// The controller's ACL data packet length and buffer count, as the host uses them.
+  public var aclBuffers: (length: Int, count: Int) { state.withLock { ($0.aclPacketLength, $0.acl.capacity) } }
+
+  /// Closes the host and its stream (idempotent): every connection's bearer ends, and every
+  /// wait fails with `.closed`.
+  public func close() { shutdown("closed by the host") }
+
+  // MARK: - Commands
+
+  /// Sends `command` and awaits its Command Complete; returns the return parameters, whose
+  /// status (their first byte, for every command this host sends) must be success.
+  @discardableResult
+  public func execute<C: HCICommand>(_ command: C) async throws(HCIHostError) -> [UInt8] {
+    let answer = try await send(command.packet, name: C.packetName)
+    switch answer {
+    case .complete(let parameters):
+      if let first = parameters.first, first != HCIStatus.success.rawValue {
+        throw .commandFailed(command: C.packetName, opcode: C.opcode, status: HCIStatus(rawValue: first))
+      }
+      return parameters
+    case .status(let status):
+      // A Command Status for a command that completes: only a refusal makes sense.
+      if status != .success { throw .commandFailed(command: C.packetName, opcode: C.opcode, status: status) }
+      return []
+    }
+  }
+
+  /// Sends `command` and decodes its return parameters as `R`.
+  public func execute<C: HCICommand, R: HCIPayload>(_ command: C, returning: R.Type) async throws(HCIHostError) -> R {
+    let parameters = try await execute(command)
+    do {
+      return try R(decoding: parameters)
+    } catch {
+      throw .invalidReturnParameters(command: C.packetName, error)
+    }
+  }
+
+  /// Sends a command that the controller answers with Command Status and completes later with
+  /// an event (Create Connection, Disconnect, Connection Update); returns once it started.
+  public func start<C: HCICommand>(_ command: C) async throws(HCIHostError) {
+    let answer = try await send(command.packet, name: C.packetName)
+    let status: HCIStatus
+    switch answer {
+    case .status(let value): status = value
+    case .complete(let parameters): status = HCIStatus(rawValue: parameters.first ?? 0)
+    }
+    if status != .success { throw .commandFailed(command: C.packetName, opcode: C.opcode, status: status) }
+  }
+
+  /// Sends one command packet when a credit allows, and awaits its answer.
+  func send(_ packet: HCICommandPacket, name: String) async throws(HCIHostError) -> CommandAnswer {
+    let inbox = Inbox<CommandAnswer>()
+    let submitted = state.withLock { state -> Result<(UInt64, [[UInt8]]), HCIHostError> in
+      if let closed = state.closed { return .failure(.closed(closed)) }
+      state.nextID += 1
+      state.answers[state.nextID] = inbox
+      return .success(
+        (state.nextID, state.commands.submit(id: state.nextID, opcode: packet.opcode, packet: packet.encoded)))
+    }
+    let (id, writes) = try submitted.get()
+    for bytes in writes { output(H4Packet(type: .command, bytes: bytes)) }
+    let deadline = clock.now + options.commandTimeout
+    if let answer = await withDeadline(deadline, on: clock, { await inbox.next() }) { return answer }
+    let (late, writesAfter, closed) = state.withLock { state in
+      state.answers[id] = nil
+      // An answer delivered while the deadline passed is in the inbox already (pushed under
+      // this lock), so it is not lost.
+      return (inbox.count > 0, state.commands.abandon(id: id), state.closed)
+    }
+    for bytes in writesAfter { output(H4Packet(type: .command, bytes: bytes)) }
+    if late, let answer = await inbox.next() { return answer }
+    if let closed { throw .closed(closed) }
+    if Task.isCancelled { throw .cancelled }
+    logger.error("\(stream.name): \(name): no answer within \(options.commandTimeout)")
+    throw .commandTimeout(command: name, opcode: packet.opcode, timeout: options.commandTimeout)
+  }
+
+  /// Commands waiting for a credit, and commands sent and not yet answered.
+  public var commandBacklog: (queued: Int, inFlight: Int) {
+    state.withLock { ($0.commands.queuedCount, $0.commands.inFlightCount) }
+  }
+
+  // MARK: - ACL
+
+  /// Sends one L2CAP PDU on `handle`, split to the controller's ACL packet length; packets
+  /// leave as the controller frees buffers. Never waits.
+  func sendL2CAP(_ frame: L2CAPFrame, handle: UInt16) {
+    let released = state.withLock { state -> [ACLPacket] in
+      guard state.closed == nil, state.connections[handle] != nil else { return [] }
+      let fragments = ACLPacket.fragments(of: frame.encoded, handle: handle, bufferSize: state.aclPacketLength)
+      return state.acl.enqueue(fragments)
+    }
+    for packet in released { output(H4Packet(type: .acl, bytes: packet.encoded)) }
+  }
+
+  /// Packets held back by ACL flow control and packets the controller has not yet freed.
+  public var aclBacklog: (queued: Int, outstanding: Int) {
+    state.withLock { ($0.acl.queuedCount, $0.acl.outstandingCount) }
+  }
+
+  // MARK: - I/O
+
+  func output(_ packet: H4Packet) {
+    capture?.record(h4Packet: packet.encoded, direction: .sent, isEvent: packet.type == .command)
+    outbox.push(packet)
+  }
+
+  private func writeLoop() async {
+    while let packet = await outbox.next() {
+      do {
+        try await stream.write(packet.encoded)
+      } catch {
+        shutdown("\(stream.name): write failed: \(error)")
+        return
+      }
+    }
+  }
+
+  private func readLoop() async {
+    var decoder = H4Decoder()
+    while true {
+      let chunk: [UInt8]?
+      do {
+        chunk = try await stream.read()
+      } catch {
+        shutdown("\(stream.name): \(error)")
+        return
+      }
+      guard let chunk else {
+        shutdown("\(stream.name): the controller's stream ended")
+        return
+      }
+      decoder.append(chunk)
+      while true {
+        let packet: H4Packet?
+        do {
+          packet = try decoder.next()
+        } catch {
+          shutdown("\(stream.name): \(error); reopen the transport and reset the controller")
+          return
+        }
+        guard let packet else { break }
+        capture?.record(h4Packet: packet.encoded, direction: .received, isEvent: packet.type == .event)
+        received(packet)
+      }
+    }
+  }
+
+  private func received(_ packet: H4Packet) {
+    do {
+      switch packet.type {
+      case .event: dispatch(try HCIEvent(decoding: packet.bytes))
+      case .acl: receivedACL(try ACLPacket(decoding: packet.bytes))
+      default: logger.error("\(stream.name): unexpected \(packet.type) packet from the controller, dropped")
+      }
+    } catch {
+      logger.error("\(stream.name): \(error); packet dropped")
+    }
+  }
+
+  private func receivedACL(_ packet: ACLPacket) {
+    let result = state.withLock { state -> Result<([UInt8], HCIConnection)?, ACLReassemblyError> in
+      guard let connection = state.connections[packet.handle] else { return .success(nil) }
+      do throws(ACLReassemblyError) {
+        return .success(try state.reassembler.push(packet).map { ($0, connection) })
+      } catch {
+        return .failure(error)
+      }
+    }
+    switch result {
+    case .failure(let error): logger.error("\(stream.name): \(error)")
+    case .success(nil): break
+    case .success(let (pdu, connection)?):
+      do {
+        connection.received(try L2CAPFrame(decoding: pdu))
+      } catch {
+        logger.error("\(stream.name): \(error); PDU dropped")
+      }
+    }
+  }
+
+  private func dispatch(_ event: HCIEvent) {
+    switch event {
+    case .commandComplete(let event):
+      answered(event.commandOpcode, credits: event.numHCICommandPackets, .complete(event.returnParameters))
+    case .commandStatus(let event):
+      answered(event.commandOpcode, credits: event.numHCICommandPackets, .status(event.status))
+    case .numberOfCompletedPackets(let event):
+      let released = state.withLock { state in
+        event.entries.flatMap {
+          state.acl.completed(handle: $0.connectionHandle, count: Int($0.numCompletedPackets))
+        }
+      }
+      for packet in released { output(H4Packet(type: .acl, bytes: packet.encoded)) }
+    case .leConnectionComplete(let event), .leEnhancedConnectionComplete(let event):
+      connectionCompleted(event)
+    case .disconnectionComplete(let event):
+      disconnected(event)
+    case .encryptionChange(let event):
+      connection(event.connectionHandle)?.encryptionChanged(
+        enabled: event.status == .success && event.encryptionEnabled != 0)
+    case .leLongTermKeyRequest(let event):
+      if let connection = connection(event.connectionHandle) {
+        security.longTermKeyRequested(event, on: connection)
+      }
+    case .leAdvertisingReport, .leUnknown(LEExtendedAdvertisingReport.subevent, _):
+      scanned(event)
+    case .leConnectionUpdateComplete(let event):
+      logger.debug("\(stream.name): connection 0x\(hex16(event.connectionHandle)) parameters updated: \(event)")
+    default:
+      logger.trace("\(stream.name): event ignored: \(event)")
+    }
+  }
+
+  private func answered(_ opcode: HCIOpcode, credits: UInt8, _ answer: CommandAnswer) {
+    let writes = state.withLock { state -> [[UInt8]] in
+      let (id, writes) = state.commands.answered(opcode: opcode, credits: credits)
+      if let id, let inbox = state.answers.removeValue(forKey: id) { inbox.push(answer) }
+      return writes
+    }
+    for bytes in writes { output(H4Packet(type: .command, bytes: bytes)) }
+  }
+
+  func connection(_ handle: UInt16) -> HCIConnection? { state.withLock { $0.connections[handle] } }
+
+  private func connectionCompleted(_ event: LEConnectionComplete) {
+    guard event.status == .success else {
+      connectionEvents.push(.failed(event.status, role: event.role))
+      return
+    }
+    let connection = HCIConnection(host: self, event: event)
+    let fresh = state.withLock { state -> Bool in
+      guard state.closed == nil, state.connections[event.connectionHandle] == nil else { return false }
+      state.connections[event.connectionHandle] = connection
+      return true
+    }
+    guard fresh else {
+      logger.error(
+        "\(stream.name): LE Connection Complete for handle 0x\(hex16(event.connectionHandle)) in use, ignored")
+      return
+    }
+    logger.info(
+      "\(stream.name): connected to \(connection.peer) as \(connection.role), handle 0x\(hex16(event.connectionHandle))"
+    )
+    connectionEvents.push(.connected(connection))
+  }
+
+  private func disconnected(_ event: DisconnectionComplete) {
+    guard event.status == .success else {
+      logger.error("\(stream.name): disconnection of handle 0x\(hex16(event.connectionHandle)) failed: \(event.status)")
+      return
+    }
+    let (connection, released) = state.withLock { state in
+      state.reassembler.reset(handle: event.connectionHandle)
+      return (
+        state.connections.removeValue(forKey: event.connectionHandle),
+        state.acl.disconnected(handle: event.connectionHandle)
+      )
+    }
+    for packet in released { output(H4Packet(type: .acl, bytes: packet.encoded)) }
+    logger.info("\(stream.name): handle 0x\(hex16(event.connectionHandle)) disconnected: \(event.reason)")
+    connection?.didDisconnect(reason: event.reason)
+  }
+
+  private func scanned(_ event: HCIEvent) {
+    guard let inbox = state.withLock({ $0.scanReports }) else { return }
+    do {
+      for report in try ScanReport.reports(in: event) ?? [] { inbox.push(report) }
+    } catch {
+      logger.error("\(stream.name): \(error); report dropped")
+    }
+  }
+
+  func shutdown(_ reason: String) {
+    let taken = state.withLock { state -> ([Inbox<CommandAnswer>], [HCIConnection], Inbox<ScanReport>?)? in
+      guard state.closed == nil else { return nil }
+      state.closed = reason
+      _ = state.commands.removeAll()
+      defer {
+        state.answers = [:]
+        state.connections = [:]
+        state.scanReports = nil
+      }
+      return (Array(state.answers.values), Array(state.connections.values), state.scanReports)
+    }
+    guard let (answers, connections, scan) = taken else { return }
+    logger.info("\(stream.name): host closed: \(reason)")
+    for inbox in answers { inbox.close() }
+    for connection in connections { connection.didDisconnect(reason: nil) }
+    scan?.close()
+    connectionEvents.close()
+    outbox.close()
+    stream.close()
+    capture?.flush()
+  }
+}
+
+func hex16(_ value: UInt16) -> String {
+  Hex.encode([UInt8(value >> 8), UInt8(value & 0xFF)], separator: "")
+}

@@ -1,0 +1,296 @@
+import ATT
+import GATT
+import HCI
+import Links
+import Testing
+import Wire
+
+private let ancs = BluetoothUUID("7905F431-B5CE-4E99-A40F-4B1E122D00D0")!
+
+@Suite("HCI host: commands and set-up")
+struct HostCommandTests {
+  @Test("set-up: Reset, event masks, LE buffer size, BD_ADDR, a random static address")
+  func setUpSequence() async throws {
+    let fake = FakeController()
+    let host = HCIHost(stream: fake)
+    let setup = try await host.setUp()
+    var opcodes: [HCIOpcode] = []
+    while fake.commands.count > 0, let command = await fake.commands.next() { opcodes.append(command.opcode) }
+    #expect(
+      opcodes == [
+        Reset.opcode, SetEventMask.opcode, LESetEventMask.opcode, LEReadBufferSize.opcode, ReadBDADDR.opcode,
+        LESetRandomAddress.opcode,
+      ])
+    #expect(setup.randomAddress.isRandomStatic)
+    #expect(setup.aclDataPacketLength == 27 && setup.totalNumACLDataPackets == 2)
+    #expect(host.aclBuffers == (27, 2))
+  }
+
+  @Test("an LE buffer length of 0 falls back to Read Buffer Size")
+  func sharedBuffers() async throws {
+    var settings = FakeController.Settings()
+    settings.leACLLength = 0
+    settings.leACLCount = 0
+    let (_, host) = try await startHost(settings)
+    #expect(host.aclBuffers == (251, 4))
+  }
+
+  @Test("no command leaves without a credit; Num_HCI_Command_Packets sets the credits")
+  func commandCredits() async throws {
+    var settings = FakeController.Settings()
+    settings.autoAnswer = false
+    let fake = FakeController(settings)
+    let clock = ManualClock()
+    let host = HCIHost(stream: fake, clock: clock)
+
+    let first = Task { try await host.execute(Reset()) }
+    #expect(await fake.nextCommand()?.opcode == Reset.opcode)
+    fake.complete(Reset.opcode, credits: 0)  // answered, but no credit left
+    _ = try await first.value
+
+    let second = Task { try await host.execute(SetEventMask(eventMask: 1)) }
+    let third = Task { try await host.execute(LESetEventMask(leEventMask: 1)) }
+    await clock.waitForSleepers(2)  // both submitted and waiting
+    #expect(host.commandBacklog == (queued: 2, inFlight: 0))
+
+    fake.complete(HCIOpcode(rawValue: 0), [], credits: 2)  // credits only (opcode 0x0000)
+    let a = await fake.nextCommand()
+    let b = await fake.nextCommand()
+    #expect(Set([a?.opcode, b?.opcode]) == Set([SetEventMask.opcode, LESetEventMask.opcode]))
+    #expect(host.commandBacklog == (queued: 0, inFlight: 2))
+    fake.complete(SetEventMask.opcode)
+    fake.complete(LESetEventMask.opcode)
+    _ = try await second.value
+    _ = try await third.value
+    #expect(host.commandBacklog == (queued: 0, inFlight: 0))
+  }
+
+  @Test("a command without an answer times out on the injected clock, naming the command")
+  func commandTimeout() async throws {
+    var settings = FakeController.Settings()
+    settings.silent = [LESetAdvertisingEnable.opcode]
+    let clock = ManualClock()
+    let (fake, host) = try await startHost(settings, clock: clock)
+    let waiting = Task { try await host.execute(LESetAdvertisingEnable(advertisingEnable: true)) }
+    await clock.waitForSleepers(1)
+    clock.advance(by: .seconds(2))
+    let result = await waiting.result
+    #expect(
+      throws: HCIHostError.commandTimeout(
+        command: "HCI_LE_Set_Advertising_Enable", opcode: LESetAdvertisingEnable.opcode, timeout: .seconds(2))
+    ) {
+      try result.get()
+    }
+    // The credit is assumed back: the next command goes out and completes.
+    try await host.execute(Reset())
+    #expect(await fake.nextCommand()?.opcode == LESetAdvertisingEnable.opcode)
+    #expect(await fake.nextCommand()?.opcode == Reset.opcode)
+  }
+
+  @Test("a status other than success is a typed error with the command's name and the status")
+  func commandFailure() async throws {
+    var settings = FakeController.Settings()
+    settings.failing = [LESetAdvertisingEnable.opcode: .commandDisallowed]
+    let (_, host) = try await startHost(settings)
+    await #expect(
+      throws: HCIHostError.commandFailed(
+        command: "HCI_LE_Set_Advertising_Enable", opcode: LESetAdvertisingEnable.opcode, status: .commandDisallowed)
+    ) {
+      try await host.execute(LESetAdvertisingEnable(advertisingEnable: true))
+    }
+  }
+
+  @Test("malformed events and ACL data are dropped; the host goes on")
+  func malformedInput() async throws {
+    let (fake, host, connection) = try await connectedHost(role: .peripheral)
+    fake.sendRaw([0x04, 0x0E, 0x01, 0x01])  // Command Complete too short
+    fake.send(ACLPacket(handle: 0x0040, packetBoundary: .continuing, data: [1, 2, 3]))  // no start
+    fake.send(.att, [0x0A, 0x01])  // L2CAP frame inside is fine; must still arrive
+    #expect(try await connection.receive() == [0x0A, 0x01])
+    #expect(host.closedReason == nil)
+  }
+
+  @Test("an unknown H4 indicator closes the host with a reason that says so; waits end")
+  func desynchronised() async throws {
+    var settings = FakeController.Settings()
+    settings.silent = [LESetScanParameters.opcode]
+    let (fake, host, connection) = try await connectedHost(role: .peripheral, settings)
+    let waiting = Task { try await host.execute(LESetScanParameters()) }
+    _ = await fake.nextCommand()
+    fake.sendRaw([0xFF, 0x00])
+    let result = await waiting.result
+    guard case .failure(let error as HCIHostError) = result, case .closed(let why) = error else {
+      Issue.record("expected .closed, got \(result)")
+      return
+    }
+    #expect(why.contains("cannot resynchronise"))
+    #expect(try await connection.receive() == nil)
+    await #expect(throws: BearerError.disconnected) { try await connection.send([0x0A, 0x01, 0x00]) }
+  }
+}
+
+@Suite("HCI host: ACL, L2CAP channels, connections")
+struct HostConnectionTests {
+  @Test("ACL: fragments of 27 bytes, never more than 2 outstanding, released by Number Of Completed Packets")
+  func fragmentationAndFlowControl() async throws {
+    let (fake, host, connection) = try await connectedHost(role: .peripheral)
+    let pdu = [0x1B, 0x03, 0x00] + (0..<97).map { UInt8($0) }  // a 100-byte notification
+    try await connection.send(pdu)
+    #expect(host.aclBacklog == (queued: 2, outstanding: 2))
+    var packets: [ACLPacket] = []
+    for _ in 0..<2 { if let packet = await fake.acl.next() { packets.append(packet) } }
+    fake.completed(1)
+    if let packet = await fake.acl.next() { packets.append(packet) }
+    #expect(host.aclBacklog == (queued: 1, outstanding: 2))
+    fake.completed(2)
+    if let packet = await fake.acl.next() { packets.append(packet) }
+    #expect(packets.map(\.data.count) == [27, 27, 27, 23])
+    #expect(packets.map(\.packetBoundary) == [.firstNonFlushable, .continuing, .continuing, .continuing])
+    #expect(packets.allSatisfy { $0.handle == 0x0040 })
+    #expect(packets.flatMap(\.data) == L2CAPFrame(channel: .att, payload: pdu).encoded)
+  }
+
+  @Test("ACL from the controller: one packet larger than the buffer size, and a PDU in fragments")
+  func reassembly() async throws {
+    let (fake, _, connection) = try await connectedHost(role: .peripheral)
+    let big = [0x1B, 0x03, 0x00] + [UInt8](repeating: 0x41, count: 59)  // 66 bytes with L2CAP
+    fake.send(.att, big)
+    #expect(try await connection.receive() == big)
+    let frame = L2CAPFrame(channel: .att, payload: [0x52, 0x03, 0x00] + [UInt8](repeating: 7, count: 40)).encoded
+    fake.send(ACLPacket(handle: 0x0040, packetBoundary: .firstFlushable, data: Array(frame[0..<10])))
+    fake.send(ACLPacket(handle: 0x0040, packetBoundary: .continuing, data: Array(frame[10...])))
+    #expect(try await connection.receive() == Array(frame[4...]))
+  }
+
+  @Test("LE signalling as peripheral: a parameter update request and an unknown command get Command Reject")
+  func signalingPeripheral() async throws {
+    let (fake, _, _) = try await connectedHost(role: .peripheral)
+    fake.send(.leSignaling, [0x12, 0x07, 0x08, 0x00, 0x18, 0x00, 0x28, 0x00, 0x00, 0x00, 0xF4, 0x01])
+    #expect(await fake.nextFrame() == L2CAPFrame(channel: .leSignaling, payload: [0x01, 0x07, 0x02, 0x00, 0x00, 0x00]))
+    fake.send(.leSignaling, [0x14, 0x09, 0x0A, 0x00] + [UInt8](repeating: 0, count: 10))  // LE credit-based request
+    #expect(await fake.nextFrame() == L2CAPFrame(channel: .leSignaling, payload: [0x01, 0x09, 0x02, 0x00, 0x00, 0x00]))
+  }
+
+  @Test(
+    "LE signalling as central: a valid update is accepted and applied with LE Connection Update; responses are ignored")
+  func signalingCentral() async throws {
+    let (fake, _, _) = try await connectedHost(role: .central)
+    fake.send(.leSignaling, [0x13, 0x03, 0x02, 0x00, 0x00, 0x00])  // a response: no answer
+    fake.send(.leSignaling, [0x12, 0x04, 0x08, 0x00, 0x18, 0x00, 0x28, 0x00, 0x00, 0x00, 0xF4, 0x01])
+    #expect(await fake.nextFrame() == L2CAPFrame(channel: .leSignaling, payload: [0x13, 0x04, 0x02, 0x00, 0x00, 0x00]))
+    let update = try #require(await fake.nextCommand())
+    #expect(
+      try LEConnectionUpdate(packet: update)
+        == LEConnectionUpdate(
+          connectionHandle: 0x0040,
+          connection: ConnectionParameters(
+            intervalMin: 0x18, intervalMax: 0x28, maxLatency: 0, supervisionTimeout: 0x1F4)))
+    // Timeout 100 ms is below (1 + 0) x 50 ms x 2: rejected, no update.
+    fake.send(.leSignaling, [0x12, 0x05, 0x08, 0x00, 0x28, 0x00, 0x28, 0x00, 0x00, 0x00, 0x0A, 0x00])
+    #expect(await fake.nextFrame() == L2CAPFrame(channel: .leSignaling, payload: [0x13, 0x05, 0x02, 0x00, 0x01, 0x00]))
+    #expect(fake.commands.count == 0)
+  }
+
+  @Test("SMP: a Pairing Request is answered with Pairing Failed, Pairing Not Supported")
+  func pairingNotSupported() async throws {
+    let (fake, _, connection) = try await connectedHost(role: .peripheral)
+    fake.send(.smp, [0x01, 0x03, 0x00, 0x01, 0x10, 0x07, 0x07])
+    #expect(await fake.nextFrame() == L2CAPFrame(channel: .smp, payload: [0x05, 0x05]))
+    await #expect(throws: BearerError.pairingFailed("pairing is not implemented yet")) {
+      _ = try await connection.pair(.encrypted)
+    }
+    fake.send(.encryptionChange(EncryptionChange(connectionHandle: 0x0040, encryptionEnabled: 1)))
+    fake.send(.att, [0x0A, 0x01, 0x00])
+    _ = try await connection.receive()
+    #expect(connection.securityLevel == .encrypted)
+  }
+
+  @Test("ATT over the bearer: a GATT server answers Exchange MTU and Read from the controller's side")
+  func attOverBearer() async throws {
+    let (fake, _, connection) = try await connectedHost(role: .peripheral)
+    let server = try GATTServer(
+      services: [
+        ServiceDefinition(uuid: ancs, characteristics: [.constant(BluetoothUUID("2A00")!, Array("watch".utf8))])
+      ],
+      serviceChanged: false)
+    let att = ATTConnection(bearer: connection)
+    _ = server.attach(att)
+    let running = Task { await att.run() }
+    fake.send(.att, [0x02, 0x00, 0x02])  // Exchange MTU Request, 512
+    #expect(await fake.nextFrame() == L2CAPFrame(channel: .att, payload: [0x03, 0x05, 0x02]))
+    let value = try #require(server.handles(of: ancs)?.first?.value)
+    fake.send(.att, [0x0A, UInt8(value & 0xFF), UInt8(value >> 8)])
+    #expect(await fake.nextFrame() == L2CAPFrame(channel: .att, payload: [0x0B] + Array("watch".utf8)))
+    fake.send(
+      .disconnectionComplete(DisconnectionComplete(connectionHandle: 0x0040, reason: .remoteUserTerminatedConnection)))
+    await running.value
+    #expect(try await connection.waitForDisconnection() == .remoteUserTerminatedConnection)
+  }
+
+  @Test("disconnect: HCI_Disconnect with the reason, then receive is nil and send throws")
+  func disconnect() async throws {
+    let (fake, host, connection) = try await connectedHost(role: .central)
+    try await connection.send([0x02, 0x00, 0x02])
+    let reason = try await connection.disconnect(reason: .remoteDeviceTerminatedPowerOff)
+    #expect(reason == .connectionTerminatedByLocalHost)
+    let command = try #require(await fake.nextCommand())
+    #expect(try Disconnect(packet: command).reason == .remoteDeviceTerminatedPowerOff)
+    #expect(try await connection.receive() == nil)
+    await #expect(throws: BearerError.disconnected) { try await connection.send([0x02, 0x00, 0x02]) }
+    #expect(!connection.isConnected)
+    #expect(host.aclBacklog == (queued: 0, outstanding: 0))
+  }
+
+  @Test("central: scan reports (extended, as Bumble sends) filtered on the ANCS solicitation, then connect")
+  func scanAndConnect() async throws {
+    let (fake, host) = try await startHost()
+    let watch = BDAddress("C1:22:33:44:55:66")!
+    let connecting = Task { try await host.connect(scanningFor: .solicits(ancs), timeout: .seconds(10)) }
+    #expect(await fake.nextCommand()?.opcode == LESetScanParameters.opcode)
+    #expect(await fake.nextCommand()?.opcode == LESetScanEnable.opcode)
+    let other = AdvertisingData.peripheral(name: "lamp").encoded
+    let solicits = AdvertisingData.peripheral(name: "watch", solicitedServices: [ancs]).encoded
+    let reports = [(BDAddress("C1:00:00:00:00:01")!, other), (watch, solicits)].map { address, data in
+      LEExtendedAdvertisingReport.Report(eventType: 0x13, addressType: .random, address: address, rssi: -50, data: data)
+    }
+    fake.send(.leUnknown(subevent: 0x0D, parameters: LEExtendedAdvertisingReport(reports: reports).encoded))
+    #expect(try await fake.nextCommand().map(LESetScanEnable.init(packet:))?.scanEnable == false)
+    let create = try #require(await fake.nextCommand())
+    #expect(try LECreateConnection(packet: create).peerAddress == watch)
+    fake.connectionComplete(role: 0x00, peer: watch)
+    let (connection, report) = try await connecting.value
+    #expect(report.address == watch && connection.role == .central && connection.peer.address == watch)
+  }
+
+  @Test("central: no connection in time sends LE Create Connection Cancel and times out")
+  func connectTimeout() async throws {
+    let clock = ManualClock()
+    // Commands time out later than the connection: only the connection's deadline passes.
+    let (fake, host) = try await startHost(clock: clock, options: HCIHost.Options(commandTimeout: .seconds(60)))
+    let peer = DeviceAddress(type: .random, address: BDAddress("C1:22:33:44:55:66")!)
+    let connecting = Task { try await host.connect(to: peer, timeout: .seconds(3)) }
+    // The deadline is taken before LE Create Connection is sent, so a wait that starts after
+    // this advance ends at once.
+    #expect(await fake.nextCommand()?.opcode == LECreateConnection.opcode)
+    clock.advance(by: .seconds(3))
+    #expect(await fake.nextCommand()?.opcode == LECreateConnectionCancel.opcode)
+    fake.send(
+      .leConnectionComplete(
+        LEConnectionComplete(
+          status: .unknownConnectionIdentifier, connectionHandle: 0, role: 0, peerAddressType: .random,
+          peerAddress: peer.address, connectionInterval: 0, supervisionTimeout: 0)))
+    let result = await connecting.result
+    #expect(throws: HCIHostError.timedOut("no connection to \(peer) within 3.0 seconds")) { try result.get() }
+  }
+
+  @Test("transport names: hci-tcp parses; the others fail with one line naming what works")
+  func transports() throws {
+    #expect(try BluetoothTransport(parsing: "hci-tcp:127.0.0.1:9001") == .hciTCP(host: "127.0.0.1", port: 9001))
+    #expect(try BluetoothTransport(parsing: "hci-tcp:[::1]:9") == .hciTCP(host: "::1", port: 9))
+    #expect(try BluetoothTransport(parsing: "hci-tcp:[::1]:9").description == "hci-tcp:[::1]:9")
+    for bad in ["hci-tcp:localhost", "hci-tcp:h:0", "hci-user:0", "bogus:1"] {
+      #expect(throws: LinkError.self) { try BluetoothTransport(parsing: bad) }
+    }
+    #expect(throws: LinkError.self) { try BluetoothTransport(parsing: "hci-uart:/dev/ttyUSB0") }
+  }
+}

@@ -1,0 +1,1 @@
+../Shared/Blocking.swift
