@@ -17,16 +17,9 @@ final class Command: @unchecked Sendable {
   private let input = Pipe()
   private let output = Pipe()
   private let errors = Pipe()
-  private let lines: AsyncStream<String>
+  private let outputLines: AsyncStream<String>
   private var iterator: AsyncStream<String>.Iterator
-  /// Standard error so far; NSLock (a pthread mutex) so ThreadSanitizer sees the locking.
-  private final class Text: @unchecked Sendable {
-    private let lock = NSLock()
-    private var text = ""
-    func append(_ more: String) { lock.withLock { text += more } }
-    var value: String { lock.withLock { text } }
-  }
-  private let stderrText = Text()
+  private let stderrText: CollectedText
 
   init(_ arguments: [String]) throws {
     process.executableURL = URL(fileURLWithPath: ancsPath)
@@ -34,33 +27,9 @@ final class Command: @unchecked Sendable {
     process.standardInput = input
     process.standardOutput = output
     process.standardError = errors
-    let (stream, continuation) = AsyncStream<String>.makeStream()
-    lines = stream
-    iterator = stream.makeAsyncIterator()
-    let out = output.fileHandleForReading
-    Thread.detachNewThread {
-      var pending = Data()
-      while true {
-        let chunk = out.availableData
-        if chunk.isEmpty { break }
-        pending.append(chunk)
-        while let newline = pending.firstIndex(of: 0x0A) {
-          continuation.yield(String(decoding: pending[pending.startIndex..<newline], as: UTF8.self))
-          pending.removeSubrange(pending.startIndex...newline)
-        }
-      }
-      if !pending.isEmpty { continuation.yield(String(decoding: pending, as: UTF8.self)) }
-      continuation.finish()
-    }
-    let err = errors.fileHandleForReading
-    let text = stderrText
-    Thread.detachNewThread {
-      while true {
-        let chunk = err.availableData
-        if chunk.isEmpty { break }
-        text.append(String(decoding: chunk, as: UTF8.self))
-      }
-    }
+    outputLines = lines(of: output.fileHandleForReading)
+    iterator = outputLines.makeAsyncIterator()
+    stderrText = CollectedText(reading: errors.fileHandleForReading)
     try process.run()
   }
 
