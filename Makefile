@@ -1,15 +1,17 @@
 # ancs-sim: one command from a fresh clone to green tests (`make test`), one for the demo.
 SHELL := /bin/bash
 SWIFT ?= swift
-DEBIAN_PACKAGES := libncurses-dev libbluetooth-dev libssl-dev pkg-config tmux tshark
+DEBIAN_PACKAGES := libncurses-dev libbluetooth-dev libssl-dev pkg-config tmux tshark python3-venv
 
-.PHONY: test demo build release bench deps lint clean fuzz fuzz-ci
+.PHONY: test demo build release bench fleet deps lint clean fuzz fuzz-ci sanitize sanitize-thread sanitize-address
 # Seconds per target for `make fuzz`; executions per target for `make fuzz-ci`.
 FUZZ_SECONDS ?= 60
 FUZZ_RUNS ?= 200000
 
 test: deps
 	$(SWIFT) build --build-tests
+	@# Bumble, in a venv of its own, for the interop tests (which skip without it).
+	scripts/bumble-venv.sh > /dev/null || echo "warning: no Bumble venv; the interop tests will be skipped" >&2
 	@# A backstop: a test that hangs fails the run in 30 minutes (the whole suite takes
 	@# about a minute) instead of holding CI until its own limit.
 	timeout --kill-after=60 1800 $(SWIFT) test
@@ -27,6 +29,33 @@ release: deps
 bench: deps
 	$(SWIFT) build -c release --product ancs
 	.build/release/ancs bench
+
+# The whole suite under ThreadSanitizer, then AddressSanitizer, each in its own build
+# directory. The `ancs` processes the tests start are the instrumented build too
+# (ANCS_BINARY), and the tests' own time bounds are SANITIZE_TIME_SCALE times longer
+# (ANCS_TEST_TIME_SCALE), for the sanitizers' slowdown. Any report fails the run.
+# LeakSanitizer is off: in Swift on Linux it takes weak references' side tables and
+# pointers kept in enums' spare bits for leaks, and Foundation's Process and Pipe keep
+# cycles alive at exit (README.md, "Sanitizers"). The leaks that matter, sockets and
+# descriptors, are checked by the tests themselves.
+SANITIZE_TIME_SCALE ?= 4
+SANITIZE_ENV_thread :=
+SANITIZE_ENV_address := ASAN_OPTIONS=detect_leaks=0
+sanitize: sanitize-thread sanitize-address
+
+sanitize-thread sanitize-address: sanitize-%: deps
+	$(SWIFT) build --build-tests --sanitize=$* --scratch-path .build/sanitize-$*
+	ANCS_BINARY=$(CURDIR)/.build/sanitize-$*/debug/ancs ANCS_TEST_TIME_SCALE=$(SANITIZE_TIME_SCALE) $(SANITIZE_ENV_$*) \
+	  timeout --kill-after=60 2400 $(SWIFT) test --skip-build --sanitize=$* --scratch-path .build/sanitize-$*
+
+# One phone process serving FLEET_WATCHES watches over Unix sockets through a scenario of
+# FLEET_NOTIFICATIONS posts and removals (BENCHMARKS.md, "A fleet of watches"); exits 1
+# unless every watch ends with the phone's exact set and the open files come back.
+FLEET_WATCHES ?= 1000
+FLEET_NOTIFICATIONS ?= 10000
+fleet: deps
+	$(SWIFT) build -c release --product ancs
+	.build/release/ancs bench --fleet $(FLEET_WATCHES) --notifications $(FLEET_NOTIFICATIONS)
 
 # libFuzzer targets (Fuzz/), built with swiftc into .build-fuzz/ and run one at a time,
 # their corpora seeded from Protocol/vectors (scripts/fuzz.sh; README.md, "Fuzzing").

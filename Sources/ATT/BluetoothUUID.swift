@@ -4,7 +4,10 @@ import Wire
 /// On the wire both are little-endian; 32-bit UUIDs are not used by ATT.
 public enum BluetoothUUID: Hashable, Sendable, CustomStringConvertible {
   case bit16(UInt16)
-  case bit128([UInt8])  // 16 bytes, big-endian (display order)
+  /// The 128 bits as one number, most significant first as displayed. A number, not an
+  /// array: no allocation per UUID, and no pointer hidden in the enum's spare bits, where
+  /// LeakSanitizer would take a static UUID for a leak.
+  case bit128(UInt128)
 
   /// 0000xxxx-0000-1000-8000-00805F9B34FB
   static let base: [UInt8] = [0, 0, 0, 0, 0x00, 0x00, 0x10, 0x00, 0x80, 0x00, 0x00, 0x80, 0x5F, 0x9B, 0x34, 0xFB]
@@ -28,8 +31,13 @@ public enum BluetoothUUID: Hashable, Sendable, CustomStringConvertible {
     if bytes[0] == 0 && bytes[1] == 0 && Array(bytes[4...]) == Array(Self.base[4...]) {
       self = .bit16(UInt16(bytes[2]) << 8 | UInt16(bytes[3]))
     } else {
-      self = .bit128(bytes)
+      self = .bit128(bytes.reduce(0) { $0 << 8 | UInt128($1) })
     }
+  }
+
+  /// The 16 bytes of a 128-bit UUID, most significant first.
+  static func bigEndianBytes(_ value: UInt128) -> [UInt8] {
+    (0..<16).map { UInt8(truncatingIfNeeded: value >> (8 * (15 - $0))) }
   }
 
   /// Decodes 2 or 16 little-endian bytes; nil for any other length.
@@ -46,7 +54,7 @@ public enum BluetoothUUID: Hashable, Sendable, CustomStringConvertible {
   public var littleEndian: [UInt8] {
     switch self {
     case .bit16(let value): return [UInt8(truncatingIfNeeded: value), UInt8(truncatingIfNeeded: value >> 8)]
-    case .bit128(let bytes): return bytes.reversed()
+    case .bit128(let value): return Self.bigEndianBytes(value).reversed()
     }
   }
 
@@ -58,7 +66,7 @@ public enum BluetoothUUID: Hashable, Sendable, CustomStringConvertible {
       bytes[2] = UInt8(truncatingIfNeeded: value >> 8)
       bytes[3] = UInt8(truncatingIfNeeded: value)
       return bytes.reversed()
-    case .bit128(let bytes): return bytes.reversed()
+    case .bit128(let value): return Self.bigEndianBytes(value).reversed()
     }
   }
 
@@ -72,8 +80,8 @@ public enum BluetoothUUID: Hashable, Sendable, CustomStringConvertible {
     case .bit16(let value):
       let text = Hex.encode([UInt8(value >> 8), UInt8(value & 0xff)], separator: "").uppercased()
       return text
-    case .bit128(let bytes):
-      let hex = Hex.encode(bytes, separator: "").uppercased()
+    case .bit128(let value):
+      let hex = Hex.encode(Self.bigEndianBytes(value), separator: "").uppercased()
       let u = Array(hex)
       return String(u[0..<8]) + "-" + String(u[8..<12]) + "-" + String(u[12..<16]) + "-" + String(u[16..<20]) + "-"
         + String(u[20..<32])

@@ -5,9 +5,10 @@ import Wire
 /// One end of a socket link (unix:PATH or tcp:HOST:PORT), framed as described at the top of
 /// LinkFraming.swift.
 ///
-/// A dedicated thread reads the socket (blocking) into a queue, so the peer's sends never wait
-/// for this end's engine and two busy ends cannot deadlock. Sends are synchronous writes under
-/// a lock. Pairing requests from the peer are answered by the reader thread with this end's
+/// The process's `SocketReactor` thread reads the socket into a queue whenever it is
+/// readable, so the peer's sends never wait for this end's engine and two busy ends cannot
+/// deadlock. Sends are synchronous writes under a lock. Pairing requests from the peer are
+/// answered by the reactor with this end's
 /// `PairingPolicy`. When the peer closes, resets or breaks the framing, or this end closes,
 /// `receive()` returns what was already queued and then nil, `send` throws `.disconnected`,
 /// and a pending `pair` fails with `.disconnected`.
@@ -41,7 +42,7 @@ public final class SocketBearer: ATTBearer {
     try await core.pair(level).get()
   }
 
-  /// Closes the link (idempotent): the peer sees end of file, the reader thread ends.
+  /// Closes the link (idempotent): the peer sees end of file, the reactor lets it go.
   public func close() {
     core.disconnect(fault: nil)
   }
@@ -83,6 +84,8 @@ final class SocketCore: Sendable {
   private let state: Locked<State>
   /// Serialises writes; holds the number of frames written.
   private let writeLock = Locked<UInt64>(0)
+  /// A byte stream's partial frame between reads (used by the reactor thread only).
+  private let streamDecoder = Locked(StreamFrameDecoder())
 
   private init(fd: Int32, framing: Framing, name: String, pairing: PairingPolicy, level: SecurityLevel) {
     self.socket = OwnedFD(fd)
@@ -92,13 +95,15 @@ final class SocketCore: Sendable {
     self.state = Locked(State(level: level))
   }
 
-  /// Takes over a connected socket and starts its reader thread.
+  /// Takes over a connected socket and has the reactor read it.
   static func start(
     fd: Int32, framing: Framing, name: String, pairing: PairingPolicy, level: SecurityLevel = .unencrypted
   ) throws(LinkError) -> SocketBearer {
     let core = SocketCore(fd: fd, framing: framing, name: name, pairing: pairing, level: level)
-    guard spawnThread({ core.readLoop() }) else {
-      throw LinkError(address: name, kind: .system(errno: EAGAIN), detail: "cannot start the link's reader thread")
+    guard SocketReactor.shared.register(core) else {
+      let code = errno
+      throw LinkError(
+        address: name, kind: .system(errno: code), detail: "cannot watch the socket: \(errnoText(code))")
     }
     return SocketBearer(core: core)
   }
@@ -187,67 +192,66 @@ final class SocketCore: Sendable {
     }
   }
 
-  // MARK: Reading (on the reader thread)
+  // MARK: Reading (on the reactor thread)
 
-  func readLoop() {
-    switch framing {
-    case .messages: readMessages()
-    case .stream: readStream()
+  /// Reads what the socket holds, at most `turns` reads, without blocking. False once the
+  /// link is down (the peer closed, reset or broke the framing, or this end closed): the
+  /// reactor then stops watching it.
+  func readAvailable(into buffer: inout [UInt8], turns: Int) -> Bool {
+    for _ in 0..<turns {
+      if isClosed { return false }
+      // MSG_TRUNC makes a SEQPACKET recv return the message's real length, so an oversized
+      // one shows; a stream reads what fits.
+      let flags = Int32(MSG_DONTWAIT) | (framing == .messages ? Int32(MSG_TRUNC) : 0)
+      let count = buffer.withUnsafeMutableBytes { raw in recv(socket.fd, raw.baseAddress, raw.count, flags) }
+      if count < 0 {
+        let code = errno
+        if code == EINTR { continue }
+        if code == EAGAIN || code == EWOULDBLOCK { return true }
+        disconnect(fault: Self.readFault(code))
+        return false
+      }
+      if !(framing == .messages ? message(buffer, count) : stream(buffer, count)) { return false }
     }
+    return true
   }
 
-  private func readMessages() {
+  private func message(_ buffer: [UInt8], _ count: Int) -> Bool {
     let limit = LinkFraming.maxFrameBody
-    var buffer = [UInt8](repeating: 0, count: limit + 1)
-    while !isClosed {
-      // MSG_TRUNC makes recv return the message's real length, so an oversized one shows.
-      let count = buffer.withUnsafeMutableBytes { raw in
-        recv(socket.fd, raw.baseAddress, raw.count, Int32(MSG_TRUNC))
-      }
-      if count < 0 {
-        let code = errno
-        if code == EINTR { continue }
-        disconnect(fault: Self.readFault(code))
-        return
-      }
-      if count == 0 {
-        disconnect(fault: nil)
-        return
-      }
-      if count > limit {
-        disconnect(fault: .frameTooLong(length: count, limit: limit))
-        return
-      }
-      if !handle(buffer[0..<count]) { return }
+    if count == 0 {
+      disconnect(fault: nil)
+      return false
     }
+    if count > limit {
+      disconnect(fault: .frameTooLong(length: count, limit: limit))
+      return false
+    }
+    return handle(buffer[0..<count])
   }
 
-  private func readStream() {
-    var decoder = StreamFrameDecoder()
-    var chunk = [UInt8](repeating: 0, count: 16 * 1024)
-    while !isClosed {
-      let count = chunk.withUnsafeMutableBytes { raw in recv(socket.fd, raw.baseAddress, raw.count, 0) }
-      if count < 0 {
-        let code = errno
-        if code == EINTR { continue }
-        disconnect(fault: Self.readFault(code))
-        return
-      }
-      if count == 0 {
-        let buffered = decoder.bufferedCount
-        disconnect(fault: buffered > 0 ? .truncatedFrame(bufferedBytes: buffered) : nil)
-        return
-      }
-      decoder.append(chunk[0..<count])
-      do {
-        while let body = try decoder.next() {
-          if !handle(body[...]) { return }
-        }
-      } catch {
-        disconnect(fault: error)
-        return
-      }
+  private func stream(_ buffer: [UInt8], _ count: Int) -> Bool {
+    if count == 0 {
+      let buffered = streamDecoder.withLock { $0.bufferedCount }
+      disconnect(fault: buffered > 0 ? .truncatedFrame(bufferedBytes: buffered) : nil)
+      return false
     }
+    // The frames before a broken one are delivered, then the link ends.
+    let (bodies, broken) = streamDecoder.withLock { decoder -> ([[UInt8]], LinkFault?) in
+      decoder.append(buffer[0..<count])
+      var bodies: [[UInt8]] = []
+      do throws(LinkFault) {
+        while let body = try decoder.next() { bodies.append(body) }
+      } catch {
+        return (bodies, error)
+      }
+      return (bodies, nil)
+    }
+    for body in bodies where !handle(body[...]) { return false }
+    if let broken {
+      disconnect(fault: broken)
+      return false
+    }
+    return true
   }
 
   /// EPIPE on a read is a reset that came after the peer's FIN: the peer closed, with data of

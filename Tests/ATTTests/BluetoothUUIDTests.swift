@@ -17,7 +17,7 @@ import Wire
 
   @Test func parses128BitForm() throws {
     let uuid = try #require(BluetoothUUID(Self.ancsText))
-    #expect(uuid == .bit128(Array(Hex.decode(Self.ancsText)!)))
+    #expect(uuid == .bit128(0x7905_F431_B5CE_4E99_A40F_4B1E_122D_00D0))
     #expect(uuid.description == Self.ancsText)
     #expect(BluetoothUUID(Self.ancsText.lowercased()) == uuid)
     #expect(uuid.littleEndian == Self.ancsLittleEndian)

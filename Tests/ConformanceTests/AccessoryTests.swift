@@ -16,10 +16,10 @@ func ownWatch(_ configure: (inout WatchOptions) -> Void = { _ in }) -> (WatchEng
   // phone after 0.3 s, and ask for titles short enough to be exceeded (ANCS/NC/DS/BI-02).
   options.reconnectDelay = .milliseconds(1)
   options.maximumReconnectDelay = .milliseconds(1)
-  options.commandTimeout = .milliseconds(300)
+  options.commandTimeout = scaled(.milliseconds(300))
   // Check a silent phone's subscriptions and a ringing call soon (DISC/BV-05, NS/BV-06).
-  options.livenessInterval = .milliseconds(200)
-  options.callRecheckInterval = .milliseconds(200)
+  options.livenessInterval = scaled(.milliseconds(200))
+  options.callRecheckInterval = scaled(.milliseconds(200))
   options.titleMaximum = 64
   configure(&options)
   let connections = Inbox<any ATTBearer>()
@@ -47,12 +47,12 @@ struct EngineWearer: WearerStimulus {
   func perform(_ action: ActionID, uid: UInt32) async throws(StimulusError) { engine.perform(action, on: uid) }
 }
 
-@Suite(.timeLimit(.minutes(2))) struct OwnWatchTests {
+@Suite(.timeLimit(scaledMinutes(2))) struct OwnWatchTests {
   /// The whole NC suite against the project's watch over memory links: every case passes.
   @Test func wholeSuitePassesOverMemory() async throws {
     let (engine, accessory) = ownWatch()
     defer { engine.stop() }
-    let results = await ConformanceRunner(accessory: accessory).run(ConformanceCatalog.nc)
+    let results = await ConformanceRunner(accessory: accessory, timeout: scaled(.seconds(5))).run(ConformanceCatalog.nc)
     #expect(ids(results, .failed) == [], "\(results.filter { $0.verdict == .failed }.map { "\($0.id): \($0.detail)" })")
     #expect(ids(results, .skipped) == [])
     #expect(results.count == ConformanceCatalog.nc.count)
@@ -61,10 +61,11 @@ struct EngineWearer: WearerStimulus {
 
 /// The accessory role through the binary, over a Unix socket, with `ancs watch` as the
 /// accessory.
-@Suite(.enabled(if: ancsBuilt, "needs the ancs binary: swift build --build-tests first"), .timeLimit(.minutes(2)))
+@Suite(.enabled(if: ancsBuilt, "needs the ancs binary: swift build --build-tests first"), .timeLimit(scaledMinutes(2)))
 struct AccessoryBinaryTests {
   static let watch =
-    "ancs watch --headless --command-timeout 0.3 --liveness 0.2 --call-recheck 0.2 --title-max 64 --reconnect-delay 0.01"
+    "ancs watch --headless --command-timeout \(scaledSeconds(0.3)) --liveness \(scaledSeconds(0.2)) "
+    + "--call-recheck \(scaledSeconds(0.2)) --title-max 64 --reconnect-delay 0.01"
 
   /// `--spawn`: the harness starts the watch, observes its output and is its wearer.
   @Test func wholeSuitePassesWithASpawnedWatch() async throws {
@@ -73,7 +74,7 @@ struct AccessoryBinaryTests {
     let socket = "unix:\(directory)/harness.sock"
     let (status, table, log) = try await runAncs([
       "conform", "accessory", "--listen", socket, "--spawn", "\(Self.watch) --connect \(socket)", "--junit",
-      "\(directory)/report.xml", "--capture-dir", "\(directory)/captures",
+      "\(directory)/report.xml", "--capture-dir", "\(directory)/captures", "--timeout", scaledSeconds(5),
     ])
     let count = ConformanceCatalog.nc.count
     #expect(status == 0, "\(log.split(separator: "\n").filter { $0.contains("FAIL") })")
@@ -96,7 +97,8 @@ struct AccessoryBinaryTests {
     let script = """
       (for i in $(seq 200); do [ -S '\(directory)/harness.sock' ] && break; sleep 0.05; done; \
       \(watch) --connect \(socket) < /dev/null) | \
-      \(binary) conform accessory --listen \(socket) --observe - --json '\(directory)/report.json'
+      \(binary) conform accessory --listen \(socket) --observe - --json '\(directory)/report.json' \
+      --timeout \(scaledSeconds(5))
       """
     // In a process group of its own, so a time-out kills the watch too.
     let (status, out, err) = try await runProgram("/usr/bin/setsid", ["/bin/sh", "-c", script])

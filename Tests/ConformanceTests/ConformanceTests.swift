@@ -44,12 +44,12 @@ import Wire
   }
 }
 
-@Suite(.timeLimit(.minutes(2))) struct OwnPhoneTests {
+@Suite(.timeLimit(scaledMinutes(2))) struct OwnPhoneTests {
   /// The whole NP suite against the project's phone over memory links: every case passes.
   /// (Its running time is a benchmark figure, in BENCHMARKS.md, not a test.)
   @Test func wholeSuitePassesOverMemory() async throws {
     let (_, phone) = try ownPhone()
-    let results = await ConformanceRunner(phone: phone).run(ConformanceCatalog.np)
+    let results = await ConformanceRunner(phone: phone, timeout: scaled(.seconds(5))).run(ConformanceCatalog.np)
     #expect(ids(results, .failed) == [], "\(results.filter { $0.verdict == .failed }.map { "\($0.id): \($0.detail)" })")
     #expect(ids(results, .skipped) == [])
     #expect(results.count == ConformanceCatalog.np.count)
@@ -59,7 +59,7 @@ import Wire
   @Test func withoutStimulusCasesAreSkipped() async throws {
     let (_, own) = try ownPhone()
     let phone = PhoneUnderTest(connect: own.connect, stimulus: nil)
-    let results = await ConformanceRunner(phone: phone).run(ConformanceCatalog.np)
+    let results = await ConformanceRunner(phone: phone, timeout: scaled(.seconds(5))).run(ConformanceCatalog.np)
     let needing = ConformanceCatalog.np.filter(\.needsStimulus).map(\.id)
     #expect(ids(results, .skipped) == needing)
     #expect(ids(results, .failed) == [])
@@ -101,13 +101,13 @@ import Wire
   }
 }
 
-@Suite(.timeLimit(.minutes(2))) struct BrokenPhoneTests {
+@Suite(.timeLimit(scaledMinutes(2))) struct BrokenPhoneTests {
   /// A phone that answers 0xA1 where 0xA2 is due: exactly the cases that check 0xA2 fail.
   @Test func invalidParameterAnsweredAsInvalidCommand() async throws {
     let phone = try faultyPhone { _ in
       { pdu in pdu.count == 5 && pdu[0] == 0x01 && pdu[4] == 0xA2 ? Array(pdu[0..<4]) + [0xA1] : pdu }
     }
-    let results = await ConformanceRunner(phone: phone).run(ConformanceCatalog.np)
+    let results = await ConformanceRunner(phone: phone, timeout: scaled(.seconds(5))).run(ConformanceCatalog.np)
     #expect(
       ids(results, .failed) == [
         "ANCS/NP/GAA/BI-01", "ANCS/NP/PNA/BI-01", "ANCS/NP/CP/BI-04", "ANCS/NP/CP/BI-05", "ANCS/NP/DS/BI-01",
@@ -135,7 +135,7 @@ import Wire
         return copy
       }
     }
-    let results = await ConformanceRunner(phone: phone).run(ConformanceCatalog.np)
+    let results = await ConformanceRunner(phone: phone, timeout: scaled(.seconds(5))).run(ConformanceCatalog.np)
     #expect(ids(results, .failed) == ["ANCS/NP/PRE/BV-01", "ANCS/NP/PRE/BV-02"])
   }
 
@@ -152,7 +152,7 @@ import Wire
         return copy
       }
     }
-    let results = await ConformanceRunner(phone: phone).run(ConformanceCatalog.np)
+    let results = await ConformanceRunner(phone: phone, timeout: scaled(.seconds(5))).run(ConformanceCatalog.np)
     #expect(ids(results, .failed) == ["ANCS/NP/GNA/BV-03"])
     #expect(results.first { $0.id == "ANCS/NP/GNA/BV-03" }?.detail.contains("UTF-8") == true)
   }
@@ -160,7 +160,8 @@ import Wire
   /// A minimal phone made from the GATT server that lets an unencrypted link write the
   /// Control Point: SEC/BI-03 fails; it has no control channel, so the stimulus cases skip.
   @Test func minimalPhoneWithoutEncryptionOnTheControlPoint() async throws {
-    let results = await ConformanceRunner(phone: try minimalPhone()).run(ConformanceCatalog.np)
+    let results = await ConformanceRunner(phone: try minimalPhone(), timeout: scaled(.seconds(5))).run(
+      ConformanceCatalog.np)
     #expect(ids(results, .failed) == ["ANCS/NP/SEC/BI-03"])
     #expect(ids(results, .skipped) == ConformanceCatalog.np.filter(\.needsStimulus).map(\.id))
   }
@@ -197,7 +198,7 @@ import Wire
   }
 }
 
-@Suite(.timeLimit(.minutes(2))) struct ReportTests {
+@Suite(.timeLimit(scaledMinutes(2))) struct ReportTests {
   let results = [
     CaseResult(id: "ANCS/NP/A/BV-01", title: "ok", rule: "r", verdict: .passed, detail: "", duration: .milliseconds(3)),
     CaseResult(
@@ -235,7 +236,7 @@ import Wire
   }
 }
 
-@Suite(.timeLimit(.minutes(2))) struct HostilePhoneTests {
+@Suite(.timeLimit(scaledMinutes(2))) struct HostilePhoneTests {
   /// Whatever the phone sends (PDUs cut short, bytes flipped, garbage), the harness does not
   /// trap: every case ends with a verdict.
   @Test func garbleEveryPDU() async throws {

@@ -7,7 +7,7 @@ import Wire
 /// Every NC case can fail: the project's watch with one fault switch (Sources/Watch/Faults.swift)
 /// breaks one rule, and exactly the cases that check that rule fail. Protocol/conformance.md,
 /// "Fault switches", is the same table in prose.
-@Suite(.timeLimit(.minutes(2))) struct WatchFaultTests {
+@Suite(.timeLimit(scaledMinutes(2))) struct WatchFaultTests {
   static let all = ConformanceCatalog.nc.map(\.id)
   static func nc(_ id: String) -> String { "ANCS/NC/" + id }
   /// Cases that wait for a fetch of a notification the harness posted.
@@ -53,7 +53,7 @@ import Wire
     for name in names { try faults.enable(name) }
     let (engine, accessory) = ownWatch { $0.faults = faults }
     defer { engine.stop() }
-    return await ConformanceRunner(accessory: accessory, timeout: .seconds(3)).run(ConformanceCatalog.nc)
+    return await ConformanceRunner(accessory: accessory, timeout: scaled(.seconds(3))).run(ConformanceCatalog.nc)
   }
 
   /// One fault: the failing cases are exactly the expected ones, in catalog order, and none

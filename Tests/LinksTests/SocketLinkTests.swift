@@ -179,6 +179,26 @@ struct SocketLinkTests {
     #expect(try await client.receive() == [0x1B, 0x01, 0x00])
   }
 
+  /// One reactor thread reads every socket link of the process: links cost no thread each.
+  @Test("a hundred links add no threads, and all of them carry PDUs")
+  func linksShareOneReader() async throws {
+    func threads() -> Int {
+      let status = (try? String(contentsOfFile: "/proc/self/status", encoding: .utf8)) ?? ""
+      let line = status.split(separator: "\n").first { $0.hasPrefix("Threads:") }
+      return Int(line?.split(separator: "\t").last ?? "") ?? 0
+    }
+    // The reactor itself exists once the first link does.
+    _ = try UnixSeqpacketLink.pair()
+    let before = threads()
+    var pairs: [(central: SocketBearer, peripheral: SocketBearer)] = []
+    for _ in 0..<100 { pairs.append(try UnixSeqpacketLink.pair()) }
+    for (index, pair) in pairs.enumerated() { try await pair.central.send([UInt8(index)]) }
+    for (index, pair) in pairs.enumerated() { #expect(try await pair.peripheral.receive() == [UInt8(index)]) }
+    // A thread per socket would be 200 more. Other tests running meanwhile start threads of
+    // their own (process readers, the executor's workers), hence the wide margin.
+    #expect(threads() < before + 100, "\(threads()) threads, \(before) before the links")
+  }
+
   @Test("a dropped bearer closes its link")
   func droppedBearerCloses() async throws {
     var pair: (central: SocketBearer, peripheral: SocketBearer)? = try UnixSeqpacketLink.pair()

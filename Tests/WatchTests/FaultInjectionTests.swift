@@ -91,13 +91,18 @@ import Wire
     }
     // Events until `done`; a watch that stops short of it (idle, or stuck) is given up on
     // after 10 s (a bound on failure, not a measured time): stopping it ends its events.
+    // The watch's errors, for the failure messages.
+    var errors: [String] = []
     func awaitEvents(until done: (WatchEvent?) -> Bool) async {
       let deadline = Task {
-        try? await Task.sleep(for: .seconds(10))
+        try? await Task.sleep(for: scaled(.seconds(10)))
         if !Task.isCancelled { watch.stop() }
       }
       if !done(nil) {
-        while let event = await events.next(isolation: nil), !done(event) {}
+        while let event = await events.next(isolation: nil) {
+          if case .error(let text) = event { errors.append(text) }
+          if done(event) { break }
+        }
       }
       deadline.cancel()
     }
@@ -105,10 +110,11 @@ import Wire
     func awaitMatch(_ phase: String) async {
       await awaitEvents { _ in matches() }
       let matched = matches()
-      let why = matched ? "" : difference()
+      let why = matched ? "" : difference() + "; the watch's errors: \(errors)"
       good = good && matched
       #expect(
-        matched, "\(phase): the watch does not hold the phone's notifications (cut \(String(describing: cut))): \(why)")
+        matched,
+        "\(phase): the watch does not hold the phone's notifications (cut \(String(describing: cut))): \(why)")
     }
     // Posted while the watch works; two removed before it can fetch them.
     for index in 25..<50 { uids.append(await phone.post(notification(index)).uid) }
@@ -136,7 +142,9 @@ import Wire
       }
       return unresolved.isEmpty && removalDue.isEmpty
     }
-    #expect(unresolved.isEmpty && removalDue.isEmpty, "actions \(unresolved) unresolved, \(removalDue) not removed")
+    #expect(
+      unresolved.isEmpty && removalDue.isEmpty,
+      "actions \(unresolved) unresolved, \(removalDue) not removed; the watch's errors: \(errors)")
     // An action reported unconfirmed was cut off with the first link (the only one cut).
     if first.withLock({ $0?.isCut ?? false }), let cutLink = sockets.serving.withLock({ $0.first }) {
       await cutLink.value
