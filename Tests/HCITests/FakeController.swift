@@ -172,9 +172,9 @@ func startHost(
 /// A host with one connection in `role`, handle 0x0040.
 func connectedHost(
   role: LinkRole, _ settings: FakeController.Settings = FakeController.Settings(),
-  security: any HCISecurityManager = PairingNotSupported()
+  clock: any EngineClock = SystemClock(), security: any HCISecurityManager = PairingNotSupported()
 ) async throws -> (FakeController, HCIHost, HCIConnection) {
-  let (fake, host) = try await startHost(settings, security: security)
+  let (fake, host) = try await startHost(settings, clock: clock, security: security)
   fake.connectionComplete(role: role == .central ? 0x00 : 0x01)
   let connection: HCIConnection
   if role == .peripheral {

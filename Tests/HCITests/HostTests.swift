@@ -196,7 +196,7 @@ struct HostConnectionTests {
     let (fake, _, connection) = try await connectedHost(role: .peripheral)
     fake.send(.smp, [0x01, 0x03, 0x00, 0x01, 0x10, 0x07, 0x07])
     #expect(await fake.nextFrame() == L2CAPFrame(channel: .smp, payload: [0x05, 0x05]))
-    await #expect(throws: BearerError.pairingFailed("pairing is not implemented yet")) {
+    await #expect(throws: BearerError.pairingFailed("this host's security manager does not pair")) {
       _ = try await connection.pair(.encrypted)
     }
     fake.send(.encryptionChange(EncryptionChange(connectionHandle: 0x0040, encryptionEnabled: 1)))

@@ -11,6 +11,16 @@ one line per step ("found ...", "mtu ...", "read ...", "disconnected ..."), and 
                                        characteristic the Swift GATT server holds there.
     python bumble_peer.py peripheral   Bumble advertises the ANCS solicitation and serves a
                                        small GATT service; the Swift host connects to it.
+    python bumble_peer.py pair-peripheral sc|legacy
+                                       As peripheral, but the value needs encryption, Bumble
+                                       pairs Just Works (bonding, mitm=False, SC or legacy)
+                                       when the Swift central asks, and then accepts a second
+                                       connection that encrypts with the bond.
+    python bumble_peer.py pair-central sc|legacy
+                                       Bumble connects to the Swift peripheral twice: it pairs
+                                       (or, the second time, encrypts with the bond) when the
+                                       Swift host sends a Security Request, then reads the
+                                       characteristic that needs encryption.
 """
 
 import asyncio
@@ -23,6 +33,7 @@ from bumble.device import Device, Peer
 from bumble.gatt import Characteristic, Service
 from bumble.hci import Address
 from bumble.link import LocalLink
+from bumble.pairing import PairingConfig, PairingDelegate
 from bumble.transport.tcp_server import open_tcp_server_transport_with_socket
 
 ANCS = UUID('7905F431-B5CE-4E99-A40F-4B1E122D00D0')
@@ -62,10 +73,9 @@ def local_name(data: bytes):
     return None
 
 
-async def bumble_central(device: Device):
-    """Scan for a device soliciting ANCS, connect, and use its GATT server."""
-    loop = asyncio.get_running_loop()
-    found = loop.create_future()
+async def find_ancs_advertiser(device: Device):
+    """Scan until a device solicits ANCS; its address and name."""
+    found = asyncio.get_running_loop().create_future()
 
     def on_advertisement(advertisement):
         data = bytes(advertisement.data)
@@ -76,37 +86,55 @@ async def bumble_central(device: Device):
     await device.start_scanning(filter_duplicates=True)
     address, name = await found
     await device.stop_scanning()
-    say('found', address, name)
-    connection = await device.connect(address)
-    say('connected', connection.handle)
-    disconnected = loop.create_future()
-    connection.on('disconnection', lambda reason: disconnected.set_result(reason))
-    peer = Peer(connection)
-    mtu = await peer.request_mtu(185)
-    say('mtu', mtu)
+    return address, name
+
+
+async def read_ancs_characteristic(peer: Peer) -> str:
+    """Discover the ANCS service of the Swift GATT server and read its one characteristic."""
     services = await peer.discover_service(ANCS)
     if not services:
         raise RuntimeError('no ANCS service found')
     characteristics = await peer.discover_characteristics(service=services[0])
     say('characteristics', len(characteristics))
     value = await peer.read_value(characteristics[0])
-    say('read', value.decode())
+    return value.decode()
+
+
+async def disconnect(connection):
+    """Disconnect and print the reason."""
+    disconnected = asyncio.get_running_loop().create_future()
+    connection.on('disconnection', lambda reason: disconnected.set_result(reason))
     await connection.disconnect()
     say('disconnected', await disconnected)
 
 
-async def bumble_peripheral(device: Device):
-    """Advertise the ANCS solicitation with a name, serve a small service, await the host."""
+async def bumble_central(device: Device):
+    """Scan for a device soliciting ANCS, connect, and use its GATT server."""
+    address, name = await find_ancs_advertiser(device)
+    say('found', address, name)
+    connection = await device.connect(address)
+    say('connected', connection.handle)
+    peer = Peer(connection)
+    mtu = await peer.request_mtu(185)
+    say('mtu', mtu)
+    say('read', await read_ancs_characteristic(peer))
+    await disconnect(connection)
+
+
+async def bumble_peripheral(device: Device, connections: int = 1, encrypted: bool = False):
+    """Advertise the ANCS solicitation with a name, serve a small service (its value readable
+    only over an encrypted link if `encrypted`), and await the host's connections, one after
+    the other."""
     loop = asyncio.get_running_loop()
+    permissions = Characteristic.READABLE
+    if encrypted:
+        permissions |= Characteristic.READ_REQUIRES_ENCRYPTION
     device.add_service(
         Service(
             TEST_SERVICE,
             [
                 Characteristic(
-                    TEST_CHARACTERISTIC,
-                    Characteristic.Properties.READ,
-                    Characteristic.READABLE,
-                    TEST_VALUE,
+                    TEST_CHARACTERISTIC, Characteristic.Properties.READ, permissions, TEST_VALUE
                 )
             ],
         )
@@ -119,20 +147,75 @@ async def bumble_peripheral(device: Device):
         + bytes([len(name) + 1, AD_COMPLETE_NAME])
         + name
     )
-    connected = loop.create_future()
-    device.on('connection', lambda connection: connected.done() or connected.set_result(connection))
-    await device.start_advertising(
-        advertising_data=data, advertising_interval_min=20, advertising_interval_max=20
+    for attempt in range(connections):
+        connected = loop.create_future()
+        device.once('connection', lambda connection: connected.set_result(connection))
+        await device.start_advertising(
+            advertising_data=data, advertising_interval_min=20, advertising_interval_max=20
+        )
+        say('advertising', attempt)
+        connection = await connected
+        report_security(connection)
+        say('connected', connection.peer_address)
+        disconnected = loop.create_future()
+        connection.on('disconnection', lambda reason: disconnected.set_result(reason))
+        say('disconnected', await disconnected)
+
+
+def use_just_works(device: Device, sc: bool):
+    """Pairing as an ANCS accessory does it: no IO, no MITM, bonding."""
+    device.pairing_config_factory = lambda connection: PairingConfig(
+        sc=sc,
+        mitm=False,
+        bonding=True,
+        delegate=PairingDelegate(io_capability=PairingDelegate.NO_OUTPUT_NO_INPUT),
     )
-    say('advertising')
-    connection = await connected
-    say('connected', connection.peer_address)
-    disconnected = loop.create_future()
-    connection.on('disconnection', lambda reason: disconnected.set_result(reason))
-    say('disconnected', await disconnected)
 
 
-async def main(role: str):
+def report_security(connection):
+    """Prints the pairing and encryption events of a connection."""
+    connection.on('pairing', lambda keys: say('paired', 'ltk' if keys.ltk else 'legacy'))
+    connection.on('pairing_failure', lambda reason: say('pairing-failed', reason))
+    connection.on(
+        'connection_encryption_change', lambda: say('encryption', connection.encryption)
+    )
+    connection.on('connection_encryption_failure', lambda error: say('encryption-failed', error))
+
+
+async def bumble_pairing_central(device: Device, sc: bool):
+    """Connect to the Swift peripheral twice; pair or encrypt on its Security Request."""
+    loop = asyncio.get_running_loop()
+    use_just_works(device, sc)
+    address, _ = await find_ancs_advertiser(device)
+    for attempt in range(2):
+        connection = await device.connect(address)
+        say('connected', attempt)
+        report_security(connection)
+        encrypted = loop.create_future()
+        connection.on(
+            'connection_encryption_change', lambda: encrypted.done() or encrypted.set_result(None)
+        )
+
+        async def on_security_request(auth_req):
+            try:
+                keys = await device.keystore.get(str(connection.peer_address))
+                if keys is not None:
+                    await device.encrypt(connection)
+                else:
+                    await device.pair(connection)
+            except Exception as error:
+                if not encrypted.done():
+                    encrypted.set_exception(error)
+
+        connection.on(
+            'security_request', lambda auth_req: asyncio.ensure_future(on_security_request(auth_req))
+        )
+        await encrypted
+        say('read', await read_ancs_characteristic(Peer(connection)))
+        await disconnect(connection)
+
+
+async def main(role: str, mode: str | None):
     link = LocalLink()
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     listener.bind(('127.0.0.1', 0))
@@ -146,8 +229,13 @@ async def main(role: str):
     try:
         if role == 'central':
             await bumble_central(device)
-        else:
+        elif role == 'peripheral':
             await bumble_peripheral(device)
+        elif role == 'pair-peripheral':
+            use_just_works(device, mode == 'sc')
+            await bumble_peripheral(device, connections=2, encrypted=True)
+        else:
+            await bumble_pairing_central(device, mode == 'sc')
         say('done')
     except Exception as error:  # reported to the Swift test, which fails with it
         say('error', type(error).__name__, error)
@@ -156,6 +244,13 @@ async def main(role: str):
 
 
 if __name__ == '__main__':
-    if len(sys.argv) != 2 or sys.argv[1] not in ('central', 'peripheral'):
-        sys.exit('usage: bumble_peer.py central|peripheral')
-    asyncio.run(main(sys.argv[1]))
+    arguments = sys.argv[1:]
+    simple = len(arguments) == 1 and arguments[0] in ('central', 'peripheral')
+    pairing = (
+        len(arguments) == 2
+        and arguments[0] in ('pair-central', 'pair-peripheral')
+        and arguments[1] in ('sc', 'legacy')
+    )
+    if not (simple or pairing):
+        sys.exit('usage: bumble_peer.py central|peripheral|pair-central MODE|pair-peripheral MODE')
+    asyncio.run(main(arguments[0], arguments[1] if pairing else None))

@@ -36,7 +36,9 @@ final class BumblePeer: @unchecked Sendable {
 
   init(role: String, python: String) throws {
     process.executableURL = URL(fileURLWithPath: python)
-    process.arguments = ["-u", repositoryRoot.appendingPathComponent("Tests/Interop/bumble_peer.py").path, role]
+    process.arguments =
+      ["-u", repositoryRoot.appendingPathComponent("Tests/Interop/bumble_peer.py").path]
+      + role.split(separator: " ").map(String.init)
     process.standardInput = FileHandle.nullDevice
     process.standardOutput = output
     process.standardError = errors

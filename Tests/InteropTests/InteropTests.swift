@@ -5,8 +5,8 @@ import HCI
 import Testing
 import Wire
 
-private let ancs = BluetoothUUID("7905F431-B5CE-4E99-A40F-4B1E122D00D0")!
-private let testService = BluetoothUUID("A0B40001-926D-4D61-98DF-8C5C62EE53B3")!
+let ancs = BluetoothUUID("7905F431-B5CE-4E99-A40F-4B1E122D00D0")!
+let testService = BluetoothUUID("A0B40001-926D-4D61-98DF-8C5C62EE53B3")!
 
 /// The HCI host against Bumble (PyPI bumble==0.0.236): a virtual controller exposed over
 /// hci-tcp, and a Bumble device on the same virtual link as the peer.

@@ -50,10 +50,12 @@ public enum BluetoothTransport: Hashable, Sendable, CustomStringConvertible {
 extension HCIHost {
   /// Opens `transport`, starts a host on it and sets the controller up (`setUp()`); what the
   /// CLI's `--bluetooth TRANSPORT` calls. With `capturePath`, every HCI packet is recorded in a
-  /// btsnoop file (H4 datalink) that Wireshark and btmon read.
+  /// btsnoop file (H4 datalink) that Wireshark and btmon read. `randomAddress` keeps the address
+  /// of an earlier run, so a peer finds its bond again (default: a fresh one).
   public static func open(
     transport: BluetoothTransport, clock: any EngineClock = SystemClock(), options: Options = Options(),
-    logger: Logger = .none, capturePath: String? = nil, security: any HCISecurityManager = PairingNotSupported()
+    logger: Logger = .none, capturePath: String? = nil, security: any HCISecurityManager = PairingNotSupported(),
+    randomAddress: BDAddress? = nil
   ) async throws(HCIHostError) -> (HCIHost, ControllerSetup) {
     let stream: any HCIByteStream
     let capture: BtsnoopWriter?
@@ -69,7 +71,7 @@ extension HCIHost {
     let host = HCIHost(
       stream: stream, clock: clock, options: options, logger: logger, capture: capture, security: security)
     do {
-      return (host, try await host.setUp())
+      return (host, try await host.setUp(randomAddress: randomAddress))
     } catch {
       host.close()
       throw error

@@ -26,6 +26,8 @@ public final class HCIConnection: ATTBearer {
   public let handle: UInt16
   public let role: LinkRole
   public let peer: DeviceAddress
+  /// This host's address on the connection (its random static address).
+  public let local: DeviceAddress
   /// The LE Connection Complete event that opened the connection.
   public let event: LEConnectionComplete
   let host: HCIHost
@@ -39,12 +41,13 @@ public final class HCIConnection: ATTBearer {
     handle = event.connectionHandle
     role = event.role == 0x00 ? .central : .peripheral
     peer = DeviceAddress(type: event.peerAddressType, address: event.peerAddress)
+    local = DeviceAddress(type: .random, address: host.state.withLock { $0.randomAddress })
   }
 
   public var name: String { "\(host.stream.name) \(role) to \(peer.address)" }
 
-  /// Encrypted once the controller reported Encryption Change on; authenticated keys come with
-  /// pairing.
+  /// Encrypted once the controller reported Encryption Change on (Just Works keys are never
+  /// authenticated); unencrypted again if it reports encryption off.
   public var securityLevel: SecurityLevel { state.withLock { $0.encrypted } ? .encrypted : .unencrypted }
 
   /// True until Disconnection Complete or the host's end.
@@ -62,9 +65,13 @@ public final class HCIConnection: ATTBearer {
     await att.next()
   }
 
+  /// Pairs (or encrypts with a stored bond) through the host's security manager, and returns
+  /// once the link is encrypted: as central it starts pairing, as peripheral it sends a
+  /// Security Request.
   public func pair(_ level: SecurityLevel) async throws(BearerError) -> SecurityLevel {
     if securityLevel >= level { return securityLevel }
-    throw .pairingFailed("pairing is not implemented yet")
+    guard isConnected else { throw .disconnected }
+    return try await host.security.pair(level, on: self)
   }
 
   /// Disconnects with "remote user terminated connection" without waiting; `receive` returns
@@ -156,8 +163,9 @@ public final class HCIConnection: ATTBearer {
     }
   }
 
-  func encryptionChanged(enabled: Bool) {
-    state.withLock { $0.encrypted = enabled }
+  func encryptionChanged(_ event: EncryptionChange) {
+    state.withLock { $0.encrypted = event.status == .success && event.encryptionEnabled != 0 }
+    host.security.encryptionChanged(event, on: self)
   }
 
   /// `reason` nil: the host closed.
@@ -170,6 +178,7 @@ public final class HCIConnection: ATTBearer {
     att.close()
     ended.push(reason)
     ended.close()
+    host.security.disconnected(self)
   }
 }
 
@@ -181,6 +190,21 @@ public protocol HCISecurityManager: Sendable {
   func received(_ pdu: [UInt8], on connection: HCIConnection)
   /// The central started encryption; answer with the key or a negative reply.
   func longTermKeyRequested(_ request: LELongTermKeyRequest, on connection: HCIConnection)
+  /// The controller's Encryption Change for the connection (its `securityLevel` already follows).
+  func encryptionChanged(_ event: EncryptionChange, on connection: HCIConnection)
+  /// The connection ended; forget its state.
+  func disconnected(_ connection: HCIConnection)
+  /// `pair` on the connection's bearer: returns the level reached once the link is encrypted.
+  /// Unlike the other methods, this one is called by a task that may wait.
+  func pair(_ level: SecurityLevel, on connection: HCIConnection) async throws(BearerError) -> SecurityLevel
+}
+
+extension HCISecurityManager {
+  public func encryptionChanged(_ event: EncryptionChange, on connection: HCIConnection) {}
+  public func disconnected(_ connection: HCIConnection) {}
+  public func pair(_ level: SecurityLevel, on connection: HCIConnection) async throws(BearerError) -> SecurityLevel {
+    throw .pairingFailed("this host's security manager does not pair")
+  }
 }
 
 /// The security manager of a host that cannot pair yet: it answers Pairing Request and

@@ -93,6 +93,7 @@ extension HCIHost {
     let bdAddr = try await execute(ReadBDADDR(), returning: ReadBDADDR.ReturnParameters.self)
     let random = randomAddress ?? Self.randomStaticAddress()
     try await execute(LESetRandomAddress(randomAddress: random))
+    state.withLock { $0.randomAddress = random }
     let setup = ControllerSetup(
       publicAddress: bdAddr.address, randomAddress: random, aclDataPacketLength: finalLength,
       totalNumACLDataPackets: finalCount)

@@ -43,6 +43,8 @@ public final class HCIHost: Sendable {
     var aclPacketLength = 27
     var reassembler = ACLReassembler()
     var connections: [UInt16: HCIConnection] = [:]
+    /// The random static address set by `setUp`.
+    var randomAddress = BDAddress.zero
     var scanReports: Inbox<ScanReport>?
     var closed: String?
   }
@@ -279,8 +281,7 @@ public final class HCIHost: Sendable {
     case .disconnectionComplete(let event):
       disconnected(event)
     case .encryptionChange(let event):
-      connection(event.connectionHandle)?.encryptionChanged(
-        enabled: event.status == .success && event.encryptionEnabled != 0)
+      connection(event.connectionHandle)?.encryptionChanged(event)
     case .leLongTermKeyRequest(let event):
       if let connection = connection(event.connectionHandle) {
         security.longTermKeyRequested(event, on: connection)

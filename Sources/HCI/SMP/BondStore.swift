@@ -1,0 +1,217 @@
+import Wire
+
+#if canImport(Glibc)
+  import Glibc
+#elseif canImport(Darwin)
+  import Darwin
+#endif
+
+/// A bond file that cannot be used; names the file and the problem.
+public struct BondStoreError: Error, Hashable, Sendable, CustomStringConvertible {
+  public var path: String
+  public var problem: String
+
+  public init(path: String, problem: String) {
+    self.path = path
+    self.problem = problem
+  }
+
+  public var description: String { "bond file \(path): \(problem)" }
+}
+
+/// Bonds kept in a JSON file (Protocol/HCI.md, "Pairing"), created with mode 0600 because it
+/// holds link keys. A file that is not a bond file, or is damaged, is refused when the store
+/// opens, and is never overwritten. Saving replaces the file atomically (a 0600 temporary file
+/// renamed over it).
+public final class BondStore: Sendable {
+  /// The value of the file's "format" field.
+  public static let format = "ancs-sim bonds"
+  public let path: String
+  private let bonds: Locked<[Bond]>
+
+  /// Opens the store at `path`; a missing file is an empty store (created on the first save).
+  public init(path: String) throws(BondStoreError) {
+    self.path = path
+    bonds = Locked(try Self.load(path))
+  }
+
+  /// Every bond, in file order.
+  public var all: [Bond] { bonds.withLock { $0 } }
+
+  /// The bond with a peer, by the address it connects with or its identity address.
+  public func bond(for peer: DeviceAddress) -> Bond? {
+    bonds.withLock { bonds in
+      bonds.first { $0.peer.address == peer.address || $0.identity?.address == peer.address }
+    }
+  }
+
+  /// Adds `bond`, replacing any bond with the same peer, and writes the file.
+  public func save(_ bond: Bond) throws(BondStoreError) {
+    let snapshot = bonds.withLock { bonds -> [Bond] in
+      bonds.removeAll { $0.peer.address == bond.peer.address }
+      bonds.append(bond)
+      return bonds
+    }
+    try write(snapshot)
+  }
+
+  /// Forgets the bond with `peer` and writes the file.
+  public func remove(_ peer: DeviceAddress) throws(BondStoreError) {
+    let snapshot = bonds.withLock { bonds -> [Bond] in
+      bonds.removeAll { $0.peer.address == peer.address || $0.identity?.address == peer.address }
+      return bonds
+    }
+    try write(snapshot)
+  }
+
+  // MARK: File
+
+  private func write(_ bonds: [Bond]) throws(BondStoreError) {
+    let document = JSON.object([
+      ("format", .string(Self.format)), ("version", .number(1)), ("bonds", .array(bonds.map(Self.encode))),
+    ])
+    var text = ""
+    document.write(to: &text)
+    let bytes = Array((text + "\n").utf8)
+    let temporary = path + ".tmp"
+    let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+    guard fd >= 0 else { throw failure("cannot create \(temporary): \(errorText())") }
+    // The mode given to open() is reduced by the umask, and an old temporary keeps its own.
+    var ok = fchmod(fd, 0o600) == 0
+    var offset = 0
+    while ok, offset < bytes.count {
+      let written = bytes[offset...].withUnsafeBytes { systemWrite(fd, $0.baseAddress, $0.count) }
+      if written > 0 { offset += written } else if written < 0 && errno != EINTR { ok = false }
+    }
+    ok = ok && fsync(fd) == 0
+    close(fd)
+    guard ok, rename(temporary, path) == 0 else {
+      let why = errorText()
+      unlink(temporary)
+      throw failure("cannot write: \(why)")
+    }
+  }
+
+  private static func load(_ path: String) throws(BondStoreError) -> [Bond] {
+    let fd = open(path, O_RDONLY | O_CLOEXEC)
+    if fd < 0 {
+      if errno == ENOENT { return [] }
+      throw BondStoreError(path: path, problem: "cannot open: \(errorText())")
+    }
+    defer { close(fd) }
+    var bytes: [UInt8] = []
+    var buffer = [UInt8](repeating: 0, count: 4096)
+    while true {
+      let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+      if count == 0 { break }
+      if count < 0 {
+        if errno == EINTR { continue }
+        throw BondStoreError(path: path, problem: "cannot read: \(errorText())")
+      }
+      bytes += buffer[..<count]
+      if bytes.count > 1 << 20 { throw BondStoreError(path: path, problem: "larger than 1 MiB, not a bond file") }
+    }
+    guard let text = String(validating: bytes, as: UTF8.self) else {
+      throw BondStoreError(path: path, problem: "not UTF-8 text, not a bond file")
+    }
+    let document: JSON
+    do {
+      document = try JSON(parsing: text)
+    } catch {
+      throw BondStoreError(path: path, problem: "not JSON (\(error))")
+    }
+    guard document["format"]?.string == format else {
+      throw BondStoreError(path: path, problem: "no \"format\": \"\(format)\" field, not a bond file")
+    }
+    guard document["version"]?.integer == 1 else {
+      throw BondStoreError(path: path, problem: "version \(document["version"]?.description ?? "missing"), expected 1")
+    }
+    guard let entries = document["bonds"]?.array else {
+      throw BondStoreError(path: path, problem: "\"bonds\" is not an array")
+    }
+    var bonds: [Bond] = []
+    for (index, entry) in entries.enumerated() {
+      do throws(FieldProblem) {
+        bonds.append(try decode(entry))
+      } catch {
+        throw BondStoreError(path: path, problem: "bonds[\(index)].\(error.field): \(error.reason)")
+      }
+    }
+    return bonds
+  }
+
+  private struct FieldProblem: Error {
+    var field: String
+    var reason: String
+  }
+
+  /// 128-bit keys as 32 hex digits, most significant first (as the spec prints them); Rand as
+  /// 16 hex digits; addresses as text with their type.
+  private static func encode(_ bond: Bond) -> JSON {
+    var fields: [(String, JSON)] = [
+      ("peer", .string(bond.peer.address.description)), ("peerType", .number(Double(bond.peer.type.rawValue))),
+    ]
+    if let identity = bond.identity {
+      fields += [
+        ("identity", .string(identity.address.description)), ("identityType", .number(Double(identity.type.rawValue))),
+      ]
+    }
+    if let irk = bond.irk { fields.append(("irk", .string(Hex.encode(irk.bigEndianBytes, separator: "")))) }
+    fields += [
+      ("ltk", .string(Hex.encode(bond.ltk.bigEndianBytes, separator: ""))), ("ediv", .number(Double(bond.ediv))),
+      ("rand", .string(Hex.encode(littleEndianBytes(bond.rand, count: 8).reversed(), separator: ""))),
+      ("secureConnections", .bool(bond.secureConnections)), ("keySize", .number(Double(bond.keySize))),
+    ]
+    return .object(fields)
+  }
+
+  private static func decode(_ entry: JSON) throws(FieldProblem) -> Bond {
+    func address(_ field: String, _ typeField: String) throws(FieldProblem) -> DeviceAddress? {
+      guard let text = entry[field] else { return nil }
+      guard let string = text.string, let address = BDAddress(string) else {
+        throw FieldProblem(field: field, reason: "not an address like C0:11:22:33:44:55")
+      }
+      guard let type = entry[typeField]?.integer, (0...3).contains(type) else {
+        throw FieldProblem(field: typeField, reason: "not an address type 0 to 3")
+      }
+      return DeviceAddress(type: AddressType(rawValue: UInt8(type)), address: address)
+    }
+    func number(_ field: String, digits: Int) throws(FieldProblem) -> UInt128? {
+      guard let text = entry[field] else { return nil }
+      guard let string = text.string, string.utf8.count == digits, let bytes = Hex.decode(string) else {
+        throw FieldProblem(field: field, reason: "not \(digits) hex digits")
+      }
+      return UInt128(bigEndianBytes: bytes)
+    }
+    func integer(_ field: String, in range: ClosedRange<Int>) throws(FieldProblem) -> Int {
+      guard let value = entry[field]?.integer, range.contains(value) else {
+        throw FieldProblem(field: field, reason: "not an integer in \(range)")
+      }
+      return value
+    }
+    guard entry.object != nil else { throw FieldProblem(field: "", reason: "not an object") }
+    guard let peer = try address("peer", "peerType") else { throw FieldProblem(field: "peer", reason: "missing") }
+    guard let ltk = try number("ltk", digits: 32) else { throw FieldProblem(field: "ltk", reason: "missing") }
+    guard let rand = try number("rand", digits: 16) else { throw FieldProblem(field: "rand", reason: "missing") }
+    guard let secure = entry["secureConnections"]?.bool else {
+      throw FieldProblem(field: "secureConnections", reason: "not true or false")
+    }
+    return Bond(
+      peer: peer, identity: try address("identity", "identityType"), irk: try number("irk", digits: 32), ltk: ltk,
+      ediv: UInt16(try integer("ediv", in: 0...0xFFFF)), rand: UInt64(rand), secureConnections: secure,
+      keySize: UInt8(try integer("keySize", in: 7...16)))
+  }
+
+  private func failure(_ problem: String) -> BondStoreError { BondStoreError(path: path, problem: problem) }
+}
+
+private func errorText() -> String { String(cString: strerror(errno)) }
+
+/// write(2), which the store's own `write` hides.
+private func systemWrite(_ fd: Int32, _ buffer: UnsafeRawPointer?, _ count: Int) -> Int {
+  #if canImport(Glibc)
+    Glibc.write(fd, buffer, count)
+  #else
+    Darwin.write(fd, buffer, count)
+  #endif
+}

@@ -1,0 +1,323 @@
+import ATT
+import Wire
+
+/// The Security Manager of an `HCIHost` (Vol 3 Part H): Just Works pairing in both roles, LE
+/// legacy or Secure Connections (`SMPPairing` per connection), bonds kept in a `BondStore`, and
+/// encryption with a stored bond instead of pairing again.
+///
+/// - Central: `pair` on the connection (or a peripheral's Security Request) starts LE
+///   Enable Encryption with the bond's key if there is one, otherwise pairing.
+/// - Peripheral: answers Pairing Request; `pair` sends a Security Request. The controller's
+///   LTK request gets the key of the running pairing, or the bond's when EDIV and Rand match.
+///
+/// "The Security Manager Timer shall be reset when an L2CAP SMP command is queued for
+/// transmission. ... If the timer reaches 30 seconds, the procedure shall be considered to
+/// have failed ... no further SMP commands shall be sent over the L2CAP Security Manager
+/// Channel" (3.4): the timer runs on the injected clock, and a timed-out link stays silent.
+public final class SMPSecurityManager: HCISecurityManager {
+  public struct Options: Sendable {
+    /// Set the SC bit: LE Secure Connections when the peer sets it too.
+    public var secureConnections: Bool
+    /// Ask for bonding, and keep bonds in the store.
+    public var bonding: Bool
+    /// The SMP timeout (30 s in the spec).
+    public var timeout: Duration
+
+    public init(secureConnections: Bool = true, bonding: Bool = true, timeout: Duration = .seconds(30)) {
+      self.secureConnections = secureConnections
+      self.bonding = bonding
+      self.timeout = timeout
+    }
+  }
+
+  private struct Link {
+    var pairing: SMPPairing?
+    /// Encrypting with a stored bond (no pairing running).
+    var reencrypting = false
+    /// Callers of `pair` waiting for the outcome.
+    var waiters: [Inbox<Result<SecurityLevel, SMPPairingError>>] = []
+    var timer: Task<Void, Never>?
+    /// After an SMP timeout nothing more is sent on this link.
+    var timedOut = false
+  }
+
+  public let options: Options
+  /// Nil: pairings leave no bond.
+  public let store: BondStore?
+  private let clock: any EngineClock
+  private let logger: Logger
+  private let links = Locked([UInt16: Link]())
+
+  /// - Parameters:
+  ///   - store: where bonds are kept and looked up; nil pairs without keeping bonds.
+  ///   - clock: runs the SMP timeout (inject a `ManualClock` in tests).
+  public init(
+    store: BondStore?, options: Options = Options(), clock: any EngineClock = SystemClock(), logger: Logger = .none
+  ) {
+    self.store = store
+    self.options = options
+    self.clock = clock
+    self.logger = logger
+  }
+
+  private var offer: PairingFeatures {
+    SMPPairing.justWorks(secureConnections: options.secureConnections, bonding: options.bonding)
+  }
+
+  // MARK: HCISecurityManager
+
+  public func received(_ pdu: [UInt8], on connection: HCIConnection) {
+    let decoded: SMPPDU
+    do {
+      decoded = try SMPPDU(decoding: pdu)
+    } catch {
+      logger.error("\(connection.name): \(error)")
+      let reason: SMPReason = error.reason == .unknownCode(pdu.first ?? 0) ? .commandNotSupported : .invalidParameters
+      let actions = update(connection) { link -> [SMPAction] in
+        guard !link.timedOut else { return [] }
+        let ended = link.pairing.map { pairing in
+          var pairing = pairing
+          return pairing.abort(.refused(reason, "malformed \(error)"))
+        }
+        link.pairing = nil
+        return [.send(.pairingFailed(reason))] + (ended ?? [])
+      }
+      perform(actions, on: connection)
+      return
+    }
+    if case .securityRequest = decoded {
+      securityRequested(on: connection)
+      return
+    }
+    let actions = update(connection) { link -> [SMPAction] in
+      guard !link.timedOut else { return [] }
+      if case .pairingRequest = decoded, connection.role == .peripheral,
+        link.pairing == nil || link.pairing?.phase == .complete || link.pairing?.phase == .failed
+      {
+        link.pairing = SMPPairing(
+          role: .peripheral, local: connection.local, peer: connection.peer, offer: offer)
+        link.reencrypting = false
+      }
+      guard var pairing = link.pairing else {
+        switch decoded {
+        case .pairingFailed, .keypressNotification: return []
+        case .pairingRequest: return [.send(.pairingFailed(.commandNotSupported))]
+        default: return [.send(.pairingFailed(.unspecifiedReason))]
+        }
+      }
+      let actions = pairing.receive(decoded)
+      link.pairing = pairing
+      return actions
+    }
+    perform(actions, on: connection)
+  }
+
+  public func longTermKeyRequested(_ request: LELongTermKeyRequest, on connection: HCIConnection) {
+    let handle = request.connectionHandle
+    let key = links.withLock { links -> UInt128? in
+      links[handle]?.pairing?.keyForRequest(ediv: request.encryptedDiversifier, rand: request.randomNumber)
+    }
+    if let key {
+      connection.sendCommand(LELongTermKeyRequestReply(connectionHandle: handle, longTermKey: key))
+      return
+    }
+    if let bond = store?.bond(for: connection.peer), bond.ediv == request.encryptedDiversifier,
+      bond.rand == request.randomNumber
+    {
+      update(connection) { link in link.reencrypting = true }
+      logger.info("\(connection.name): encrypting with the stored bond")
+      connection.sendCommand(LELongTermKeyRequestReply(connectionHandle: handle, longTermKey: bond.ltk))
+      return
+    }
+    logger.info("\(connection.name): no key for EDIV \(request.encryptedDiversifier), negative reply")
+    connection.sendCommand(LELongTermKeyRequestNegativeReply(connectionHandle: handle))
+  }
+
+  public func encryptionChanged(_ event: EncryptionChange, on connection: HCIConnection) {
+    let enabled = event.status == .success && event.encryptionEnabled != 0
+    var finished: Result<SecurityLevel, SMPPairingError>?
+    var pairAgain = false
+    let actions = update(connection) { link -> [SMPAction] in
+      if var pairing = link.pairing, pairing.phase == .awaitingEncryption {
+        let actions = pairing.encryptionChanged(status: event.status, enabled: event.encryptionEnabled != 0)
+        link.pairing = pairing
+        return actions
+      }
+      if link.reencrypting {
+        link.reencrypting = false
+        // "PIN or Key Missing": the peer has lost the bond; pair again (a new bond replaces it).
+        pairAgain = !enabled && connection.role == .central && event.status == Self.pinOrKeyMissing
+        if !pairAgain { finished = enabled ? .success(.encrypted) : .failure(.encryptionFailed(event.status)) }
+      }
+      return []
+    }
+    perform(actions, on: connection)
+    if let finished { finish(connection, finished) }
+    if pairAgain {
+      logger.info("\(connection.name): the peer has no key for the bond, pairing again")
+      begin(on: connection, useBond: false)
+    }
+  }
+
+  /// HCI error 0x06.
+  static let pinOrKeyMissing = HCIStatus(rawValue: 0x06)
+
+  public func disconnected(_ connection: HCIConnection) {
+    let link = links.withLock { $0.removeValue(forKey: connection.handle) }
+    link?.timer?.cancel()
+    for waiter in link?.waiters ?? [] {
+      waiter.push(.failure(.disconnected))
+      waiter.close()
+    }
+  }
+
+  public func pair(_ level: SecurityLevel, on connection: HCIConnection) async throws(BearerError) -> SecurityLevel {
+    if connection.securityLevel >= level { return connection.securityLevel }
+    guard level <= .encrypted else {
+      throw .pairingFailed("Just Works gives unauthenticated keys only; \(level) needs MITM protection")
+    }
+    let waiter = Inbox<Result<SecurityLevel, SMPPairingError>>()
+    let timedOut = update(connection) { link -> Bool in
+      link.waiters.append(waiter)
+      return link.timedOut
+    }
+    if timedOut { throw .pairingFailed(SMPPairingError.timeout.description) }
+    if connection.role == .central {
+      begin(on: connection)
+    } else {
+      let ongoing = links.withLock {
+        $0[connection.handle]?.pairing.map { $0.phase != .complete && $0.phase != .failed }
+      }
+      if ongoing != true {
+        var authReq: AuthReq = options.bonding ? .bonding : []
+        if options.secureConnections { authReq.insert(.secureConnections) }
+        connection.sendSMP(SMPPDU.securityRequest(authReq).encoded)
+        armTimer(on: connection)
+      }
+    }
+    let deadline = clock.now + options.timeout
+    let result = await withDeadline(deadline, on: clock) { await waiter.next() }
+    switch result {
+    case .success(let level)?: return level
+    case .failure(let error)?: throw .pairingFailed(error.description)
+    case nil:
+      if !connection.isConnected { throw .disconnected }
+      throw .pairingFailed(SMPPairingError.timeout.description)
+    }
+  }
+
+  // MARK: Central
+
+  private func securityRequested(on connection: HCIConnection) {
+    guard connection.role == .central else {
+      // A Security Request is the peripheral's; a central sending one is answered as unknown.
+      connection.sendSMP(SMPPDU.pairingFailed(.commandNotSupported).encoded)
+      return
+    }
+    guard connection.securityLevel == .unencrypted else { return }
+    begin(on: connection)
+  }
+
+  /// Encrypts with the bond if there is one (and `useBond`), otherwise starts pairing; nothing
+  /// if either runs.
+  private func begin(on connection: HCIConnection, useBond: Bool = true) {
+    let bond = useBond ? store?.bond(for: connection.peer) : nil
+    let actions = update(connection) { link -> [SMPAction] in
+      if link.timedOut || link.reencrypting { return [] }
+      if let pairing = link.pairing, pairing.phase != .complete, pairing.phase != .failed { return [] }
+      if let bond {
+        link.reencrypting = true
+        return [.startEncryption(ltk: bond.ltk, ediv: bond.ediv, rand: bond.rand)]
+      }
+      var pairing = SMPPairing(role: .central, local: connection.local, peer: connection.peer, offer: offer)
+      let actions = pairing.start()
+      link.pairing = pairing
+      return actions
+    }
+    if bond != nil, !actions.isEmpty { logger.info("\(connection.name): encrypting with the stored bond") }
+    perform(actions, on: connection)
+  }
+
+  // MARK: Shell
+
+  @discardableResult
+  private func update<T>(_ connection: HCIConnection, _ body: (inout Link) -> T) -> T {
+    links.withLock { links in body(&links[connection.handle, default: Link()]) }
+  }
+
+  private func perform(_ actions: [SMPAction], on connection: HCIConnection) {
+    for action in actions {
+      switch action {
+      case .send(let pdu):
+        connection.sendSMP(pdu.encoded)
+        if pdu.code != .pairingFailed { armTimer(on: connection) }
+      case .startEncryption(let ltk, let ediv, let rand):
+        connection.sendCommand(
+          LEStartEncryption(
+            connectionHandle: connection.handle, randomNumber: rand, encryptedDiversifier: ediv, longTermKey: ltk))
+      case .completed(let bond):
+        if let bond, options.bonding, let store {
+          do {
+            try store.save(bond)
+          } catch {
+            logger.error("\(connection.name): paired, but the bond was not saved: \(error)")
+          }
+        }
+        logger.info("\(connection.name): paired\(bond == nil ? "" : " and bonded")")
+        finish(connection, .success(connection.securityLevel))
+      case .failed(let error):
+        logger.error("\(connection.name): pairing failed: \(error)")
+        finish(connection, .failure(error))
+      }
+    }
+  }
+
+  private func finish(_ connection: HCIConnection, _ result: Result<SecurityLevel, SMPPairingError>) {
+    let (waiters, timer) = update(connection) { link in
+      defer {
+        link.waiters = []
+        link.timer = nil
+      }
+      return (link.waiters, link.timer)
+    }
+    timer?.cancel()
+    for waiter in waiters {
+      waiter.push(result)
+      waiter.close()
+    }
+  }
+
+  /// (Re)starts the 30-second SMP timer of the link.
+  private func armTimer(on connection: HCIConnection) {
+    let deadline = clock.now + options.timeout
+    let clock = self.clock
+    let timer = Task { [weak self, weak connection] in
+      do {
+        try await clock.sleep(until: deadline)
+      } catch {
+        return
+      }
+      guard let self, let connection else { return }
+      self.expire(on: connection)
+    }
+    let old = update(connection) { link -> Task<Void, Never>? in
+      defer { link.timer = timer }
+      return link.timer
+    }
+    old?.cancel()
+  }
+
+  private func expire(on connection: HCIConnection) {
+    let actions = update(connection) { link -> [SMPAction] in
+      link.timer = nil
+      let running = link.pairing.map { $0.phase != .complete && $0.phase != .failed } ?? false
+      guard running || !link.waiters.isEmpty else { return [] }
+      link.timedOut = true
+      guard var pairing = link.pairing else { return [.failed(.timeout)] }
+      let actions = pairing.abort(.timeout)
+      link.pairing = pairing
+      return actions.isEmpty ? [.failed(.timeout)] : actions
+    }
+    perform(actions, on: connection)
+  }
+}

@@ -1,0 +1,90 @@
+import Foundation
+import HCI
+import Testing
+
+/// A fresh path in the temporary directory, removed (with its temporary sibling) at the end.
+func withBondPath(_ body: (String) async throws -> Void) async rethrows {
+  let path = NSTemporaryDirectory() + "ancs-bonds-\(getpid())-\(UUID().uuidString).json"
+  defer {
+    unlink(path)
+    unlink(path + ".tmp")
+  }
+  try await body(path)
+}
+
+let sampleBond = Bond(
+  peer: DeviceAddress(type: .random, address: BDAddress("F0:F1:F2:F3:F4:F5")!),
+  identity: DeviceAddress(type: .public, address: BDAddress("00:1B:DC:01:02:03")!),
+  irk: 0x0011_2233_4455_6677_8899_AABB_CCDD_EEFF, ltk: 0xFEDC_BA98_7654_3210_0123_4567_89AB_CDEF, ediv: 0xBEEF,
+  rand: 0x0102_0304_0506_0708, secureConnections: false, keySize: 16)
+
+@Suite("Bond store")
+struct BondStoreTests {
+  @Test("round trip through the file, found by address or identity address; the file is 0600")
+  func roundTrip() async throws {
+    try await withBondPath { path in
+      let store = try BondStore(path: path)
+      #expect(store.all.isEmpty)
+      let sc = Bond(
+        peer: DeviceAddress(type: .random, address: BDAddress("C0:00:00:00:00:01")!), ltk: 1, ediv: 0, rand: 0,
+        secureConnections: true, keySize: 7)
+      try store.save(sampleBond)
+      try store.save(sc)
+      let reopened = try BondStore(path: path)
+      #expect(reopened.all == [sampleBond, sc])
+      #expect(reopened.bond(for: DeviceAddress(type: .public, address: BDAddress("00:1B:DC:01:02:03")!)) == sampleBond)
+      #expect(reopened.bond(for: sc.peer) == sc)
+      var status = stat()
+      #expect(stat(path, &status) == 0)
+      #expect(status.st_mode & 0o777 == 0o600)
+      let text = try String(contentsOfFile: path, encoding: .utf8)
+      #expect(text.contains("\"ltk\":\"fedcba98765432100123456789abcdef\""))
+      try reopened.remove(sc.peer)
+      #expect(try BondStore(path: path).all == [sampleBond])
+    }
+  }
+
+  @Test("saving a bond with the same peer replaces it")
+  func replaces() async throws {
+    try await withBondPath { path in
+      let store = try BondStore(path: path)
+      try store.save(sampleBond)
+      var newer = sampleBond
+      newer.ltk = 7
+      try store.save(newer)
+      #expect(try BondStore(path: path).all == [newer])
+    }
+  }
+
+  @Test(
+    "a corrupt or foreign file is refused with the file and the problem, and left as it was",
+    arguments: [
+      ("{not json", "not JSON"),
+      ("{\"hello\": 1}", "not a bond file"),
+      ("{\"format\": \"ancs-sim bonds\", \"version\": 2, \"bonds\": []}", "version 2"),
+      (
+        "{\"format\": \"ancs-sim bonds\", \"version\": 1, \"bonds\": [{\"peer\": \"C0:00:00:00:00:01\", \"peerType\": 1, \"ltk\": \"12\"}]}",
+        "bonds[0].ltk: not 32 hex digits"
+      ),
+      ("\u{FF}", "not JSON"),
+    ])
+  func corrupt(content: String, problem: String) async throws {
+    try await withBondPath { path in
+      try content.write(toFile: path, atomically: false, encoding: .utf8)
+      do throws(BondStoreError) {
+        _ = try BondStore(path: path)
+        Issue.record("a corrupt file was accepted")
+      } catch {
+        #expect(error.path == path)
+        #expect(error.description.contains(problem), "\(error)")
+        #expect(error.description.hasPrefix("bond file \(path): "))
+      }
+      #expect(try String(contentsOfFile: path, encoding: .utf8) == content)
+    }
+  }
+
+  @Test("a path that cannot be read (a directory) is an error naming it")
+  func unreadable() {
+    #expect(throws: BondStoreError.self) { try BondStore(path: "/tmp") }
+  }
+}

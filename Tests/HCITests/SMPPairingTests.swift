@@ -1,0 +1,210 @@
+import HCI
+import Testing
+import Wire
+
+private let centralAddress = DeviceAddress(type: .random, address: BDAddress("C1:11:22:33:44:55")!)
+private let peripheralAddress = DeviceAddress(type: .random, address: BDAddress("D2:66:77:88:99:AA")!)
+
+/// Our central and our peripheral state machines joined directly: PDUs go from one to the
+/// other (through `tamper`, which may change them), and LE Enable Encryption succeeds when
+/// the peripheral's key for the LTK request equals the central's.
+struct PairingRun {
+  var central: SMPPairing
+  var peripheral: SMPPairing
+  /// Pairing Failed reasons each side sent.
+  var failedByCentral: [SMPReason] = []
+  var failedByPeripheral: [SMPReason] = []
+  var centralOutcome: SMPAction?
+  var peripheralOutcome: SMPAction?
+  /// The key the central encrypted with, if the peripheral's matched.
+  var encryptedWith: UInt128?
+
+  init(centralSC: Bool = true, peripheralSC: Bool = true, centralOffer: PairingFeatures? = nil) {
+    central = SMPPairing(
+      role: .central, local: centralAddress, peer: peripheralAddress,
+      offer: centralOffer ?? SMPPairing.justWorks(secureConnections: centralSC))
+    peripheral = SMPPairing(
+      role: .peripheral, local: peripheralAddress, peer: centralAddress,
+      offer: SMPPairing.justWorks(secureConnections: peripheralSC))
+  }
+
+  mutating func run(tamper: (SMPPDU, LinkRole) -> SMPPDU = { pdu, _ in pdu }) {
+    var queue: [(to: LinkRole, SMPAction)] = central.start().map { (.peripheral, $0) }
+    var steps = 0
+    while !queue.isEmpty, steps < 100 {
+      steps += 1
+      let (to, action) = queue.removeFirst()
+      let from: LinkRole = to == .central ? .peripheral : .central
+      switch action {
+      case .send(let pdu):
+        if case .pairingFailed(let reason) = pdu {
+          if from == .central { failedByCentral.append(reason) } else { failedByPeripheral.append(reason) }
+        }
+        let delivered = tamper(pdu, from)
+        let produced = to == .central ? central.receive(delivered) : peripheral.receive(delivered)
+        queue += produced.map { (from, $0) }
+      case .startEncryption(let ltk, let ediv, let rand):
+        let matches = peripheral.keyForRequest(ediv: ediv, rand: rand) == ltk
+        if matches { encryptedWith = ltk }
+        let status: HCIStatus = matches ? .success : HCIStatus(rawValue: 0x06)
+        queue += central.encryptionChanged(status: status, enabled: matches).map { (.peripheral, $0) }
+        queue += peripheral.encryptionChanged(status: status, enabled: matches).map { (.central, $0) }
+      case .completed, .failed:
+        if from == .central { centralOutcome = action } else { peripheralOutcome = action }
+      }
+    }
+  }
+
+  var centralBond: Bond? { if case .completed(let bond)? = centralOutcome { return bond } else { return nil } }
+  var peripheralBond: Bond? { if case .completed(let bond)? = peripheralOutcome { return bond } else { return nil } }
+}
+
+@Suite("SMP: Just Works pairing, our central against our peripheral")
+struct SMPPairingTests {
+  @Test("LE Secure Connections when both set SC: same LTK, encrypted with it, both bonds equal")
+  func secureConnections() throws {
+    var run = PairingRun()
+    run.run()
+    #expect(run.central.secureConnections && run.peripheral.secureConnections)
+    #expect(run.central.phase == .complete && run.peripheral.phase == .complete)
+    let central = try #require(run.centralBond)
+    let peripheral = try #require(run.peripheralBond)
+    #expect(central.ltk == peripheral.ltk && central.secureConnections && peripheral.secureConnections)
+    #expect(central.ediv == 0 && central.rand == 0)
+    #expect(run.encryptedWith == central.ltk)
+    #expect(central.peer == peripheralAddress && peripheral.peer == centralAddress)
+  }
+
+  @Test(
+    "LE legacy pairing when either side clears SC: same STK, then the peripheral's LTK bonds both",
+    arguments: [
+      (false, true), (true, false), (false, false),
+    ])
+  func legacy(centralSC: Bool, peripheralSC: Bool) throws {
+    var run = PairingRun(centralSC: centralSC, peripheralSC: peripheralSC)
+    run.run()
+    #expect(!run.central.secureConnections && !run.peripheral.secureConnections)
+    #expect(run.central.key == run.peripheral.key && run.encryptedWith == run.central.key)
+    let central = try #require(run.centralBond)
+    let peripheral = try #require(run.peripheralBond)
+    #expect(!central.secureConnections)
+    #expect(central.ltk == peripheral.ltk && central.ediv == peripheral.ediv && central.rand == peripheral.rand)
+    // The distributed LTK is not the STK.
+    #expect(central.ltk != run.central.key)
+  }
+
+  @Test("a wrong confirm value fails with 0x04 (legacy Sconfirm, SC Cb)", arguments: [false, true])
+  func wrongConfirm(secureConnections: Bool) {
+    var run = PairingRun(centralSC: secureConnections, peripheralSC: secureConnections)
+    run.run { pdu, from in
+      if case .pairingConfirm(let value) = pdu, from == .peripheral { return .pairingConfirm(value ^ 1) }
+      return pdu
+    }
+    #expect(run.failedByCentral == [.confirmValueFailed])
+    #expect(
+      run.centralOutcome == .failed(.refused(.confirmValueFailed, "the peer's confirm value does not match its random"))
+    )
+    #expect(run.peripheralOutcome == .failed(.peerFailed(.confirmValueFailed)))
+    #expect(run.encryptedWith == nil)
+  }
+
+  @Test("a wrong DHKey check value fails with 0x0B, in either direction", arguments: [LinkRole.central, .peripheral])
+  func wrongDHKeyCheck(corruptedBy: LinkRole) {
+    var run = PairingRun()
+    run.run { pdu, from in
+      if case .pairingDHKeyCheck(let value) = pdu, from == corruptedBy { return .pairingDHKeyCheck(~value) }
+      return pdu
+    }
+    let checker = corruptedBy == .central ? run.failedByPeripheral : run.failedByCentral
+    #expect(checker == [.dhKeyCheckFailed])
+    #expect(run.encryptedWith == nil)
+  }
+
+  @Test("a public key that is not on P-256 fails with 0x0A before any multiplication")
+  func invalidCurvePoint() {
+    var run = PairingRun()
+    run.run { pdu, from in
+      if case .pairingPublicKey(let key) = pdu, from == .central {
+        return .pairingPublicKey(P256PublicKey(x: key.x, y: P256Value(bigEndian: [UInt8](repeating: 1, count: 32))!))
+      }
+      return pdu
+    }
+    #expect(run.failedByPeripheral == [.invalidParameters])
+    #expect(run.peripheral.phase == .failed)
+  }
+
+  @Test("a maximum key size below 7 fails with 0x06")
+  func keySizeTooSmall() {
+    var offer = SMPPairing.justWorks(secureConnections: true)
+    offer.maxEncryptionKeySize = 6
+    var run = PairingRun(centralOffer: offer)
+    run.run()
+    #expect(run.failedByPeripheral == [.encryptionKeySize])
+  }
+
+  @Test("a shorter key size masks the key; both sides agree")
+  func keySizeMasks() throws {
+    var offer = SMPPairing.justWorks(secureConnections: true)
+    offer.maxEncryptionKeySize = 7
+    var run = PairingRun(centralOffer: offer)
+    run.run()
+    let key = try #require(run.encryptedWith)
+    #expect(key >> 56 == 0)
+    #expect(run.centralBond?.keySize == 7 && run.peripheralBond?.ltk == key)
+  }
+
+  @Test("an out-of-order PDU fails with 0x08; a PDU after the end is ignored")
+  func unexpectedPDU() {
+    var peripheral = SMPPairing(
+      role: .peripheral, local: peripheralAddress, peer: centralAddress,
+      offer: SMPPairing.justWorks(secureConnections: true))
+    let actions = peripheral.receive(.pairingRandom(42))
+    #expect(actions.first == .send(.pairingFailed(.unspecifiedReason)))
+    #expect(peripheral.phase == .failed)
+    #expect(peripheral.receive(.pairingRequest(SMPPairing.justWorks(secureConnections: true))).isEmpty)
+  }
+
+  @Test("without bonding on one side the pairing encrypts but leaves no bond")
+  func noBonding() {
+    var run = PairingRun(centralOffer: SMPPairing.justWorks(secureConnections: true, bonding: false))
+    run.run()
+    #expect(run.encryptedWith != nil)
+    #expect(run.centralOutcome == .completed(nil) && run.peripheralOutcome == .completed(nil))
+  }
+}
+
+/// A random well-formed SMP PDU (or nil when the random parameters do not decode).
+private func randomPDU(_ random: inout SplitMix64) -> SMPPDU? {
+  let lengths: [UInt8: Int] = [
+    1: 6, 2: 6, 3: 16, 4: 16, 5: 1, 6: 16, 7: 10, 8: 16, 9: 7, 10: 16, 11: 1, 12: 64, 13: 16, 14: 1,
+  ]
+  let code = UInt8.random(in: 1...14, using: &random)
+  return try? SMPPDU(decoding: [code] + random.bytes(lengths[code] ?? 0))
+}
+
+@Suite("SMP: nothing a peer sends traps")
+struct SMPRobustnessTests {
+  @Test("a random PDU at a random step of a pairing ends it cleanly, in both roles, legacy and SC")
+  func randomSubstitution() {
+    var random = SplitMix64(seed: 0x5EC0_0001)
+    for round in 0..<400 {
+      let sc = round % 2 == 0
+      var run = PairingRun(centralSC: sc, peripheralSC: sc)
+      let victim: LinkRole = round % 4 < 2 ? .central : .peripheral
+      let step = Int.random(in: 0..<8, using: &random)
+      var seen = 0
+      let substitute = randomPDU(&random)
+      run.run { pdu, from in
+        defer { seen += 1 }
+        guard from != victim, seen == step, let substitute else { return pdu }
+        return substitute
+      }
+      // A Keypress Notification is ignored: the pairing then waits for the 30-second timer.
+      if case .keypressNotification? = substitute { continue }
+      // Either the substitute happened to fit, or one side refused and the other saw it.
+      let ended = [run.central.phase, run.peripheral.phase].allSatisfy { [.complete, .failed].contains($0) }
+      let waiting = run.central.phase == .failed || run.peripheral.phase == .failed
+      #expect(ended || waiting, "round \(round): \(run.central.phase) / \(run.peripheral.phase)")
+    }
+  }
+}

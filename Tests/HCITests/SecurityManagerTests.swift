@@ -1,0 +1,239 @@
+import ATT
+import Foundation
+import HCI
+import Testing
+import Wire
+
+private let peerAddress = DeviceAddress(type: .random, address: BDAddress("C0:00:00:00:00:42")!)
+
+/// Room for every ACL packet without Number Of Completed Packets.
+private var roomy: FakeController.Settings {
+  var settings = FakeController.Settings()
+  settings.leACLLength = 251
+  settings.leACLCount = 100
+  return settings
+}
+
+/// Plays the peer's host with our own engine in the other role: SMP PDUs through the fake
+/// controller, LE Enable Encryption and the LTK request as a controller pair would.
+private func runPeer(_ engine: inout SMPPairing, fake: FakeController, initial: [SMPAction]) async throws -> SMPAction?
+{
+  var pending = initial
+  while true {
+    if pending.isEmpty {
+      if engine.phase == .complete || engine.phase == .failed { return nil }
+      if engine.role == .peripheral, engine.phase == .awaitingEncryption {
+        // Our host, as central, starts encryption: the peer's controller asks its host.
+        let command = try #require(await fake.nextCommand())
+        let start = try LEStartEncryption(packet: command)
+        let matches =
+          engine.keyForRequest(ediv: start.encryptedDiversifier, rand: start.randomNumber) == start.longTermKey
+        fake.send(.encryptionChange(EncryptionChange(connectionHandle: 0x0040, encryptionEnabled: matches ? 1 : 0)))
+        pending += engine.encryptionChanged(status: .success, enabled: matches)
+        continue
+      }
+      let frame = try #require(await fake.nextFrame())
+      guard frame.channel == .smp else { continue }
+      pending += engine.receive(try SMPPDU(decoding: frame.payload))
+      continue
+    }
+    let action = pending.removeFirst()
+    switch action {
+    case .send(let pdu): fake.send(.smp, pdu.encoded)
+    case .startEncryption(let ltk, let ediv, let rand):
+      // The peer is central: our host, as peripheral, gets the LTK request.
+      fake.send(
+        .leLongTermKeyRequest(
+          LELongTermKeyRequest(connectionHandle: 0x0040, randomNumber: rand, encryptedDiversifier: ediv)))
+      let command = try #require(await fake.nextCommand())
+      let matches = (try? LELongTermKeyRequestReply(packet: command))?.longTermKey == ltk
+      fake.send(.encryptionChange(EncryptionChange(connectionHandle: 0x0040, encryptionEnabled: matches ? 1 : 0)))
+      pending += engine.encryptionChanged(status: .success, enabled: matches)
+    case .completed, .failed: return action
+    }
+  }
+}
+
+/// A store at `path` holding `sampleBond` for the fake controller's peer.
+private func storeWithBond(at path: String) throws -> (BondStore, Bond) {
+  let store = try BondStore(path: path)
+  var bond = sampleBond
+  bond.peer = peerAddress
+  try store.save(bond)
+  return (store, bond)
+}
+
+/// The next frame the host sends is the Command Reject of an unknown LE signalling command
+/// sent now: nothing on SMP came before it.
+private func expectNoSMP(_ fake: FakeController, sourceLocation: SourceLocation = #_sourceLocation) async throws {
+  fake.send(.leSignaling, [0x7F, 0x01, 0x00, 0x00])
+  #expect(try #require(await fake.nextFrame()).channel == .leSignaling, sourceLocation: sourceLocation)
+}
+
+@Suite("SMP security manager on the host")
+struct SecurityManagerTests {
+  @Test(
+    "our peripheral host sends a Security Request and pairs with our central engine; bonds equal",
+    arguments: [true, false])
+  func peripheralPairs(secureConnections: Bool) async throws {
+    try await withBondPath { path in
+      let store = try BondStore(path: path)
+      let security = SMPSecurityManager(store: store, options: .init(secureConnections: secureConnections))
+      let (fake, _, connection) = try await connectedHost(role: .peripheral, roomy, security: security)
+      let pairing = Task { try await connection.pair(.encrypted) }
+      let request = try #require(await fake.nextFrame())
+      #expect(
+        try SMPPDU(decoding: request.payload)
+          == .securityRequest(secureConnections ? [.bonding, .secureConnections] : .bonding))
+      var central = SMPPairing(
+        role: .central, local: peerAddress, peer: connection.local,
+        offer: SMPPairing.justWorks(secureConnections: true))
+      let outcome = try await runPeer(&central, fake: fake, initial: central.start())
+      #expect(try await pairing.value == .encrypted)
+      #expect(connection.securityLevel == .encrypted)
+      guard case .completed(let bond?)? = outcome else {
+        Issue.record("the central did not complete: \(String(describing: outcome))")
+        return
+      }
+      #expect(central.secureConnections == secureConnections)
+      let stored = try #require(try BondStore(path: path).bond(for: peerAddress))
+      #expect(stored.ltk == bond.ltk && stored.ediv == bond.ediv && stored.rand == bond.rand)
+    }
+  }
+
+  @Test(
+    "our central host pairs with our peripheral engine, starting encryption with the key", arguments: [true, false])
+  func centralPairs(secureConnections: Bool) async throws {
+    try await withBondPath { path in
+      let store = try BondStore(path: path)
+      let security = SMPSecurityManager(store: store, options: .init(secureConnections: secureConnections))
+      let (fake, _, connection) = try await connectedHost(role: .central, roomy, security: security)
+      let pairing = Task { try await connection.pair(.encrypted) }
+      var peripheral = SMPPairing(
+        role: .peripheral, local: peerAddress, peer: connection.local,
+        offer: SMPPairing.justWorks(secureConnections: true))
+      let outcome = try await runPeer(&peripheral, fake: fake, initial: [])
+      #expect(try await pairing.value == .encrypted)
+      guard case .completed(let bond?)? = outcome else {
+        Issue.record("the peripheral did not complete: \(String(describing: outcome))")
+        return
+      }
+      #expect(store.bond(for: peerAddress)?.ltk == bond.ltk)
+      #expect(store.bond(for: peerAddress)?.secureConnections == secureConnections)
+    }
+  }
+
+  @Test("a central with a bond encrypts with its EDIV, Rand and LTK instead of pairing")
+  func centralReconnects() async throws {
+    try await withBondPath { path in
+      let (_, bond) = try storeWithBond(at: path)
+      // The store read again from the file.
+      let (fake, _, connection) = try await connectedHost(
+        role: .central, roomy, security: SMPSecurityManager(store: try BondStore(path: path)))
+      let pairing = Task { try await connection.pair(.encrypted) }
+      let start = try LEStartEncryption(packet: try #require(await fake.nextCommand()))
+      #expect(
+        start.longTermKey == bond.ltk && start.encryptedDiversifier == bond.ediv && start.randomNumber == bond.rand)
+      fake.send(.encryptionChange(EncryptionChange(connectionHandle: 0x0040, encryptionEnabled: 1)))
+      #expect(try await pairing.value == .encrypted)
+      try await expectNoSMP(fake)
+    }
+  }
+
+  @Test("a central whose peer lost the bond (Encryption Change 0x06) pairs again and replaces the bond")
+  func peerLostBond() async throws {
+    try await withBondPath { path in
+      let (store, bond) = try storeWithBond(at: path)
+      let (fake, _, connection) = try await connectedHost(
+        role: .central, roomy, security: SMPSecurityManager(store: store))
+      let pairing = Task { try await connection.pair(.encrypted) }
+      #expect(try #require(await fake.nextCommand()).opcode == LEStartEncryption.opcode)
+      fake.send(
+        .encryptionChange(
+          EncryptionChange(status: HCIStatus(rawValue: 0x06), connectionHandle: 0x0040, encryptionEnabled: 0)))
+      var peripheral = SMPPairing(
+        role: .peripheral, local: peerAddress, peer: connection.local,
+        offer: SMPPairing.justWorks(secureConnections: true))
+      let outcome = try await runPeer(&peripheral, fake: fake, initial: [])
+      #expect(try await pairing.value == .encrypted)
+      guard case .completed(let fresh?)? = outcome else {
+        Issue.record("the peripheral did not complete: \(String(describing: outcome))")
+        return
+      }
+      #expect(store.bond(for: peerAddress)?.ltk == fresh.ltk && fresh.ltk != bond.ltk)
+    }
+  }
+
+  @Test("a peripheral answers the LTK request from the bond when EDIV and Rand match, negatively otherwise")
+  func peripheralReconnects() async throws {
+    try await withBondPath { path in
+      let (store, bond) = try storeWithBond(at: path)
+      let (fake, _, connection) = try await connectedHost(
+        role: .peripheral, roomy, security: SMPSecurityManager(store: store))
+      fake.send(
+        .leLongTermKeyRequest(
+          LELongTermKeyRequest(connectionHandle: 0x0040, randomNumber: 1, encryptedDiversifier: bond.ediv)))
+      #expect(try #require(await fake.nextCommand()).opcode == LELongTermKeyRequestNegativeReply.opcode)
+      fake.send(
+        .leLongTermKeyRequest(
+          LELongTermKeyRequest(connectionHandle: 0x0040, randomNumber: bond.rand, encryptedDiversifier: bond.ediv)))
+      let reply = try LELongTermKeyRequestReply(packet: try #require(await fake.nextCommand()))
+      #expect(reply.longTermKey == bond.ltk)
+      fake.send(.encryptionChange(EncryptionChange(connectionHandle: 0x0040, encryptionEnabled: 1)))
+      #expect(try await connection.pair(.encrypted) == .encrypted)
+    }
+  }
+
+  @Test("an unanswered Security Request times out after 30 s on the injected clock; SMP then stays silent")
+  func timeout() async throws {
+    let clock = ManualClock()
+    let security = SMPSecurityManager(store: nil, clock: clock)
+    let (fake, _, connection) = try await connectedHost(role: .peripheral, roomy, clock: clock, security: security)
+    let pairing = Task { try await connection.pair(.encrypted) }
+    #expect(
+      try SMPPDU(decoding: try #require(await fake.nextFrame()).payload)
+        == .securityRequest([.bonding, .secureConnections]))
+    await clock.waitForSleepers(2)
+    clock.advance(by: .seconds(30))
+    await #expect(throws: BearerError.pairingFailed(SMPPairingError.timeout.description)) { try await pairing.value }
+    // After the timeout a Pairing Request gets no answer at all.
+    fake.send(.smp, SMPPDU.pairingRequest(SMPPairing.justWorks(secureConnections: true)).encoded)
+    try await expectNoSMP(fake)
+  }
+
+  @Test("malformed SMP gets 0x0A, an unknown code 0x07, a stray Pairing Confirm 0x08")
+  func malformed() async throws {
+    let (fake, _, _) = try await connectedHost(role: .peripheral, roomy, security: SMPSecurityManager(store: nil))
+    fake.send(.smp, [0x01, 0x03])
+    #expect(await fake.nextFrame() == L2CAPFrame(channel: .smp, payload: [0x05, 0x0A]))
+    fake.send(.smp, [0x7F])
+    #expect(await fake.nextFrame() == L2CAPFrame(channel: .smp, payload: [0x05, 0x07]))
+    fake.send(.smp, SMPPDU.pairingConfirm(1).encoded)
+    #expect(await fake.nextFrame() == L2CAPFrame(channel: .smp, payload: [0x05, 0x08]))
+  }
+
+  @Test("Just Works cannot give an authenticated link")
+  func authenticatedRefused() async throws {
+    let (_, _, connection) = try await connectedHost(role: .central, roomy, security: SMPSecurityManager(store: nil))
+    await #expect(throws: BearerError.self) { try await connection.pair(.authenticated) }
+  }
+}
+
+@Suite("SMP security manager: nothing a peer sends traps")
+struct SecurityManagerRobustnessTests {
+  @Test("random SMP frames in both roles are answered or ignored; the host and ATT go on")
+  func randomFrames() async throws {
+    var random = SplitMix64(seed: 0x5EC0_0002)
+    for role in [LinkRole.central, .peripheral] {
+      let (fake, host, connection) = try await connectedHost(
+        role: role, roomy, security: SMPSecurityManager(store: nil))
+      for _ in 0..<300 {
+        let code = UInt8.random(in: 0...16, using: &random)
+        fake.send(.smp, [code] + random.bytes(Int.random(in: 0...70, using: &random)))
+      }
+      fake.send(.att, [0x0A, 0x01, 0x00])
+      #expect(try await connection.receive() == [0x0A, 0x01, 0x00])
+      #expect(host.closedReason == nil && connection.isConnected)
+    }
+  }
+}

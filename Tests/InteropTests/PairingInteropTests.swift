@@ -1,0 +1,126 @@
+import ATT
+import Foundation
+import GATT
+import HCI
+import Testing
+import Wire
+
+/// Just Works pairing (bonding, no MITM) between our SMP engine and Bumble's, both roles, LE
+/// legacy and Secure Connections, and a second connection that encrypts with the bond.
+@Suite(
+  "Pairing with Bumble over hci-tcp", .serialized,
+  .enabled(if: bumblePython != nil, "needs python3 -m venv and PyPI to install bumble (scripts/bumble-venv.sh)"),
+  .timeLimit(.minutes(1)))
+struct BumblePairingTests {
+  @Test(
+    "our central pairs with a Bumble peripheral, reads a value that needs encryption, and reconnects with the bond",
+    arguments: [true, false])
+  func centralPairs(secureConnections: Bool) async throws {
+    let mode = secureConnections ? "sc" : "legacy"
+    try await withBumblePeer(role: "pair-peripheral \(mode)") { peer in
+      let port = try #require(await peer.readyPort())
+      let path = "/tmp/ancs-interop-\(getpid())-bonds-central-\(mode).json"
+      defer { unlink(path) }
+      let (host, setup, store) = try await pairingHost(port: port, bondFile: path, secureConnections: secureConnections)
+      defer { host.close() }
+
+      // First connection: the read is refused until Just Works pairing encrypts the link.
+      let (connection, _) = try await host.connect(scanningFor: .solicits(ancs), timeout: .seconds(20))
+      let (client, handle, running) = try await testCharacteristic(on: connection)
+      await #expect(throws: ATTError.self) { try await client.read(handle) }
+      #expect(try await connection.pair(.encrypted) == .encrypted)
+      #expect(try await client.read(handle) == Array("hello from bumble".utf8))
+      let paired = await peer.line(startingWith: "paired")
+      #expect(paired == (secureConnections ? "paired ltk" : "paired legacy"))
+      let bond = try #require(store.bond(for: connection.peer))
+      #expect(bond.secureConnections == secureConnections)
+      #expect(try BondStore(path: path).all == [bond])
+      try await connection.disconnect()
+      await running.value
+      #expect(await peer.line(startingWith: "disconnected") != nil)
+
+      host.close()
+
+      // Second connection, from a new host with the same address and the bond file read again:
+      // LE Enable Encryption with the stored key, no pairing.
+      #expect(await peer.line(startingWith: "advertising 1") != nil)
+      let (secondHost, _, _) = try await pairingHost(
+        port: port, bondFile: path, secureConnections: secureConnections, randomAddress: setup.randomAddress)
+      defer { secondHost.close() }
+      let (again, _) = try await secondHost.connect(scanningFor: .solicits(ancs), timeout: .seconds(20))
+      let (secondClient, secondHandle, secondRunning) = try await testCharacteristic(on: again)
+      #expect(try await again.pair(.encrypted) == .encrypted)
+      #expect(try await secondClient.read(secondHandle) == Array("hello from bumble".utf8))
+      #expect(await peer.line(startingWith: "encryption") == "encryption 1")
+      try await again.disconnect()
+      await secondRunning.value
+      #expect(await peer.line(startingWith: "done") != nil)
+      #expect(!peer.transcript.dropFirst().contains { $0.hasPrefix("paired") && $0 != paired })
+    }
+  }
+
+  @Test(
+    "a Bumble central pairs with our peripheral on its Security Request, reads a value that needs encryption, and reconnects with the bond",
+    arguments: [true, false])
+  func peripheralPairs(secureConnections: Bool) async throws {
+    let mode = secureConnections ? "sc" : "legacy"
+    try await withBumblePeer(role: "pair-central \(mode)") { peer in
+      let port = try #require(await peer.readyPort())
+      let path = "/tmp/ancs-interop-\(getpid())-bonds-peripheral-\(mode).json"
+      defer { unlink(path) }
+      let (host, _, store) = try await pairingHost(port: port, bondFile: path, secureConnections: secureConnections)
+      defer { host.close() }
+      let server = try GATTServer(
+        services: [
+          ServiceDefinition(
+            uuid: ancs,
+            characteristics: [.constant(BluetoothUUID("2A00")!, Array("ancs-sim watch".utf8), security: .encrypted)])
+        ],
+        serviceChanged: false)
+
+      for attempt in 0..<2 {
+        let connection = try await host.accept(
+          Advertisement(name: "ancs-sim", solicitedServices: [ancs]), timeout: .seconds(20))
+        let att = ATTConnection(bearer: connection)
+        server.attach(att)
+        let serving = Task { await att.run() }
+        #expect(try await connection.pair(.encrypted) == .encrypted)
+        if attempt == 0 {
+          #expect(await peer.line(startingWith: "paired") == (secureConnections ? "paired ltk" : "paired legacy"))
+          #expect(store.all.count == 1)
+        }
+        #expect(await peer.line(startingWith: "read ") == "read ancs-sim watch")
+        _ = try await connection.waitForDisconnection()
+        await serving.value
+      }
+      #expect(await peer.line(startingWith: "done") != nil)
+      // One pairing only: the second connection encrypted with the bond.
+      #expect(peer.transcript.filter { $0.hasPrefix("paired") }.count == 1)
+    }
+  }
+}
+
+/// A host on the virtual controller at `port` whose security manager pairs Just Works and
+/// keeps bonds in `bondFile` (read again for each host).
+private func pairingHost(
+  port: UInt16, bondFile: String, secureConnections: Bool, randomAddress: BDAddress? = nil
+) async throws -> (HCIHost, ControllerSetup, BondStore) {
+  let store = try BondStore(path: bondFile)
+  let security = SMPSecurityManager(
+    store: store, options: SMPSecurityManager.Options(secureConnections: secureConnections))
+  let (host, setup) = try await HCIHost.open(
+    transport: .hciTCP(host: "127.0.0.1", port: port), security: security, randomAddress: randomAddress)
+  return (host, setup, store)
+}
+
+/// The client of `connection` (its ATT connection running) and the value handle of Bumble's
+/// test characteristic.
+private func testCharacteristic(on connection: HCIConnection) async throws -> (GATTClient, UInt16, Task<Void, Never>) {
+  let att = ATTConnection(bearer: connection)
+  let client = GATTClient(connection: att)
+  let running = Task { await att.run() }
+  let services = try await client.discoverPrimaryServices(testService)
+  let service = try #require(services.first)
+  let characteristic = try #require(try await client.discoverCharacteristics(of: service).first)
+  return (client, characteristic.valueHandle, running)
+}
