@@ -29,7 +29,7 @@ let package = Package(
     .target(name: "HCI", dependencies: ["ATT", "COpenSSL", "Links", "Wire"]),
     .executableTarget(
       name: "ancs",
-      dependencies: ["ANCS", "ATT", "GATT", "Links", "Phone", "Watch", "WatchDisplay", "Wire", "Conformance"]),
+      dependencies: ["ANCS", "ATT", "GATT", "HCI", "Links", "Phone", "Watch", "WatchDisplay", "Wire", "Conformance"]),
     .testTarget(name: "WireTests", dependencies: ["Wire"]),
     .testTarget(name: "ANCSTests", dependencies: ["ANCS", "Wire"]),
     .testTarget(name: "ATTTests", dependencies: ["ATT", "Links", "Wire"]),

@@ -1,6 +1,7 @@
 import ANCS
 import ATT
 import Dispatch
+import HCI
 import Links
 import Phone
 import Wire
@@ -12,6 +13,7 @@ import Wire
 enum PhoneCommandLine {
   static let usage = """
     usage: ancs phone --listen ADDRESS [options]
+           ancs phone --bluetooth TRANSPORT [--peer BDADDR] [options]
 
     Runs a simulated iPhone: an ANCS server with the Current Time and Battery services,
     waiting for watches on ADDRESS. Type commands on standard input (`help` lists them), or
@@ -20,6 +22,14 @@ enum PhoneCommandLine {
 
     options:
       --listen ADDRESS     unix:PATH (a socket file, mode 0600) or tcp:HOST:PORT
+      --bluetooth TRANSPORT
+                           act as the iPhone over a Bluetooth controller instead:
+                           hci-tcp:HOST:PORT (a virtual controller such as Bumble's). Scans
+                           for a device that solicits ANCS, connects, pairs Just Works when
+                           asked, serves it; scans again when it leaves
+      --peer BDADDR        with --bluetooth: connect to this address instead
+      --bonds FILE         with --bluetooth: where bonds are kept (mode 0600; default
+                           ~/.local/state/ancs-sim/bonds.json); delete it to forget them
                            (loopback when HOST is omitted: tcp::5000)
       --scenario FILE      play a scenario file (Protocol/scenario.md); `demo` is built in
       --loop               play the scenario again and again
@@ -52,8 +62,20 @@ enum PhoneCommandLine {
       printLine(usage)
       return 0
     }
-    guard let text = try args.value("--listen") else {
-      throw UsageError("phone needs --listen unix:PATH or tcp:HOST:PORT; try 'ancs phone --help'")
+    let text = try args.value("--listen")
+    let bluetooth = try BluetoothCommandLine.settings(&args)
+    let peerText = try args.value("--peer")
+    if text == nil && bluetooth == nil {
+      throw UsageError(
+        "phone needs --listen unix:PATH or tcp:HOST:PORT, or --bluetooth TRANSPORT; try 'ancs phone --help'")
+    }
+    if text != nil && bluetooth != nil { throw UsageError("--listen and --bluetooth: give one, not both") }
+    if peerText != nil && bluetooth == nil { throw UsageError("--peer goes with --bluetooth TRANSPORT") }
+    let peer = try peerText.map { text throws(UsageError) -> BDAddress in
+      guard let address = BDAddress(text) else {
+        throw UsageError("--peer takes a Bluetooth address like C0:11:22:33:44:55, not '\(text)'")
+      }
+      return address
     }
     let scenarioName = try args.value("--scenario")
     let loop = args.flag("--loop")
@@ -72,17 +94,24 @@ enum PhoneCommandLine {
     try args.finish()
     if loop && scenarioName == nil { throw UsageError("--loop needs --scenario") }
 
-    let address = try twoProcessAddress(text)
+    let address = try text.map(twoProcessAddress)
     // Everything is checked before anything is opened.
     let scenario = try scenarioName.map(loadScenario)
-    let writer = try capture.map(captureWriter)
+    let writer = try bluetooth == nil ? capture.map(captureWriter) : nil
     let phone = try Phone(quirks: quirks, faults: faults, logger: logger)
     registerCommonApps(phone)
     // Every watch holds a descriptor: allow as many as the hard limit does (the soft limit
     // is often 1024, short of a fleet of a thousand watches).
     raiseOpenFileLimit(toAtLeast: .max)
-    let listener: any LinkListener
-    do { listener = try address.listen() } catch { throw UsageError("\(error)") }
+    let listener: any PhoneLinks
+    if let bluetooth {
+      let host = try await BluetoothCommandLine.open(bluetooth, capture: capture, logger: logger)
+      listener = CentralLinks(host: host, filter: peer.map { .address($0) } ?? .solicits(BluetoothCommandLine.ancs))
+    } else if let address {
+      do { listener = ListenerLinks(listener: try address.listen()) } catch { throw UsageError("\(error)") }
+    } else {
+      throw UsageError("phone needs --listen or --bluetooth")
+    }
     onTerminationSignal { listener.close() }
 
     let json = mode == "jsonl"
@@ -103,10 +132,13 @@ enum PhoneCommandLine {
     }
     let accepting = Task {
       while true {
-        let bearer: SocketBearer
-        do { bearer = try await listener.accept() } catch { return }
+        guard let bearer = await listener.next() else { return }
         let link: any ATTBearer = writer.map { CapturingBearer(bearer, writer: $0) } ?? bearer
-        Task { await phone.serve(link) }
+        if listener.oneAtATime {
+          await phone.serve(link)
+        } else {
+          Task { await phone.serve(link) }
+        }
       }
     }
     let player = scenario.map { scenario in
@@ -225,4 +257,46 @@ enum PhoneCommandLine {
     case .quirk(let text): return .object([("event", .string("quirk")), ("text", .string(text))])
     }
   }
+}
+
+/// Where `ancs phone` gets its watches: a listener's connections, or a central's.
+protocol PhoneLinks: Sendable {
+  var name: String { get }
+  /// Serve one link before taking the next (a central connects to one watch at a time).
+  var oneAtATime: Bool { get }
+  /// The next watch's link; nil once closed.
+  func next() async -> (any ATTBearer)?
+  func close()
+}
+
+/// The connections of a simulated-link listener, served side by side.
+struct ListenerLinks: PhoneLinks {
+  let listener: any LinkListener
+  var name: String { listener.name }
+  var oneAtATime: Bool { false }
+  func next() async -> (any ATTBearer)? { try? await listener.accept() }
+  func close() { listener.close() }
+}
+
+/// A Bluetooth central's connections: scan for `filter`, connect, and again once it ends.
+struct CentralLinks: PhoneLinks {
+  let host: HCIHost
+  let filter: ScanFilter
+  var name: String { "\(host.stream.name), looking for \(filter)" }
+  var oneAtATime: Bool { true }
+
+  func next() async -> (any ATTBearer)? {
+    while host.closedReason == nil && !Task.isCancelled {
+      do {
+        return try await host.connect(scanningFor: filter, timeout: .seconds(60)).0
+      } catch {
+        if case .timedOut = error { continue }
+        printError("phone: \(error)")
+        return nil
+      }
+    }
+    return nil
+  }
+
+  func close() { host.close() }
 }

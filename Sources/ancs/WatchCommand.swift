@@ -1,5 +1,6 @@
 import ANCS
 import ATT
+import HCI
 import Links
 import Watch
 import Wire
@@ -7,6 +8,7 @@ import Wire
 enum WatchCommand {
   static let usage = """
     usage: ancs watch --connect ADDRESS [options]
+           ancs watch --bluetooth TRANSPORT [options]
 
     Runs a simulated watch (the ANCS client) against a phone: pairs, discovers ANCS,
     subscribes, and shows the notifications. With --headless (or when standard output is not
@@ -15,6 +17,8 @@ enum WatchCommand {
 
     options:
       --connect ADDRESS       unix:PATH or tcp:HOST:PORT of a running `ancs phone`
+    \(BluetoothCommandLine.usage)
+      --name NAME             with --bluetooth: the name advertised (default ancs-sim watch)
       --headless              JSON lines on stdout instead of the watch face
     \(FaceCommandLine.usage(column: 26))
       --title-max N           byte maximum asked for titles (default 65535; also
@@ -94,22 +98,48 @@ enum WatchCommand {
       printLine(usage)
       return 0
     }
-    guard let text = try args.value("--connect") else {
-      throw UsageError("watch needs --connect unix:PATH or tcp:HOST:PORT; try 'ancs watch --help'")
+    let text = try args.value("--connect")
+    let bluetooth = try BluetoothCommandLine.settings(&args)
+    let name = try args.value("--name")
+    if text == nil && bluetooth == nil {
+      throw UsageError(
+        "watch needs --connect unix:PATH or tcp:HOST:PORT, or --bluetooth TRANSPORT; try 'ancs watch --help'")
     }
+    if text != nil && bluetooth != nil { throw UsageError("--connect and --bluetooth: give one, not both") }
+    if name != nil && bluetooth == nil { throw UsageError("--name goes with --bluetooth TRANSPORT") }
     let headless = args.flag("--headless")
     let options = try options(&args)
     let face = try FaceCommandLine.settings(&args)
     let capture = try args.value("--capture")
     let logger = args.logger()
     try args.finish()
-    let address = try twoProcessAddress(text)
+    let engine: WatchEngine
+    if let bluetooth {
+      let host = try await BluetoothCommandLine.open(bluetooth, capture: capture, logger: logger)
+      let advertisement = Advertisement(
+        name: name ?? "ancs-sim watch", solicitedServices: [BluetoothCommandLine.ancs])
+      // A peripheral, as a watch is: advertise the ANCS solicitation, take the phone's
+      // connection; the engine then pairs (a Security Request) and goes on as over any link.
+      engine = WatchEngine(options: options, logger: logger) { try await host.accept(advertisement) }
+    } else {
+      engine = try await socketWatch(try twoProcessAddress(text ?? ""), options, capture: capture, logger: logger)
+    }
+    if !headless && stdoutIsTerminal, let code = await FaceCommandLine.run(engine, face, until: nil) {
+      return code
+    }
+    return await runHeadless(engine, expectReconnect: options.reconnect)
+  }
+
+  /// A watch over a simulated link to `address`.
+  static func socketWatch(_ address: LinkAddress, _ options: WatchOptions, capture: String?, logger: Logger)
+    async throws -> WatchEngine
+  {
     let writer = try capture.map(captureWriter)
     // Fail early, with the link's own message, when nobody is listening.
     let first: SocketBearer
     do { first = try await address.connect() } catch { throw UsageError("\(error)") }
     let firstTaken = Locked(false)
-    let engine = WatchEngine(options: options, logger: logger) {
+    return WatchEngine(options: options, logger: logger) {
       let taken = firstTaken.withLock { taken in
         defer { taken = true }
         return taken
@@ -117,10 +147,6 @@ enum WatchCommand {
       let bearer: any ATTBearer = taken ? try await address.connect() : first
       return writer.map { CapturingBearer(bearer, writer: $0) } ?? bearer
     }
-    if !headless && stdoutIsTerminal, let code = await FaceCommandLine.run(engine, face, until: nil) {
-      return code
-    }
-    return await runHeadless(engine, expectReconnect: options.reconnect)
   }
 
   /// Prints events as JSON lines and takes `positive UID`, `negative UID`, `quit` on stdin.

@@ -16,6 +16,10 @@ one line per step ("found ...", "mtu ...", "read ...", "disconnected ..."), and 
                                        pairs Just Works (bonding, mitm=False, SC or legacy)
                                        when the Swift central asks, and then accepts a second
                                        connection that encrypts with the bond.
+    python bumble_peer.py radio        No Bumble device: two virtual controllers on one link,
+                                       both served over TCP ("ready PORT PORT"), for two Swift
+                                       hosts (ancs phone and ancs watch) to meet over the air.
+                                       Runs until killed.
     python bumble_peer.py pair-central sc|legacy
                                        Bumble connects to the Swift peripheral twice: it pairs
                                        (or, the second time, encrypts with the bond) when the
@@ -215,7 +219,27 @@ async def bumble_pairing_central(device: Device, sc: bool):
         await disconnect(connection)
 
 
+async def serve_controller(name: str, link: LocalLink):
+    """A virtual controller on `link`, served over TCP on a port the OS picks; its port."""
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    listener.bind(('127.0.0.1', 0))
+    listener.listen(1)
+    transport = await open_tcp_server_transport_with_socket(listener)
+    Controller(name, host_source=transport.source, host_sink=transport.sink, link=link)
+    return listener.getsockname()[1]
+
+
+async def radio():
+    link = LocalLink()
+    ports = [await serve_controller(name, link) for name in ('phone', 'watch')]
+    say('ready', *ports)
+    await asyncio.get_running_loop().create_future()
+
+
 async def main(role: str, mode: str | None):
+    if role == 'radio':
+        await radio()
+        return
     link = LocalLink()
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     listener.bind(('127.0.0.1', 0))
@@ -245,12 +269,12 @@ async def main(role: str, mode: str | None):
 
 if __name__ == '__main__':
     arguments = sys.argv[1:]
-    simple = len(arguments) == 1 and arguments[0] in ('central', 'peripheral')
+    simple = len(arguments) == 1 and arguments[0] in ('central', 'peripheral', 'radio')
     pairing = (
         len(arguments) == 2
         and arguments[0] in ('pair-central', 'pair-peripheral')
         and arguments[1] in ('sc', 'legacy')
     )
     if not (simple or pairing):
-        sys.exit('usage: bumble_peer.py central|peripheral|pair-central MODE|pair-peripheral MODE')
+        sys.exit('usage: bumble_peer.py central|peripheral|radio|pair-central MODE|pair-peripheral MODE')
     asyncio.run(main(arguments[0], arguments[1] if pairing else None))

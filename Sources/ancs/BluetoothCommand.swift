@@ -1,0 +1,66 @@
+import ANCS
+import ATT
+import Foundation
+import HCI
+import Links
+import Wire
+
+/// `--bluetooth TRANSPORT` for `ancs watch` and `ancs phone`: the engines over a Bluetooth
+/// controller (Protocol/HCI.md) instead of a simulated link, pairing Just Works and keeping
+/// bonds in a file.
+enum BluetoothCommandLine {
+  static let usage = """
+      --bluetooth TRANSPORT   run over a Bluetooth controller instead: hci-tcp:HOST:PORT (a
+                              virtual controller such as Bumble's); pairs Just Works
+      --bonds FILE            with --bluetooth: where bonds are kept (mode 0600; default
+                              ~/.local/state/ancs-sim/bonds.json); delete it to forget them
+    """
+
+  /// The ANCS service, as solicited by a watch and looked for by a phone.
+  static let ancs = BluetoothUUID(ANCSUUID.service)!
+
+  /// What `--bluetooth` and `--bonds` said; nil without `--bluetooth`.
+  struct Settings {
+    var transport: BluetoothTransport
+    var bonds: String
+  }
+
+  static func settings(_ args: inout Arguments) throws(UsageError) -> Settings? {
+    let bonds = try args.value("--bonds")
+    guard let text = try args.value("--bluetooth") else {
+      if bonds != nil { throw UsageError("--bonds goes with --bluetooth TRANSPORT") }
+      return nil
+    }
+    let transport: BluetoothTransport
+    do { transport = try BluetoothTransport(parsing: text) } catch { throw UsageError("\(error)") }
+    return Settings(transport: transport, bonds: bonds ?? defaultBondsPath())
+  }
+
+  static func defaultBondsPath() -> String {
+    let environment = ProcessInfo.processInfo.environment
+    let state =
+      environment["XDG_STATE_HOME"].flatMap { $0.isEmpty ? nil : $0 }
+      ?? ((environment["HOME"] ?? NSTemporaryDirectory()) + "/.local/state")
+    return state + "/ancs-sim/bonds.json"
+  }
+
+  /// Opens the bond store (creating its directory) and the controller, and sets it up.
+  static func open(_ settings: Settings, capture: String?, logger: Logger) async throws(UsageError) -> HCIHost {
+    let directory = (settings.bonds as NSString).deletingLastPathComponent
+    if !directory.isEmpty {
+      try? FileManager.default.createDirectory(
+        atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+    }
+    let store: BondStore
+    do { store = try BondStore(path: settings.bonds) } catch { throw UsageError("\(error)") }
+    let security = SMPSecurityManager(store: store, logger: logger)
+    do {
+      let (host, setup) = try await HCIHost.open(
+        transport: settings.transport, logger: logger, capturePath: capture, security: security)
+      logger.info("\(settings.transport): controller ready, random address \(setup.randomAddress)")
+      return host
+    } catch {
+      throw UsageError("\(error)")
+    }
+  }
+}

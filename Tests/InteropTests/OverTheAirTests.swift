@@ -1,0 +1,103 @@
+import Foundation
+import Testing
+
+/// `ancs phone --bluetooth` and `ancs watch --bluetooth`, two processes, each with its own
+/// Bumble virtual controller on one virtual radio link: the phone scans for the watch's
+/// ANCS solicitation, connects, the two pair (Just Works), and ANCS runs over the air.
+@Suite(
+  "ancs phone and ancs watch over the air", .serialized,
+  .enabled(if: bumblePython != nil, "needs python3 -m venv and PyPI to install bumble (scripts/bumble-venv.sh)"),
+  .enabled(if: FileManager.default.isExecutableFile(atPath: ancsBinary), "needs the ancs binary: swift build first"),
+  .timeLimit(.minutes(2)))
+struct OverTheAirTests {
+  @Test("a long UTF-8 message arrives whole; an action from the watch reaches the phone")
+  func phoneAndWatchOverTheAir() async throws {
+    try await withBumblePeer(role: "radio") { radio in
+      let ready = try #require(await radio.line(startingWith: "ready "))
+      let ports = ready.split(separator: " ").dropFirst().map(String.init)
+      try #require(ports.count == 2)
+      let directory = NSTemporaryDirectory() + "ancs-air-\(getpid())"
+      try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+      defer { try? FileManager.default.removeItem(atPath: directory) }
+      let phone = try AncsProcess([
+        "phone", "--bluetooth", "hci-tcp:127.0.0.1:\(ports[0])", "--bonds", "\(directory)/phone.json",
+        "--commands", "jsonl",
+      ])
+      defer { phone.kill() }
+      let watch = try AncsProcess([
+        "watch", "--bluetooth", "hci-tcp:127.0.0.1:\(ports[1])", "--bonds", "\(directory)/watch.json", "--headless",
+        "--name", "Air watch",
+      ])
+      defer { watch.kill() }
+
+      // Paired, discovered, subscribed.
+      #expect(await watch.line(containing: #""event":"connected""#) != nil, "\(watch.stderr)")
+      #expect(await phone.line(containing: #""event":"sessionStarted""#) != nil, "\(phone.stderr)")
+      // 3 KB of text with 2-, 3- and 4-byte UTF-8, over ATT_MTU-3 fragments and 27-byte ACL packets.
+      let message = String(repeating: "Grüße aus Köln, 京都の旅館 🚄🍜 ", count: 60)
+      phone.send(
+        #"{"cmd":"post","app":"com.example.chat","title":"Ünïcødé ✓","message":"\#(message)","#
+          + #""positiveAction":"Reply","negativeAction":"Dismiss"}"#)
+      let added = try #require(await watch.line(containing: #""event":"added""#), "\(watch.stderr)")
+      let json = try #require(try JSONSerialization.jsonObject(with: Data(added.utf8)) as? [String: Any])
+      #expect(json["message"] as? String == message)
+      #expect(json["title"] as? String == "Ünïcødé ✓")
+      let uid = try #require(json["uid"] as? Int)
+      // The wearer dismisses it: the phone performs the action and the notification goes.
+      watch.send("negative \(uid)")
+      let action = await phone.line(containing: #""event":"action""#)
+      #expect(action?.contains(#""uid":\#(uid)"#) == true, "\(phone.stderr)")
+      #expect(await watch.line(containing: #""event":"removed","uid":\#(uid)"#) != nil)
+      // Both keep a bond, in files only their owner may read.
+      for side in ["phone", "watch"] {
+        let attributes = try FileManager.default.attributesOfItem(atPath: "\(directory)/\(side).json")
+        #expect((attributes[.posixPermissions] as? Int) == 0o600, "\(side)")
+      }
+      watch.send("quit")
+      phone.send(#"{"cmd":"quit"}"#)
+    }
+  }
+}
+
+/// The ancs binary the tests start (ANCS_BINARY, or this checkout's debug build).
+let ancsBinary: String =
+  ProcessInfo.processInfo.environment["ANCS_BINARY"] ?? repositoryRoot.appendingPathComponent(".build/debug/ancs").path
+
+/// A running `ancs` process: lines to its stdin, its stdout line by line, its stderr kept.
+final class AncsProcess: @unchecked Sendable {
+  let process = Process()
+  private let input = Pipe()
+  private let output = Pipe()
+  private let errors = Pipe()
+  private var lines: AsyncStream<String>.Iterator
+  private let stderrText: CollectedText
+
+  init(_ arguments: [String]) throws {
+    process.executableURL = URL(fileURLWithPath: ancsBinary)
+    process.arguments = arguments
+    process.standardInput = input
+    process.standardOutput = output
+    process.standardError = errors
+    lines = InteropTests.lines(of: output.fileHandleForReading).makeAsyncIterator()
+    stderrText = CollectedText(reading: errors.fileHandleForReading)
+    try process.run()
+  }
+
+  var stderr: String { stderrText.value }
+
+  func send(_ line: String) {
+    input.fileHandleForWriting.write(Data((line + "\n").utf8))
+  }
+
+  /// The next line containing `text`; nil when the output ends first.
+  func line(containing text: String) async -> String? {
+    while let line = await lines.next(isolation: nil) {
+      if line.contains(text) { return line }
+    }
+    return nil
+  }
+
+  func kill() {
+    if process.isRunning { Foundation.kill(process.processIdentifier, SIGKILL) }
+  }
+}
