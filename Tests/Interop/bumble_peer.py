@@ -25,9 +25,22 @@ one line per step ("found ...", "mtu ...", "read ...", "disconnected ..."), and 
                                        (or, the second time, encrypts with the bond) when the
                                        Swift host sends a Security Request, then reads the
                                        characteristic that needs encryption.
+    python bumble_peer.py ancs-client COUNT
+                                       Bumble's own AncsClient (bumble.profiles.ancs) on a
+                                       device that advertises the ANCS solicitation: pairs on
+                                       its Security Request once the Swift phone connects,
+                                       asks for an ATT_MTU of 64, subscribes, and for COUNT
+                                       new notifications prints
+                                       "attributes {JSON}" (every attribute kind) and
+                                       "app {JSON}" (the display name); then a positive action
+                                       on the first, a negative one on the second ("action",
+                                       then each one's Removed event), and "refused {JSON}"
+                                       for the attributes of the removed first one.
 """
 
 import asyncio
+import datetime
+import json
 import socket
 import sys
 
@@ -38,6 +51,14 @@ from bumble.gatt import Characteristic, Service
 from bumble.hci import Address
 from bumble.link import LocalLink
 from bumble.pairing import PairingConfig, PairingDelegate
+from bumble.profiles.ancs import (
+    ActionId,
+    AncsClient,
+    AppAttributeId,
+    CommandError,
+    EventId,
+    NotificationAttributeId,
+)
 from bumble.transport.tcp_server import open_tcp_server_transport_with_socket
 
 ANCS = UUID('7905F431-B5CE-4E99-A40F-4B1E122D00D0')
@@ -125,6 +146,26 @@ async def bumble_central(device: Device):
     await disconnect(connection)
 
 
+async def advertise_until_connected(device: Device, name: str, attempt: int = 0):
+    """Advertise connectable with flags, the ANCS solicitation and `name` (every 20 ms) until
+    a central connects; the connection."""
+    encoded = name.encode()
+    data = (
+        bytes([2, 0x01, 0x06])
+        + bytes([17, AD_SOLICITATION_128])
+        + bytes(ANCS)
+        + bytes([len(encoded) + 1, AD_COMPLETE_NAME])
+        + encoded
+    )
+    connected = asyncio.get_running_loop().create_future()
+    device.once('connection', lambda connection: connected.set_result(connection))
+    await device.start_advertising(
+        advertising_data=data, advertising_interval_min=20, advertising_interval_max=20
+    )
+    say('advertising', attempt)
+    return await connected
+
+
 async def bumble_peripheral(device: Device, connections: int = 1, encrypted: bool = False):
     """Advertise the ANCS solicitation with a name, serve a small service (its value readable
     only over an encrypted link if `encrypted`), and await the host's connections, one after
@@ -143,22 +184,8 @@ async def bumble_peripheral(device: Device, connections: int = 1, encrypted: boo
             ],
         )
     )
-    name = b'Bumble watch'
-    data = (
-        bytes([2, 0x01, 0x06])
-        + bytes([17, AD_SOLICITATION_128])
-        + bytes(ANCS)
-        + bytes([len(name) + 1, AD_COMPLETE_NAME])
-        + name
-    )
     for attempt in range(connections):
-        connected = loop.create_future()
-        device.once('connection', lambda connection: connected.set_result(connection))
-        await device.start_advertising(
-            advertising_data=data, advertising_interval_min=20, advertising_interval_max=20
-        )
-        say('advertising', attempt)
-        connection = await connected
+        connection = await advertise_until_connected(device, 'Bumble watch', attempt)
         report_security(connection)
         say('connected', connection.peer_address)
         disconnected = loop.create_future()
@@ -219,6 +246,108 @@ async def bumble_pairing_central(device: Device, sc: bool):
         await disconnect(connection)
 
 
+# Every notification attribute kind, with the maximum lengths Title, Subtitle and Message
+# need; 64 bytes cut a long message.
+NOTIFICATION_ATTRIBUTES = [
+    NotificationAttributeId.APP_IDENTIFIER,
+    (NotificationAttributeId.TITLE, 100),
+    (NotificationAttributeId.SUBTITLE, 100),
+    (NotificationAttributeId.MESSAGE, 64),
+    NotificationAttributeId.MESSAGE_SIZE,
+    NotificationAttributeId.DATE,
+    NotificationAttributeId.POSITIVE_ACTION_LABEL,
+    NotificationAttributeId.NEGATIVE_ACTION_LABEL,
+]
+
+
+def say_json(kind: str, **fields):
+    say(kind, json.dumps(fields))
+
+
+async def pair_on_own_request(connection):
+    """Send a Security Request (Just Works, bonding) and wait until pairing completes."""
+    paired = asyncio.get_running_loop().create_future()
+    connection.on('pairing', lambda keys: paired.done() or paired.set_result(keys))
+
+    def on_failure(reason):
+        if not paired.done():
+            paired.set_exception(RuntimeError(f'pairing failed: {reason}'))
+
+    connection.on('pairing_failure', on_failure)
+    connection.request_pairing()
+    await asyncio.wait_for(paired, 20)
+
+
+async def next_event(events: asyncio.Queue, event_id: EventId, uid: int | None = None):
+    """The next Notification Source event `event_id` (for `uid`, if given), printing every
+    event on the way."""
+    while True:
+        notification = await asyncio.wait_for(events.get(), 30)
+        say_json(
+            'notification',
+            event=notification.event_id.name,
+            uid=notification.notification_uid,
+            category=notification.category_id.name,
+            flags=int(notification.event_flags),
+        )
+        if notification.event_id == event_id and uid in (None, notification.notification_uid):
+            return notification
+
+
+async def fetch_attributes(client: AncsClient, uid: int) -> str:
+    """Every notification attribute of `uid`, printed as one JSON line; its AppIdentifier."""
+    values = {}
+    for attribute in await client.get_notification_attributes(uid, NOTIFICATION_ATTRIBUTES):
+        value = attribute.value
+        if isinstance(value, datetime.datetime):
+            value = value.strftime('%Y%m%dT%H%M%S')
+        values[attribute.attribute_id.name] = value
+    say_json('attributes', uid=uid, **values)
+    return values['APP_IDENTIFIER']
+
+
+async def bumble_ancs_client(device: Device, count: int):
+    """Bumble's own AncsClient against the Swift phone: advertise the ANCS solicitation, pair
+    on our Security Request, subscribe, fetch every attribute of `count` new notifications
+    and each one's app name, perform a positive action on the first and a negative one on
+    the second (each must be removed), and check that a removed UID is refused."""
+    use_just_works(device, sc=True)
+    connection = await advertise_until_connected(device, 'Bumble ANCS client')
+    say('connected', connection.peer_address)
+    report_security(connection)
+    await pair_on_own_request(connection)
+    peer = Peer(connection)
+    # Bumble writes a Control Point command longer than ATT_MTU - 3 with Prepare Write
+    # Requests, which the phone's GATT server refuses (0x06); an MTU of 64 avoids that (a Get
+    # App Attributes for com.apple.mobilemail is 23 bytes) and still splits Data Source answers.
+    say('mtu', await peer.request_mtu(64))
+    client = await AncsClient.for_peer(peer)
+    if client is None:
+        raise RuntimeError('no ANCS service found')
+    events = asyncio.Queue()
+    client.on(client.EVENT_NOTIFICATION, events.put_nowait)
+    await client.start()
+    say('subscribed')
+    uids = []
+    for _ in range(count):
+        added = await next_event(events, EventId.NOTIFICATION_ADDED)
+        uids.append(added.notification_uid)
+    for uid in uids:
+        app = await fetch_attributes(client, uid)
+        names = await client.get_app_attributes(app, [AppAttributeId.DISPLAY_NAME])
+        say_json('app', app=app, **{name.attribute_id.name: name.value for name in names})
+    for uid, action in zip(uids, (ActionId.POSITIVE, ActionId.NEGATIVE)):
+        await client.perform_action(uid, action)
+        say_json('action', uid=uid, action=action.name)
+        await next_event(events, EventId.NOTIFICATION_REMOVED, uid)
+    try:
+        await client.get_notification_attributes(uids[0], [NotificationAttributeId.APP_IDENTIFIER])
+        raise RuntimeError(f'the attributes of removed notification {uids[0]} were answered')
+    except CommandError as error:
+        say_json('refused', uid=uids[0], error=error.error_code.name)
+    await disconnect(connection)
+
+
 async def serve_controller(name: str, link: LocalLink):
     """A virtual controller on `link`, served over TCP on a port the OS picks; its port."""
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -255,6 +384,8 @@ async def main(role: str, mode: str | None):
             await bumble_central(device)
         elif role == 'peripheral':
             await bumble_peripheral(device)
+        elif role == 'ancs-client':
+            await bumble_ancs_client(device, int(mode))
         elif role == 'pair-peripheral':
             use_just_works(device, mode == 'sc')
             await bumble_peripheral(device, connections=2, encrypted=True)
@@ -275,6 +406,10 @@ if __name__ == '__main__':
         and arguments[0] in ('pair-central', 'pair-peripheral')
         and arguments[1] in ('sc', 'legacy')
     )
-    if not (simple or pairing):
-        sys.exit('usage: bumble_peer.py central|peripheral|radio|pair-central MODE|pair-peripheral MODE')
-    asyncio.run(main(arguments[0], arguments[1] if pairing else None))
+    ancs_client = len(arguments) == 2 and arguments[0] == 'ancs-client' and arguments[1].isdigit()
+    if not (simple or pairing or ancs_client):
+        sys.exit(
+            'usage: bumble_peer.py central|peripheral|radio|pair-central MODE|pair-peripheral MODE'
+            '|ancs-client COUNT'
+        )
+    asyncio.run(main(arguments[0], arguments[1] if len(arguments) == 2 else None))
