@@ -395,7 +395,7 @@ async def main(role: str, mode: str | None):
     except Exception as error:  # reported to the Swift test, which fails with it
         say('error', type(error).__name__, error)
     finally:
-        transport.close()
+        await transport.close()
 
 
 if __name__ == '__main__':
