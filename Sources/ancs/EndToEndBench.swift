@@ -73,7 +73,7 @@ extension Bench {
     let (central, peripheral) = MemoryLink.pair()
     let serving = Task { await phone.serve(central) }
     let engine = WatchEngine(options: Self.benchWatchOptions) { peripheral }
-    var events = engine.events()
+    let events = engine.events()
     let running = Task { await engine.run() }
     let seconds = await Self.fetchAll(events, count: count)
     var iterator = events.makeAsyncIterator()
