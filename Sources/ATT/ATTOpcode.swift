@@ -25,7 +25,9 @@ public struct ATTOpcode: OpenByteID {
   public static let writeRequest: ATTOpcode = 0x12
   public static let writeResponse: ATTOpcode = 0x13
   public static let prepareWriteRequest: ATTOpcode = 0x16
+  public static let prepareWriteResponse: ATTOpcode = 0x17
   public static let executeWriteRequest: ATTOpcode = 0x18
+  public static let executeWriteResponse: ATTOpcode = 0x19
   public static let handleValueNotification: ATTOpcode = 0x1B
   public static let handleValueIndication: ATTOpcode = 0x1D
   public static let handleValueConfirmation: ATTOpcode = 0x1E
@@ -38,7 +40,8 @@ public struct ATTOpcode: OpenByteID {
     0x07: "findByTypeValueResponse", 0x08: "readByTypeRequest", 0x09: "readByTypeResponse",
     0x0A: "readRequest", 0x0B: "readResponse", 0x0C: "readBlobRequest", 0x0D: "readBlobResponse",
     0x0E: "readMultipleRequest", 0x10: "readByGroupTypeRequest", 0x11: "readByGroupTypeResponse",
-    0x12: "writeRequest", 0x13: "writeResponse", 0x16: "prepareWriteRequest", 0x18: "executeWriteRequest",
+    0x12: "writeRequest", 0x13: "writeResponse", 0x16: "prepareWriteRequest", 0x17: "prepareWriteResponse",
+    0x18: "executeWriteRequest", 0x19: "executeWriteResponse",
     0x1B: "handleValueNotification", 0x1D: "handleValueIndication", 0x1E: "handleValueConfirmation",
     0x52: "writeCommand", 0xD2: "signedWriteCommand",
   ]

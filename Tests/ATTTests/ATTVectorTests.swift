@@ -47,6 +47,7 @@ import Wire
       "findInformationResponse", "findByTypeValueRequest", "findByTypeValueResponse", "readByTypeRequest",
       "readByTypeResponse", "readRequest", "readResponse", "readBlobRequest", "readBlobResponse",
       "readByGroupTypeRequest", "readByGroupTypeResponse", "writeRequest", "writeResponse", "writeCommand",
+      "prepareWriteRequest", "prepareWriteResponse", "executeWriteRequest", "executeWriteResponse",
       "handleValueNotification", "handleValueIndication", "handleValueConfirmation", "unknown",
     ]
     #expect(covered == all, "every PDU has a valid vector; missing: \(all.subtracting(covered).sorted())")
@@ -126,6 +127,16 @@ import Wire
     case "writeResponse": return .writeResponse(.init())
     case "writeCommand":
       return .writeCommand(.init(handle: try fields.number("handle"), value: try fields.bytes("value")))
+    case "prepareWriteRequest":
+      return .prepareWriteRequest(
+        .init(
+          handle: try fields.number("handle"), offset: try fields.number("offset"), value: try fields.bytes("value")))
+    case "prepareWriteResponse":
+      return .prepareWriteResponse(
+        .init(
+          handle: try fields.number("handle"), offset: try fields.number("offset"), value: try fields.bytes("value")))
+    case "executeWriteRequest": return .executeWriteRequest(.init(write: try fields.number("flags") as UInt8 == 1))
+    case "executeWriteResponse": return .executeWriteResponse(.init())
     case "handleValueNotification":
       return .handleValueNotification(.init(handle: try fields.number("handle"), value: try fields.bytes("value")))
     case "handleValueIndication":

@@ -170,6 +170,61 @@ private let serverScripts: [Script] = [
     await served.stop()
   }
 
+  /// Long writes (Vol 3 Part F 3.4.6): parts queue until Execute Write, which writes each
+  /// value once, whole; a cancel or a bad offset writes nothing.
+  @Test func queuedWrites() async throws {
+    let recorder = Recorder()
+    let served = ServedLink(server: try makeFixtureServer(recorder))
+    try await play(
+      Script(
+        "refused at once",
+        [
+          .send("prepare on a plain link", "16 0e 00 00 00 01"), .expect("insufficient encryption", "01 16 0e 00 0f"),
+          .send("prepare a read-only value", "16 07 00 00 00 01"), .expect("write not permitted", "01 16 07 00 03"),
+          .send("prepare nothing", "16 50 00 00 00 01"), .expect("invalid handle", "01 16 50 00 01"),
+          .send("reserved execute flags", "18 02"), .expect("invalid PDU", "01 18 00 00 04"),
+          .send("a part over ATT_MTU - 5", "16 0e 00 00 00 " + Hex.encode(Array(repeating: UInt8(1), count: 19))),
+          .expect("invalid PDU: its echo would not fit", "01 16 0e 00 04"),
+        ]), on: served.peer)
+    #expect(try await served.peer.pair(.encrypted) == .encrypted)
+    try await play(
+      Script(
+        "a long write",
+        [
+          .send("part 1 at 0", "16 0e 00 00 00 01 02 03"), .expect("echoed", "17 0e 00 00 00 01 02 03"),
+          .send("part 2 at 3", "16 0e 00 03 00 04 05"), .expect("echoed", "17 0e 00 03 00 04 05"),
+        ]), on: served.peer)
+    #expect(recorder.writes.withLock { $0 }.isEmpty, "nothing is written before Execute Write")
+    try await play(Script("execute", [.send("execute", "18 01"), .expect("done", "19")]), on: served.peer)
+    #expect(recorder.writes.withLock { $0 } == [[1, 2, 3, 4, 5]])
+    try await play(
+      Script(
+        "cancel, then a gap",
+        [
+          .send("part", "16 0e 00 00 00 09"), .expect("echoed", "17 0e 00 00 00 09"),
+          .send("cancel", "18 00"), .expect("done", "19"),
+          .send("execute the empty queue", "18 01"), .expect("done", "19"),
+          .send("part at 0", "16 0e 00 00 00 07"), .expect("echoed", "17 0e 00 00 00 07"),
+          .send("part past the end", "16 0e 00 05 00 08"), .expect("echoed", "17 0e 00 05 00 08"),
+          .send("execute", "18 01"), .expect("invalid offset", "01 18 0e 00 07"),
+          .send("the queue is gone", "18 01"), .expect("done", "19"),
+          .send("a value the handler refuses", "16 0e 00 00 00 ee"), .expect("echoed", "17 0e 00 00 00 ee"),
+          .send("execute", "18 01"), .expect("its code", "01 18 0e 00 a1"),
+        ]), on: served.peer)
+    #expect(recorder.writes.withLock { $0 } == [[1, 2, 3, 4, 5], [0xEE]])
+    // The queue is bounded: Prepare Queue Full, and the queued parts stay executable.
+    var steps: [Step] = []
+    for part in 0..<GATTSession.preparedPartsLimit {
+      let offset = Hex.encode([UInt8(part), 0])
+      steps += [.send("part \(part)", "16 0e 00 \(offset) 01"), .expect("echoed", "17 0e 00 \(offset) 01")]
+    }
+    steps += [.send("one more", "16 0e 00 40 00 01"), .expect("queue full", "01 16 0e 00 09")]
+    steps += [.send("execute", "18 01"), .expect("done", "19")]
+    try await play(Script("full", steps), on: served.peer)
+    #expect(recorder.writes.withLock { $0.last } == Array(repeating: 1, count: GATTSession.preparedPartsLimit))
+    await served.stop()
+  }
+
   @Test func encryptedAccessAfterPairing() async throws {
     let recorder = Recorder()
     let served = ServedLink(server: try makeFixtureServer(recorder))

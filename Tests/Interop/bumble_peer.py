@@ -29,7 +29,7 @@ one line per step ("found ...", "mtu ...", "read ...", "disconnected ..."), and 
                                        Bumble's own AncsClient (bumble.profiles.ancs) on a
                                        device that advertises the ANCS solicitation: pairs on
                                        its Security Request once the Swift phone connects,
-                                       asks for an ATT_MTU of 64, subscribes, and for COUNT
+                                       keeps the ATT_MTU at 23, subscribes, and for COUNT
                                        new notifications prints
                                        "attributes {JSON}" (every attribute kind) and
                                        "app {JSON}" (the display name); then a positive action
@@ -317,10 +317,9 @@ async def bumble_ancs_client(device: Device, count: int):
     report_security(connection)
     await pair_on_own_request(connection)
     peer = Peer(connection)
-    # Bumble writes a Control Point command longer than ATT_MTU - 3 with Prepare Write
-    # Requests, which the phone's GATT server refuses (0x06); an MTU of 64 avoids that (a Get
-    # App Attributes for com.apple.mobilemail is 23 bytes) and still splits Data Source answers.
-    say('mtu', await peer.request_mtu(64))
+    # ATT_MTU stays 23: Bumble writes a Control Point command longer than ATT_MTU - 3 (a Get
+    # App Attributes for com.apple.mobilemail is 23 bytes) as a long write, Prepare Write
+    # Requests and an Execute Write, which the phone must take.
     client = await AncsClient.for_peer(peer)
     if client is None:
         raise RuntimeError('no ANCS service found')

@@ -21,6 +21,10 @@ public enum ATTPDU: Hashable, Sendable {
   case writeRequest(WriteRequest)
   case writeResponse(WriteResponse)
   case writeCommand(WriteCommand)
+  case prepareWriteRequest(PrepareWriteRequest)
+  case prepareWriteResponse(PrepareWriteResponse)
+  case executeWriteRequest(ExecuteWriteRequest)
+  case executeWriteResponse(ExecuteWriteResponse)
   case handleValueNotification(HandleValueNotification)
   case handleValueIndication(HandleValueIndication)
   case handleValueConfirmation(HandleValueConfirmation)
@@ -46,6 +50,10 @@ public enum ATTPDU: Hashable, Sendable {
     case .writeRequest(let pdu): return pdu
     case .writeResponse(let pdu): return pdu
     case .writeCommand(let pdu): return pdu
+    case .prepareWriteRequest(let pdu): return pdu
+    case .prepareWriteResponse(let pdu): return pdu
+    case .executeWriteRequest(let pdu): return pdu
+    case .executeWriteResponse(let pdu): return pdu
     case .handleValueNotification(let pdu): return pdu
     case .handleValueIndication(let pdu): return pdu
     case .handleValueConfirmation(let pdu): return pdu
@@ -122,6 +130,10 @@ public enum ATTPDU: Hashable, Sendable {
       entry(WriteRequest.self, ATTPDU.writeRequest),
       entry(WriteResponse.self, ATTPDU.writeResponse),
       entry(WriteCommand.self, ATTPDU.writeCommand),
+      entry(PrepareWriteRequest.self, ATTPDU.prepareWriteRequest),
+      entry(PrepareWriteResponse.self, ATTPDU.prepareWriteResponse),
+      entry(ExecuteWriteRequest.self, ATTPDU.executeWriteRequest),
+      entry(ExecuteWriteResponse.self, ATTPDU.executeWriteResponse),
       entry(HandleValueNotification.self, ATTPDU.handleValueNotification),
       entry(HandleValueIndication.self, ATTPDU.handleValueIndication),
       entry(HandleValueConfirmation.self, ATTPDU.handleValueConfirmation),

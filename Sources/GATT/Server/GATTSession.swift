@@ -10,6 +10,21 @@ public final class GATTSession: ATTServerHandler, Sendable {
   public let server: GATTServer
   public let connection: ATTConnection
   private let cccds = Locked([UInt16: CCCDValue]())
+  /// Prepared writes not yet executed (Prepare Write Request), in arrival order.
+  private let prepared = Locked([PreparedWrite]())
+
+  private struct PreparedWrite: Sendable {
+    var handle: UInt16
+    var offset: UInt16
+    var value: [UInt8]
+  }
+
+  /// At most this many prepared parts and bytes are queued per client; beyond them the
+  /// server answers Prepare Queue Full (0x09). Enough for a 512-byte value at ATT_MTU 23.
+  public static let preparedPartsLimit = 64
+  static let preparedBytesLimit = 2048
+  /// "The maximum length of an attribute value shall be 512 octets" (Vol 3 Part F 3.2.9).
+  static let maximumValueLength = 512
 
   init(server: GATTServer, connection: ATTConnection) {
     self.server = server
@@ -160,8 +175,78 @@ public final class GATTSession: ATTServerHandler, Sendable {
       }
       return ATTServerReply(nil)
 
+    case .prepareWriteRequest(let request):
+      // A part over ATT_MTU - 5 bytes came in a PDU over ATT_MTU, and its echo could not be sent.
+      guard request.value.count <= mtu - 5 else { return fail(request.handle, .invalidPDU) }
+      if let code = writeRefusal(request.handle) { return fail(request.handle, code) }
+      let full = prepared.withLock { queue -> Bool in
+        let bytes = queue.reduce(request.value.count) { $0 + $1.value.count }
+        guard queue.count < Self.preparedPartsLimit, bytes <= Self.preparedBytesLimit else { return true }
+        queue.append(PreparedWrite(handle: request.handle, offset: request.offset, value: request.value))
+        return false
+      }
+      if full { return fail(request.handle, .prepareQueueFull) }
+      return ATTServerReply(
+        .prepareWriteResponse(
+          PrepareWriteResponse(handle: request.handle, offset: request.offset, value: request.value)))
+
+    case .executeWriteRequest(let request):
+      let queue = prepared.withLock { queue in
+        defer { queue = [] }
+        return queue
+      }
+      guard request.write else { return ATTServerReply(.executeWriteResponse(ExecuteWriteResponse())) }
+      return await execute(queue, fail)
+
     default:
       return opcode.needsResponse ? fail(0, .requestNotSupported) : ATTServerReply(nil)
+    }
+  }
+
+  /// Executes prepared writes: each handle's parts are put together at their offsets (an
+  /// offset past the value so far is Invalid Offset, a value over 512 bytes Invalid Attribute
+  /// Value Length, and then nothing is written), then each value is written once, as one
+  /// Write Request would write it.
+  private func execute(_ queue: [PreparedWrite], _ fail: (UInt16, ATTErrorCode) -> ATTServerReply) async
+    -> ATTServerReply
+  {
+    var values: [(handle: UInt16, value: [UInt8])] = []
+    for part in queue {
+      let index = values.firstIndex { $0.handle == part.handle } ?? values.endIndex
+      if index == values.endIndex { values.append((part.handle, [])) }
+      let offset = Int(part.offset)
+      guard offset <= values[index].value.count else { return fail(part.handle, .invalidOffset) }
+      values[index].value = Array(values[index].value[..<offset]) + part.value
+      guard values[index].value.count <= Self.maximumValueLength else {
+        return fail(part.handle, .invalidAttributeValueLength)
+      }
+    }
+    var thens: [@Sendable () async -> Void] = []
+    for (handle, value) in values {
+      switch await write(handle, value) {
+      case .refused(let code): return fail(handle, code)
+      case .accepted(let then): if let then { thens.append(then) }
+      }
+    }
+    let runAll = thens
+    let after: (@Sendable () async -> Void)? =
+      runAll.isEmpty ? nil : { @Sendable in for then in runAll { await then() } }
+    return ATTServerReply(.executeWriteResponse(ExecuteWriteResponse()), afterResponse: after)
+  }
+
+  /// Why a write to `handle` would be refused before its value is looked at (Prepare Write
+  /// checks this at once, Vol 3 Part F 3.4.6.1); nil when it may be written.
+  private func writeRefusal(_ handle: UInt16) -> ATTErrorCode? {
+    let attribute = server.withDatabase { db in db.index(of: handle).map { db.attributes[$0] } }
+    guard let attribute else { return .invalidHandle }
+    switch attribute.role {
+    case .serviceDeclaration, .characteristicDeclaration:
+      return .writeNotPermitted
+    case .value(let characteristic):
+      guard characteristic.properties.contains(.write), characteristic.write != nil else { return .writeNotPermitted }
+      return securityError(characteristic.security)
+    case .cccd(_, let characteristic):
+      return securityError(characteristic.security)
     }
   }
 
