@@ -338,11 +338,23 @@ struct JSONParser {
     }
   }
 
+  /// The 4 hex digits of a \u escape, nothing else (not the spaces or colons Hex.decode
+  /// allows between bytes: "\u1 2 " once read as one byte and crashed, found by fuzzing).
   mutating func hex4() throws(JSONSyntaxError) -> UInt32 {
-    guard bytes.count - index >= 4, let digits = Hex.decode(String(decoding: bytes[index..<index + 4], as: UTF8.self))
-    else { throw error("expected 4 hex digits") }
+    guard bytes.count - index >= 4 else { throw error("expected 4 hex digits") }
+    var value: UInt32 = 0
+    for byte in bytes[index..<index + 4] {
+      let digit: UInt8
+      switch byte {
+      case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = byte - UInt8(ascii: "0")
+      case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = byte - UInt8(ascii: "a") + 10
+      case UInt8(ascii: "A")...UInt8(ascii: "F"): digit = byte - UInt8(ascii: "A") + 10
+      default: throw error("expected 4 hex digits")
+      }
+      value = value << 4 | UInt32(digit)
+    }
     index += 4
-    return UInt32(digits[0]) << 8 | UInt32(digits[1])
+    return value
   }
 
   mutating func parseNumber() throws(JSONSyntaxError) -> JSON {
