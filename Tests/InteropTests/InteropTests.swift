@@ -13,7 +13,7 @@ let testService = BluetoothUUID("A0B40001-926D-4D61-98DF-8C5C62EE53B3")!
 @Suite(
   "Interop with Bumble over hci-tcp", .serialized,
   .enabled(if: bumblePython != nil, "needs python3 -m venv and PyPI to install bumble (scripts/bumble-venv.sh)"),
-  .timeLimit(.minutes(1)))
+  .timeLimit(scaledMinutes(1)))
 struct BumbleInteropTests {
   @Test("our host advertises the ANCS solicitation; Bumble finds it, connects, exchanges MTU, reads our GATT server")
   func bumbleCentral() async throws {

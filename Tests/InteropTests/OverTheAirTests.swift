@@ -8,7 +8,7 @@ import Testing
   "ancs phone and ancs watch over the air", .serialized,
   .enabled(if: bumblePython != nil, "needs python3 -m venv and PyPI to install bumble (scripts/bumble-venv.sh)"),
   .enabled(if: FileManager.default.isExecutableFile(atPath: ancsBinary), "needs the ancs binary: swift build first"),
-  .timeLimit(.minutes(2)))
+  .timeLimit(scaledMinutes(2)))
 struct OverTheAirTests {
   @Test("a long UTF-8 message arrives whole; an action from the watch reaches the phone")
   func phoneAndWatchOverTheAir() async throws {
@@ -27,6 +27,9 @@ struct OverTheAirTests {
       let watch = try AncsProcess([
         "watch", "--bluetooth", "hci-tcp:127.0.0.1:\(ports[1])", "--bonds", "\(directory)/watch.json", "--headless",
         "--name", "Air watch",
+        // 3 KB in 27-byte ACL packets through instrumented builds (make sanitize) can take
+        // longer than the watch's default 10 s per command.
+        "--command-timeout", scaledSeconds(10),
       ])
       defer { watch.kill() }
 

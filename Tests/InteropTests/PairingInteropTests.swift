@@ -10,7 +10,7 @@ import Wire
 @Suite(
   "Pairing with Bumble over hci-tcp", .serialized,
   .enabled(if: bumblePython != nil, "needs python3 -m venv and PyPI to install bumble (scripts/bumble-venv.sh)"),
-  .timeLimit(.minutes(1)))
+  .timeLimit(scaledMinutes(1)))
 struct BumblePairingTests {
   @Test(
     "our central pairs with a Bumble peripheral, reads a value that needs encryption, and reconnects with the bond",
