@@ -20,15 +20,10 @@ public enum Hex {
     var out: [UInt8] = []
     var high: UInt8?
     for unit in text.utf8 {
-      let nibble: UInt8
-      switch unit {
-      case UInt8(ascii: "0")...UInt8(ascii: "9"): nibble = unit - UInt8(ascii: "0")
-      case UInt8(ascii: "a")...UInt8(ascii: "f"): nibble = unit - UInt8(ascii: "a") + 10
-      case UInt8(ascii: "A")...UInt8(ascii: "F"): nibble = unit - UInt8(ascii: "A") + 10
-      case UInt8(ascii: " "), UInt8(ascii: "\t"), UInt8(ascii: ":"), UInt8(ascii: "-"):
-        if high != nil { return nil }
+      guard let nibble = digit(unit) else {
+        guard high == nil, [UInt8(ascii: " "), UInt8(ascii: "\t"), UInt8(ascii: ":"), UInt8(ascii: "-")].contains(unit)
+        else { return nil }
         continue
-      default: return nil
       }
       if let h = high {
         out.append(h << 4 | nibble)
@@ -38,5 +33,21 @@ public enum Hex {
       }
     }
     return high == nil ? out : nil
+  }
+
+  /// Parses exactly `count` hex digits and nothing else (no separators); nil otherwise.
+  public static func decode(digits text: some StringProtocol, count: Int) -> [UInt8]? {
+    guard text.utf8.count == count, text.utf8.allSatisfy({ digit($0) != nil }) else { return nil }
+    return decode(text)
+  }
+
+  /// The value of one hex digit (either case); nil for anything else.
+  public static func digit(_ unit: UInt8) -> UInt8? {
+    switch unit {
+    case UInt8(ascii: "0")...UInt8(ascii: "9"): return unit - UInt8(ascii: "0")
+    case UInt8(ascii: "a")...UInt8(ascii: "f"): return unit - UInt8(ascii: "a") + 10
+    case UInt8(ascii: "A")...UInt8(ascii: "F"): return unit - UInt8(ascii: "A") + 10
+    default: return nil
+    }
   }
 }

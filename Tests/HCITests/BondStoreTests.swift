@@ -66,6 +66,11 @@ struct BondStoreTests {
         "{\"format\": \"ancs-sim bonds\", \"version\": 1, \"bonds\": [{\"peer\": \"C0:00:00:00:00:01\", \"peerType\": 1, \"ltk\": \"12\"}]}",
         "bonds[0].ltk: not 32 hex digits"
       ),
+      (
+        // 32 characters, but spaces among them: once read as a 13-byte key.
+        "{\"format\": \"ancs-sim bonds\", \"version\": 1, \"bonds\": [{\"peer\": \"C0:00:00:00:00:01\", \"peerType\": 1, \"ltk\": \"00 11 22 33 44 55 66 77 88 99 aa\"}]}",
+        "bonds[0].ltk: not 32 hex digits"
+      ),
       ("\u{FF}", "not JSON"),
     ])
   func corrupt(content: String, problem: String) async throws {

@@ -178,7 +178,7 @@ public final class BondStore: Sendable {
     }
     func number(_ field: String, digits: Int) throws(FieldProblem) -> UInt128? {
       guard let text = entry[field] else { return nil }
-      guard let string = text.string, string.utf8.count == digits, let bytes = Hex.decode(string) else {
+      guard let string = text.string, let bytes = Hex.decode(digits: string, count: digits) else {
         throw FieldProblem(field: field, reason: "not \(digits) hex digits")
       }
       return UInt128(bigEndianBytes: bytes)
