@@ -26,7 +26,9 @@ let package = Package(
     .target(name: "WatchDisplay", dependencies: ["Watch", "ANCS", "CNcurses", "Wire"]),
     .systemLibrary(
       name: "COpenSSL", path: "Sources/COpenSSL", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
-    .target(name: "HCI", dependencies: ["ATT", "COpenSSL", "Links", "Wire"]),
+    .systemLibrary(
+      name: "CBluetooth", path: "Sources/CBluetooth", providers: [.apt(["libbluetooth-dev"])]),
+    .target(name: "HCI", dependencies: ["ATT", "CBluetooth", "COpenSSL", "Links", "Wire"]),
     .executableTarget(
       name: "ancs",
       dependencies: ["ANCS", "ATT", "GATT", "HCI", "Links", "Phone", "Watch", "WatchDisplay", "Wire", "Conformance"]),

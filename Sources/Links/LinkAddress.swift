@@ -58,8 +58,8 @@ public enum LinkAddress: Hashable, Sendable, CustomStringConvertible {
       if Self.bluetoothSchemes.contains(scheme) {
         throw LinkError(
           address: text, kind: .unavailableTransport,
-          detail: "real-Bluetooth transport \(scheme): is not available in this build",
-          advice: "use \(Self.alternatives)")
+          detail: "\(scheme): is a Bluetooth transport, not a simulated link",
+          advice: "give it to --bluetooth, or use \(Self.alternatives) here")
       }
       throw LinkError(
         address: text, kind: .unknownTransport, detail: "unknown transport \(scheme):",

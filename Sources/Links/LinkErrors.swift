@@ -6,7 +6,8 @@ public struct LinkError: Error, Hashable, Sendable, CustomStringConvertible {
   public enum Kind: Hashable, Sendable {
     /// The address names no transport this program knows.
     case unknownTransport
-    /// A real-Bluetooth transport this build cannot open yet.
+    /// A real-Bluetooth transport this machine cannot open: its kernel has no Bluetooth
+    /// sockets, or no such controller.
     case unavailableTransport
     /// The address has a known transport but does not parse (bad port, empty path, ...).
     case invalidAddress

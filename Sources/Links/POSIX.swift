@@ -3,10 +3,10 @@ import Glibc
 /// A file descriptor closed when the last owner lets go. Threads that block on the
 /// descriptor hold it, so it is never closed (and its number never reused) under them; to
 /// wake them, shut the socket down instead.
-final class OwnedFD: Sendable {
-  let fd: Int32
+package final class OwnedFD: Sendable {
+  package let fd: Int32
 
-  init(_ fd: Int32) {
+  package init(_ fd: Int32) {
     self.fd = fd
   }
 
@@ -15,18 +15,18 @@ final class OwnedFD: Sendable {
   }
 
   /// Ends both directions: blocked reads and accepts return, the peer sees end of file.
-  func shutdown() {
+  package func shutdown() {
     _ = Glibc.shutdown(fd, Int32(SHUT_RDWR))
   }
 }
 
 /// An errno value, as the failure of a `Result`.
-struct Errno: Error, Hashable {
-  let code: Int32
-  init(_ code: Int32) { self.code = code }
+package struct Errno: Error, Hashable {
+  package let code: Int32
+  package init(_ code: Int32) { self.code = code }
 }
 
-func errnoText(_ code: Int32) -> String {
+package func errnoText(_ code: Int32) -> String {
   String(cString: strerror(code))
 }
 
@@ -37,7 +37,7 @@ private final class ThreadBody {
 
 /// Starts a detached OS thread, for work that blocks in a system call (a socket's reader,
 /// accept, connect) and must not hold a thread of Swift's cooperative pool.
-func spawnThread(_ body: @escaping @Sendable () -> Void) -> Bool {
+package func spawnThread(_ body: @escaping @Sendable () -> Void) -> Bool {
   let box = Unmanaged.passRetained(ThreadBody(body))
   var attributes = pthread_attr_t()
   pthread_attr_init(&attributes)
@@ -60,7 +60,7 @@ func spawnThread(_ body: @escaping @Sendable () -> Void) -> Bool {
 }
 
 /// Runs a blocking call on its own thread and awaits its result.
-func runBlocking<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
+package func runBlocking<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
   await withCheckedContinuation { continuation in
     if !spawnThread({ continuation.resume(returning: body()) }) {
       continuation.resume(returning: body())
@@ -69,11 +69,11 @@ func runBlocking<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
 }
 
 /// A socket address of any family, as bind, connect and getsockname take it.
-struct SocketAddress: Sendable {
-  var storage: [UInt8]
-  var family: Int32
+package struct SocketAddress: Sendable {
+  package var storage: [UInt8]
+  package var family: Int32
 
-  init(storage: [UInt8], family: Int32) {
+  package init(storage: [UInt8], family: Int32) {
     self.storage = storage
     self.family = family
   }
@@ -92,7 +92,7 @@ struct SocketAddress: Sendable {
     family = AF_UNIX
   }
 
-  func withSockaddr<R>(_ body: (UnsafePointer<sockaddr>, socklen_t) -> R) -> R {
+  package func withSockaddr<R>(_ body: (UnsafePointer<sockaddr>, socklen_t) -> R) -> R {
     storage.withUnsafeBytes { raw in
       body(raw.baseAddress!.assumingMemoryBound(to: sockaddr.self), socklen_t(raw.count))
     }
@@ -184,11 +184,11 @@ func makeSocket(family: Int32, type: Int32) -> Result<Int32, Errno> {
 
 /// A pipe whose only job is to wake a thread blocked in poll(2), when the task that waits
 /// for that thread is cancelled.
-final class WakePipe: Sendable {
+package final class WakePipe: Sendable {
   private let readEnd: OwnedFD
   private let writeEnd: OwnedFD
 
-  init() throws(Errno) {
+  package init() throws(Errno) {
     var ends: [Int32] = [-1, -1]
     guard pipe(&ends) == 0 else { throw Errno(errno) }
     for end in ends {
@@ -199,19 +199,19 @@ final class WakePipe: Sendable {
     writeEnd = OwnedFD(ends[1])
   }
 
-  func wake() {
+  package func wake() {
     var byte: UInt8 = 1
     _ = write(writeEnd.fd, &byte, 1)
   }
 
-  enum Wait {
+  package enum Wait {
     case ready
     case woken
     case failed(Int32)
   }
 
   /// Waits until `fd` reports one of `events` (or an error or hang-up), or the pipe is woken.
-  func wait(for fd: Int32, events: Int32) -> Wait {
+  package func wait(for fd: Int32, events: Int32) -> Wait {
     var fds = [
       pollfd(fd: fd, events: Int16(events), revents: 0),
       pollfd(fd: readEnd.fd, events: Int16(POLLIN), revents: 0),
@@ -227,7 +227,7 @@ final class WakePipe: Sendable {
 
 /// Runs a blocking call on its own thread; cancelling the awaiting task wakes the pipe the
 /// call waits on, and the call then returns early (with whatever it returns when woken).
-func runCancellable<T: Sendable>(_ body: @escaping @Sendable (WakePipe) -> T) async throws(Errno) -> T {
+package func runCancellable<T: Sendable>(_ body: @escaping @Sendable (WakePipe) -> T) async throws(Errno) -> T {
   let pipe = try WakePipe()
   return await withTaskCancellationHandler {
     await runBlocking { body(pipe) }
@@ -236,7 +236,7 @@ func runCancellable<T: Sendable>(_ body: @escaping @Sendable (WakePipe) -> T) as
   }
 }
 
-enum AcceptOutcome {
+package enum AcceptOutcome {
   case accepted(Int32, SocketAddress)
   /// The listening socket was shut down.
   case closed
@@ -247,7 +247,7 @@ enum AcceptOutcome {
 /// Accepts one connection on a non-blocking listening socket, waiting in poll(2) so that
 /// cancellation (the pipe) and `shutdown` (EINVAL) both end the wait. The new socket is
 /// blocking (Linux does not pass O_NONBLOCK on) and close-on-exec.
-func acceptConnection(_ listener: Int32, wake: WakePipe) -> AcceptOutcome {
+package func acceptConnection(_ listener: Int32, wake: WakePipe) -> AcceptOutcome {
   while true {
     switch wake.wait(for: listener, events: Int32(POLLIN)) {
     case .woken: return .cancelled
@@ -276,7 +276,7 @@ func acceptConnection(_ listener: Int32, wake: WakePipe) -> AcceptOutcome {
 
 /// connect(2) that the pipe can interrupt: non-blocking connect, then poll(2) for the result.
 /// 0, the errno, or nil when woken. The socket is left blocking.
-func connectConnection(_ fd: Int32, to address: SocketAddress, wake: WakePipe) -> Int32? {
+package func connectConnection(_ fd: Int32, to address: SocketAddress, wake: WakePipe) -> Int32? {
   let flags = fcntl(fd, F_GETFL)
   _ = fcntl(fd, F_SETFL, flags | O_NONBLOCK)
   defer { _ = fcntl(fd, F_SETFL, flags) }
@@ -295,7 +295,7 @@ func connectConnection(_ fd: Int32, to address: SocketAddress, wake: WakePipe) -
 }
 
 /// Makes a listening socket non-blocking, for `acceptConnection`.
-func setNonBlocking(_ fd: Int32) {
+package func setNonBlocking(_ fd: Int32) {
   _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
 }
 

@@ -56,6 +56,22 @@ public final class SocketBearer: ATTBearer {
 
   /// What this end answers when the peer asks to pair.
   public var pairingPolicy: PairingPolicy { core.pairing }
+
+  /// Takes over a connected SOCK_SEQPACKET socket that carries bare ATT PDUs (the Linux
+  /// kernel's LE L2CAP socket on CID 4), whose security `kernel` reads and raises.
+  package static func bareATT(fd: Int32, name: String, kernel: any KernelSecurity) throws(LinkError) -> SocketBearer {
+    try SocketCore.start(fd: fd, framing: .bareATT, name: name, pairing: .reject, kernel: kernel)
+  }
+}
+
+/// Security that a socket's kernel keeps and negotiates (Bluetooth's BT_SECURITY): what the
+/// link has now, and how to ask for more.
+package protocol KernelSecurity: Sendable {
+  /// The link's level now.
+  func level(of fd: Int32) -> SecurityLevel
+  /// Asks the kernel for at least `level` (it pairs, or encrypts with a bond) and waits for
+  /// the outcome: the level reached, or why not.
+  func raise(_ fd: Int32, to level: SecurityLevel) async -> Result<SecurityLevel, BearerError>
 }
 
 /// The state a socket link's reader thread shares with its users; it owns the descriptor.
@@ -65,6 +81,9 @@ final class SocketCore: Sendable {
     case messages
     /// A byte stream of length-prefixed frame bodies.
     case stream
+    /// One SOCK_SEQPACKET message per ATT PDU, with no channel byte: the kernel's L2CAP
+    /// socket on the ATT channel, whose security the kernel keeps (`KernelSecurity`).
+    case bareATT
   }
 
   private typealias PairWaiter = CheckedContinuation<Result<SecurityLevel, BearerError>, Never>
@@ -80,6 +99,8 @@ final class SocketCore: Sendable {
   let framing: Framing
   let name: String
   let pairing: PairingPolicy
+  /// Security kept by the kernel (`bareATT`); nil where this end's framing carries pairing.
+  let kernel: (any KernelSecurity)?
   let inbox = PDUQueue()
   private let state: Locked<State>
   /// Serialises writes; holds the number of frames written.
@@ -87,19 +108,24 @@ final class SocketCore: Sendable {
   /// A byte stream's partial frame between reads (used by the reactor thread only).
   private let streamDecoder = Locked(StreamFrameDecoder())
 
-  private init(fd: Int32, framing: Framing, name: String, pairing: PairingPolicy, level: SecurityLevel) {
+  private init(
+    fd: Int32, framing: Framing, name: String, pairing: PairingPolicy, level: SecurityLevel,
+    kernel: (any KernelSecurity)?
+  ) {
     self.socket = OwnedFD(fd)
     self.framing = framing
     self.name = name
     self.pairing = pairing
+    self.kernel = kernel
     self.state = Locked(State(level: level))
   }
 
   /// Takes over a connected socket and has the reactor read it.
   static func start(
-    fd: Int32, framing: Framing, name: String, pairing: PairingPolicy, level: SecurityLevel = .unencrypted
+    fd: Int32, framing: Framing, name: String, pairing: PairingPolicy, level: SecurityLevel = .unencrypted,
+    kernel: (any KernelSecurity)? = nil
   ) throws(LinkError) -> SocketBearer {
-    let core = SocketCore(fd: fd, framing: framing, name: name, pairing: pairing, level: level)
+    let core = SocketCore(fd: fd, framing: framing, name: name, pairing: pairing, level: level, kernel: kernel)
     guard SocketReactor.shared.register(core) else {
       let code = errno
       throw LinkError(
@@ -110,7 +136,10 @@ final class SocketCore: Sendable {
 
   var isClosed: Bool { state.withLock { $0.closed } }
   var fault: LinkFault? { state.withLock { $0.fault } }
-  var securityLevel: SecurityLevel { state.withLock { $0.level } }
+  var securityLevel: SecurityLevel {
+    if let kernel { return kernel.level(of: socket.fd) }
+    return state.withLock { $0.level }
+  }
 
   /// Ends the link once; later calls do nothing. Records `fault` as the reason, if any.
   func disconnect(fault: LinkFault?) {
@@ -132,6 +161,11 @@ final class SocketCore: Sendable {
   func sendFrame(channel: UInt8, _ payload: [UInt8]) throws(BearerError) {
     var frame: [UInt8] = []
     frame.reserveCapacity(payload.count + 3)
+    if framing == .bareATT {
+      // Only ATT travels on the kernel's channel; pairing goes through `kernel`.
+      guard channel == LinkFraming.attChannel else { throw .disconnected }
+      return try writeFrame(payload)
+    }
     if framing == .stream {
       let length = payload.count + 1
       frame.append(UInt8(truncatingIfNeeded: length))
@@ -139,6 +173,10 @@ final class SocketCore: Sendable {
     }
     frame.append(channel)
     frame.append(contentsOf: payload)
+    try writeFrame(frame)
+  }
+
+  private func writeFrame(_ frame: [UInt8]) throws(BearerError) {
     let code: Int32? = writeLock.withLock { written in
       if isClosed { return nil }
       written &+= 1
@@ -175,7 +213,11 @@ final class SocketCore: Sendable {
   // MARK: Pairing
 
   func pair(_ wanted: SecurityLevel) async -> Result<SecurityLevel, BearerError> {
-    await withCheckedContinuation { (waiter: PairWaiter) in
+    if let kernel {
+      if isClosed { return .failure(.disconnected) }
+      return await kernel.raise(socket.fd, to: wanted)
+    }
+    return await withCheckedContinuation { (waiter: PairWaiter) in
       let registered = state.withLock { state -> Bool in
         if state.closed { return false }
         state.pendingPairs.append(waiter)
@@ -202,7 +244,7 @@ final class SocketCore: Sendable {
       if isClosed { return false }
       // MSG_TRUNC makes a SEQPACKET recv return the message's real length, so an oversized
       // one shows; a stream reads what fits.
-      let flags = Int32(MSG_DONTWAIT) | (framing == .messages ? Int32(MSG_TRUNC) : 0)
+      let flags = Int32(MSG_DONTWAIT) | (framing != .stream ? Int32(MSG_TRUNC) : 0)
       let count = buffer.withUnsafeMutableBytes { raw in recv(socket.fd, raw.baseAddress, raw.count, flags) }
       if count < 0 {
         let code = errno
@@ -211,7 +253,7 @@ final class SocketCore: Sendable {
         disconnect(fault: Self.readFault(code))
         return false
       }
-      if !(framing == .messages ? message(buffer, count) : stream(buffer, count)) { return false }
+      if !(framing != .stream ? message(buffer, count) : stream(buffer, count)) { return false }
     }
     return true
   }
@@ -225,6 +267,10 @@ final class SocketCore: Sendable {
     if count > limit {
       disconnect(fault: .frameTooLong(length: count, limit: limit))
       return false
+    }
+    if framing == .bareATT {
+      inbox.push(Array(buffer[0..<count]))
+      return true
     }
     return handle(buffer[0..<count])
   }

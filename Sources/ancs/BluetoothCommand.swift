@@ -10,9 +10,16 @@ import Wire
 /// bonds in a file.
 enum BluetoothCommandLine {
   static let usage = """
-      --bluetooth TRANSPORT   run over a Bluetooth controller instead: hci-tcp:HOST:PORT (a
-                              virtual controller such as Bumble's); pairs Just Works
-      --bonds FILE            with --bluetooth: where bonds are kept (mode 0600; default
+      --bluetooth TRANSPORT   run over Bluetooth instead; pairs Just Works. TRANSPORT is
+                                hci-tcp:HOST:PORT  a virtual controller (Bumble's tcp-server)
+                                hci-uart:DEV[,BAUD] a controller with H4 firmware on a serial
+                                                   port (RTS/CTS; default 1000000 baud)
+                                hci-user:N         controller hciN to this program alone (Linux
+                                                   HCI user channel; needs CAP_NET_ADMIN and
+                                                   the controller powered off in BlueZ)
+                                l2cap:hciN         the Linux kernel's own Bluetooth host on
+                                                   hciN (it pairs and keeps the bonds)
+      --bonds FILE            with --bluetooth hci-*: where bonds are kept (mode 0600; default
                               ~/.local/state/ancs-sim/bonds.json); delete it to forget them
     """
 
@@ -23,6 +30,7 @@ enum BluetoothCommandLine {
   struct Settings {
     var transport: BluetoothTransport
     var bonds: String
+    var bondsGiven: Bool
   }
 
   static func settings(_ args: inout Arguments) throws(UsageError) -> Settings? {
@@ -33,7 +41,7 @@ enum BluetoothCommandLine {
     }
     let transport: BluetoothTransport
     do { transport = try BluetoothTransport(parsing: text) } catch { throw UsageError("\(error)") }
-    return Settings(transport: transport, bonds: bonds ?? defaultBondsPath())
+    return Settings(transport: transport, bonds: bonds ?? defaultBondsPath(), bondsGiven: bonds != nil)
   }
 
   static func defaultBondsPath() -> String {
@@ -44,8 +52,23 @@ enum BluetoothCommandLine {
     return state + "/ancs-sim/bonds.json"
   }
 
-  /// Opens the bond store (creating its directory) and the controller, and sets it up.
-  static func open(_ settings: Settings, capture: String?, logger: Logger) async throws(UsageError) -> HCIHost {
+  /// Opens the radio: for a controller, the bond store (creating its directory) and the
+  /// controller, set up; for `l2cap:hciN`, the kernel's host.
+  static func open(_ settings: Settings, capture: String?, logger: Logger) async throws(UsageError)
+    -> any BluetoothRadio
+  {
+    if case .l2cap(let index) = settings.transport {
+      if settings.bondsGiven {
+        throw UsageError(
+          "--bonds is for hci-* transports: with l2cap:hciN the kernel keeps the bonds (bluetoothctl remove ADDRESS forgets one)"
+        )
+      }
+      if capture != nil {
+        throw UsageError(
+          "--capture is for hci-* transports: with l2cap:hciN record the kernel's traffic with btmon -w FILE")
+      }
+      do { return try KernelL2CAP.open(index: index, logger: logger) } catch { throw UsageError("\(error)") }
+    }
     let directory = (settings.bonds as NSString).deletingLastPathComponent
     if !directory.isEmpty {
       try? FileManager.default.createDirectory(

@@ -280,15 +280,15 @@ struct ListenerLinks: PhoneLinks {
 
 /// A Bluetooth central's connections: scan for `filter`, connect, and again once it ends.
 struct CentralLinks: PhoneLinks {
-  let host: HCIHost
+  let host: any BluetoothRadio
   let filter: ScanFilter
-  var name: String { "\(host.stream.name), looking for \(filter)" }
+  var name: String { "\(host.name), looking for \(filter)" }
   var oneAtATime: Bool { true }
 
   func next() async -> (any ATTBearer)? {
     while host.closedReason == nil && !Task.isCancelled {
       do {
-        return try await host.connect(scanningFor: filter, timeout: .seconds(60)).0
+        return try await host.connectLink(scanningFor: filter, timeout: .seconds(60))
       } catch {
         if case .timedOut = error { continue }
         printError("phone: \(error)")

@@ -120,7 +120,7 @@ enum WatchCommand {
         name: name ?? "ancs-sim watch", solicitedServices: [BluetoothCommandLine.ancs])
       // A peripheral, as a watch is: advertise the ANCS solicitation, take the phone's
       // connection; the engine then pairs (a Security Request) and goes on as over any link.
-      engine = WatchEngine(options: options, logger: logger) { try await host.accept(advertisement) }
+      engine = WatchEngine(options: options, logger: logger) { try await host.acceptLink(advertisement, timeout: nil) }
     } else {
       engine = try await socketWatch(try twoProcessAddress(text ?? ""), options, capture: capture, logger: logger)
     }

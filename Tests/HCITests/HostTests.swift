@@ -1,11 +1,19 @@
 import ATT
 import GATT
+import Glibc
 import HCI
 import Links
 import Testing
 import Wire
 
 private let ancs = BluetoothUUID("7905F431-B5CE-4E99-A40F-4B1E122D00D0")!
+
+/// Whether socket(AF_BLUETOOTH) works here (it fails with EAFNOSUPPORT in most containers).
+let kernelHasBluetooth: Bool = {
+  let probe = socket(AF_BLUETOOTH, Int32(SOCK_RAW.rawValue), 1)
+  if probe >= 0 { close(probe) }
+  return probe >= 0 || errno != EAFNOSUPPORT
+}()
 
 @Suite("HCI host: commands and set-up")
 struct HostCommandTests {
@@ -283,14 +291,74 @@ struct HostConnectionTests {
     #expect(throws: HCIHostError.timedOut("no connection to \(peer) within 3.0 seconds")) { try result.get() }
   }
 
-  @Test("transport names: hci-tcp parses; the others fail with one line naming what works")
+  @Test("transport names: the four forms parse; a malformed one fails with one line saying what to write")
   func transports() throws {
     #expect(try BluetoothTransport(parsing: "hci-tcp:127.0.0.1:9001") == .hciTCP(host: "127.0.0.1", port: 9001))
     #expect(try BluetoothTransport(parsing: "hci-tcp:[::1]:9") == .hciTCP(host: "::1", port: 9))
     #expect(try BluetoothTransport(parsing: "hci-tcp:[::1]:9").description == "hci-tcp:[::1]:9")
-    for bad in ["hci-tcp:localhost", "hci-tcp:h:0", "hci-user:0", "bogus:1"] {
-      #expect(throws: LinkError.self) { try BluetoothTransport(parsing: bad) }
+    #expect(try BluetoothTransport(parsing: "hci-uart:/dev/ttyACM0") == .hciUART(path: "/dev/ttyACM0", baud: 1_000_000))
+    #expect(
+      try BluetoothTransport(parsing: "hci-uart:/dev/ttyUSB0,115200") == .hciUART(path: "/dev/ttyUSB0", baud: 115_200))
+    #expect(try BluetoothTransport(parsing: "hci-user:1") == .hciUser(index: 1))
+    #expect(try BluetoothTransport(parsing: "hci-user:hci2") == .hciUser(index: 2))
+    #expect(try BluetoothTransport(parsing: "l2cap:hci0") == .l2cap(index: 0))
+    #expect(try BluetoothTransport(parsing: "l2cap:hci0").isController == false)
+    #expect(try BluetoothTransport(parsing: "hci-user:0").isController)
+    let failures: [(String, String)] = [
+      ("hci-tcp:localhost", "missing port"), ("hci-tcp:h:0", "the port must be a number"),
+      ("hci-uart:", "expected a device"), ("hci-uart:/dev/ttyS0,9", "unsupported speed '9'"),
+      ("hci-uart:/dev/ttyS0,115200,8N1", "expected a device"), ("hci-user:", "expected a controller number"),
+      ("hci-user:-1", "expected a controller number"), ("l2cap:hciX", "expected a controller name"),
+      ("bogus:1", "use one of hci-tcp:HOST:PORT, hci-uart:DEV[,BAUD], hci-user:N, l2cap:hciN"),
+    ]
+    for (text, expected) in failures {
+      #expect(throws: LinkError.self) { try BluetoothTransport(parsing: text) }
+      do {
+        _ = try BluetoothTransport(parsing: text)
+      } catch {
+        #expect(error.description.contains(expected), "\(text): \(error)")
+        // Named as written ("hci-uart:" as such, not "hci-uart::").
+        #expect(error.description.hasPrefix(text.hasSuffix(":") ? text : text + ": "), "\(text): \(error)")
+      }
     }
-    #expect(throws: LinkError.self) { try BluetoothTransport(parsing: "hci-uart:/dev/ttyUSB0") }
+  }
+
+  @Test("hci-uart: a missing device, and a file that is not a terminal, fail with what to do")
+  func serialErrors() async throws {
+    await #expect(throws: HCIHostError.self) {
+      _ = try await HCIHost.open(transport: .hciUART(path: "/nonexistent/ttyACM9", baud: 115_200))
+    }
+    do {
+      _ = try await HCIHost.open(transport: .hciUART(path: "/nonexistent/ttyACM9", baud: 115_200))
+    } catch {
+      #expect(error.description.contains("no serial device /nonexistent/ttyACM9"), "\(error)")
+    }
+    do {
+      _ = try await HCIHost.open(transport: .hciUART(path: "/dev/null", baud: 115_200))
+      Issue.record("/dev/null opened as a serial port")
+    } catch {
+      #expect(error.description.contains("/dev/null is not a serial device"), "\(error)")
+    }
+  }
+
+  /// Where the kernel has no Bluetooth (these machines), hci-user and l2cap say so and name
+  /// what works; on a machine with Bluetooth it is skipped.
+  @Test(
+    "hci-user and l2cap without kernel Bluetooth: one line naming the transports that work",
+    .enabled(if: !kernelHasBluetooth, "this kernel has Bluetooth sockets"))
+  func noKernelBluetooth() async throws {
+    do {
+      _ = try await HCIHost.open(transport: .hciUser(index: 0))
+      Issue.record("hci-user opened without kernel Bluetooth")
+    } catch {
+      #expect(error.description.hasPrefix("hci-user:0: this machine's kernel has no Bluetooth sockets"), "\(error)")
+      #expect(error.description.contains("use hci-tcp:HOST:PORT"), "\(error)")
+    }
+    do {
+      _ = try KernelL2CAP.open(index: 0)
+      Issue.record("l2cap opened without kernel Bluetooth")
+    } catch {
+      #expect(error.description.hasPrefix("l2cap:hci0: this machine's kernel has no Bluetooth sockets"), "\(error)")
+    }
   }
 }

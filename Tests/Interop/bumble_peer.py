@@ -20,6 +20,9 @@ one line per step ("found ...", "mtu ...", "read ...", "disconnected ..."), and 
                                        both served over TCP ("ready PORT PORT"), for two Swift
                                        hosts (ancs phone and ancs watch) to meet over the air.
                                        Runs until killed.
+    python bumble_peer.py radio uart   The same, but the watch's controller is served as H4 on a
+                                       pseudo-terminal ("ready PORT PATH", PATH a symbolic link
+                                       to it), as a controller on a serial port would be.
     python bumble_peer.py pair-central sc|legacy
                                        Bumble connects to the Swift peripheral twice: it pairs
                                        (or, the second time, encrypts with the bond) when the
@@ -41,8 +44,10 @@ one line per step ("found ...", "mtu ...", "read ...", "disconnected ..."), and 
 import asyncio
 import datetime
 import json
+import os
 import socket
 import sys
+import tempfile
 
 from bumble.controller import Controller
 from bumble.core import UUID
@@ -59,6 +64,7 @@ from bumble.profiles.ancs import (
     EventId,
     NotificationAttributeId,
 )
+from bumble.transport.pty import open_pty_transport
 from bumble.transport.tcp_server import open_tcp_server_transport_with_socket
 
 ANCS = UUID('7905F431-B5CE-4E99-A40F-4B1E122D00D0')
@@ -357,16 +363,26 @@ async def serve_controller(name: str, link: LocalLink):
     return listener.getsockname()[1]
 
 
-async def radio():
+async def serve_controller_on_pty(name: str, link: LocalLink):
+    """A virtual controller on `link`, served as H4 on a pseudo-terminal (Bumble's pty
+    transport), as a controller on a serial port would be; the terminal's path."""
+    path = os.path.join(tempfile.mkdtemp(prefix='ancs-uart-'), name)
+    transport = await open_pty_transport(path)  # a symbolic link to the terminal, removed at exit
+    Controller(name, host_source=transport.source, host_sink=transport.sink, link=link)
+    return path
+
+
+async def radio(uart: bool):
     link = LocalLink()
-    ports = [await serve_controller(name, link) for name in ('phone', 'watch')]
-    say('ready', *ports)
+    phone = await serve_controller('phone', link)
+    watch = await (serve_controller_on_pty if uart else serve_controller)('watch', link)
+    say('ready', phone, watch)
     await asyncio.get_running_loop().create_future()
 
 
 async def main(role: str, mode: str | None):
     if role == 'radio':
-        await radio()
+        await radio(mode == 'uart')
         return
     link = LocalLink()
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -400,15 +416,16 @@ async def main(role: str, mode: str | None):
 if __name__ == '__main__':
     arguments = sys.argv[1:]
     simple = len(arguments) == 1 and arguments[0] in ('central', 'peripheral', 'radio')
+    uart = arguments == ['radio', 'uart']
     pairing = (
         len(arguments) == 2
         and arguments[0] in ('pair-central', 'pair-peripheral')
         and arguments[1] in ('sc', 'legacy')
     )
     ancs_client = len(arguments) == 2 and arguments[0] == 'ancs-client' and arguments[1].isdigit()
-    if not (simple or pairing or ancs_client):
+    if not (simple or uart or pairing or ancs_client):
         sys.exit(
-            'usage: bumble_peer.py central|peripheral|radio|pair-central MODE|pair-peripheral MODE'
+            'usage: bumble_peer.py central|peripheral|radio [uart]|pair-central MODE|pair-peripheral MODE'
             '|ancs-client COUNT'
         )
     asyncio.run(main(arguments[0], arguments[1] if len(arguments) == 2 else None))

@@ -10,12 +10,17 @@ import Testing
   .enabled(if: FileManager.default.isExecutableFile(atPath: ancsBinary), "needs the ancs binary: swift build first"),
   .timeLimit(scaledMinutes(2)))
 struct OverTheAirTests {
-  @Test("a long UTF-8 message arrives whole; an action from the watch reaches the phone")
-  func phoneAndWatchOverTheAir() async throws {
-    try await withBumblePeer(role: "radio") { radio in
+  /// The watch's controller over TCP (`hci-tcp`), or as H4 on a pseudo-terminal, as a
+  /// controller on a serial port is (`hci-uart`).
+  @Test(
+    "a long UTF-8 message arrives whole; an action from the watch reaches the phone",
+    arguments: ["hci-tcp", "hci-uart"])
+  func phoneAndWatchOverTheAir(watchTransport: String) async throws {
+    try await withBumblePeer(role: watchTransport == "hci-uart" ? "radio uart" : "radio") { radio in
       let ready = try #require(await radio.line(startingWith: "ready "))
       let ports = ready.split(separator: " ").dropFirst().map(String.init)
       try #require(ports.count == 2)
+      let watchController = watchTransport == "hci-uart" ? "hci-uart:\(ports[1])" : "hci-tcp:127.0.0.1:\(ports[1])"
       let directory = NSTemporaryDirectory() + "ancs-air-\(getpid())"
       try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
       defer { try? FileManager.default.removeItem(atPath: directory) }
@@ -25,7 +30,7 @@ struct OverTheAirTests {
       ])
       defer { phone.kill() }
       let watch = try AncsProcess([
-        "watch", "--bluetooth", "hci-tcp:127.0.0.1:\(ports[1])", "--bonds", "\(directory)/watch.json", "--headless",
+        "watch", "--bluetooth", watchController, "--bonds", "\(directory)/watch.json", "--headless",
         "--name", "Air watch",
         // 3 KB in 27-byte ACL packets through instrumented builds (make sanitize) can take
         // longer than the watch's default 10 s per command.

@@ -36,19 +36,19 @@ struct LinkAddressTests {
       ),
       (
         "hci-tcp:127.0.0.1:1234", .unavailableTransport,
-        "hci-tcp:127.0.0.1:1234: real-Bluetooth transport hci-tcp: is not available in this build (use memory, unix:PATH or tcp:HOST:PORT)"
+        "hci-tcp:127.0.0.1:1234: hci-tcp: is a Bluetooth transport, not a simulated link (give it to --bluetooth, or use memory, unix:PATH or tcp:HOST:PORT here)"
       ),
       (
         "hci-uart:/dev/ttyUSB0,1000000", .unavailableTransport,
-        "hci-uart:/dev/ttyUSB0,1000000: real-Bluetooth transport hci-uart: is not available in this build (use memory, unix:PATH or tcp:HOST:PORT)"
+        "hci-uart:/dev/ttyUSB0,1000000: hci-uart: is a Bluetooth transport, not a simulated link (give it to --bluetooth, or use memory, unix:PATH or tcp:HOST:PORT here)"
       ),
       (
         "hci-user:0", .unavailableTransport,
-        "hci-user:0: real-Bluetooth transport hci-user: is not available in this build (use memory, unix:PATH or tcp:HOST:PORT)"
+        "hci-user:0: hci-user: is a Bluetooth transport, not a simulated link (give it to --bluetooth, or use memory, unix:PATH or tcp:HOST:PORT here)"
       ),
       (
         "l2cap:hci0", .unavailableTransport,
-        "l2cap:hci0: real-Bluetooth transport l2cap: is not available in this build (use memory, unix:PATH or tcp:HOST:PORT)"
+        "l2cap:hci0: l2cap: is a Bluetooth transport, not a simulated link (give it to --bluetooth, or use memory, unix:PATH or tcp:HOST:PORT here)"
       ),
       ("", .invalidAddress, "no link address given (use memory, unix:PATH or tcp:HOST:PORT)"),
       ("memory:x", .invalidAddress, "memory:x: memory takes no argument (write just memory)"),

@@ -14,7 +14,7 @@ public protocol HCIByteStream: AnyObject, Sendable {
   var name: String { get }
 }
 
-extension TCPByteStream: HCIByteStream {}
+extension DescriptorStream: HCIByteStream {}
 
 /// Why the host could not do what was asked. Its description is one line that names the
 /// command or the step.
