@@ -436,10 +436,19 @@ public final class NCSession: Sendable {
 
   /// Sends Data Source notifications.
   public func sendData(_ fragments: [[UInt8]]) async throws(CaseOutcome) {
-    for fragment in fragments {
+    for fragment in Self.fitting(fragments, mtu: connection.mtu) {
       do { try await connection.notify(handle: handles.data, value: fragment) } catch {
         throw .failed("the link to the accessory failed while sending on the Data Source: \(error)")
       }
+    }
+  }
+
+  /// The notifications a case asked for, each longer than ATT_MTU - 3 sent as several of
+  /// ATT_MTU - 3 (a notification carries no more: a longer value would be cut), so a case's
+  /// split points hold at any MTU, 23 included. Empty ones stay, as cases send them on purpose.
+  static func fitting(_ parts: [[UInt8]], mtu: Int) -> [[UInt8]] {
+    parts.flatMap { part in
+      part.count <= mtu - 3 ? [part] : dataSourceFragments(part, maximumSize: mtu - 3).map { Array($0) }
     }
   }
 
@@ -450,7 +459,7 @@ public final class NCSession: Sendable {
     switch reply {
     case .refuse(let code): return .refused(ATTErrorCode(rawValue: code))
     case .acceptSilently: return .accepted
-    case .send(let given): fragments = given
+    case .send(let given): fragments = fitting(given, mtu: connection.mtu)
     case .answer:
       switch correct {
       case .failure(let code): return .refused(code)

@@ -135,10 +135,13 @@ enum NPCases {
     "Protocol/ANCS.md, Session and security: \"The three characteristics and their CCCDs need an encrypted link: "
     + "below it the server answers Insufficient Encryption (0x0F)\""
 
-  /// Handles found on an encrypted link (a phone may hide ANCS before encryption), then a
-  /// second, unencrypted link to the same phone.
+  /// Handles found on an encrypted link (a phone may hide ANCS before encryption), then,
+  /// that link closed, a new unencrypted link to the same phone (over the air a phone keeps
+  /// one connection to an accessory, so the first must end before the second).
   static func unencryptedLink(_ ctx: NPContext) async throws(CaseOutcome) -> (NPSession, ANCSHandles) {
-    let handles = try await ctx.open().discover()
+    let first = try await ctx.open()
+    let handles = try await first.discover()
+    first.close()
     return (try await ctx.open(encrypt: false), handles)
   }
 

@@ -19,8 +19,9 @@ enum BluetoothCommandLine {
                                                    the controller powered off in BlueZ)
                                 l2cap:hciN         the Linux kernel's own Bluetooth host on
                                                    hciN (it pairs and keeps the bonds)
-      --bonds FILE            with --bluetooth hci-*: where bonds are kept (mode 0600; default
-                              ~/.local/state/ancs-sim/bonds.json); delete it to forget them
+      --bonds FILE            with --bluetooth hci-*: where bonds and this device's address
+                              are kept (mode 0600; default ~/.local/state/ancs-sim/ROLE.bonds.json,
+                              ROLE phone or watch); delete it to forget them
     """
 
   /// The ANCS service, as solicited by a watch and looked for by a phone.
@@ -33,7 +34,9 @@ enum BluetoothCommandLine {
     var bondsGiven: Bool
   }
 
-  static func settings(_ args: inout Arguments) throws(UsageError) -> Settings? {
+  /// `role` names the default bond file: each role keeps its own, so a phone and a watch on
+  /// one machine never write the same file or take the same address.
+  static func settings(_ args: inout Arguments, role: String) throws(UsageError) -> Settings? {
     let bonds = try args.value("--bonds")
     guard let text = try args.value("--bluetooth") else {
       if bonds != nil { throw UsageError("--bonds goes with --bluetooth TRANSPORT") }
@@ -41,15 +44,23 @@ enum BluetoothCommandLine {
     }
     let transport: BluetoothTransport
     do { transport = try BluetoothTransport(parsing: text) } catch { throw UsageError("\(error)") }
-    return Settings(transport: transport, bonds: bonds ?? defaultBondsPath(), bondsGiven: bonds != nil)
+    return Settings(transport: transport, bonds: bonds ?? defaultBondsPath(role: role), bondsGiven: bonds != nil)
   }
 
-  static func defaultBondsPath() -> String {
+  /// `--peer BDADDR`.
+  static func address(_ text: String) throws(UsageError) -> BDAddress {
+    guard let address = BDAddress(text) else {
+      throw UsageError("--peer takes a Bluetooth address like C0:11:22:33:44:55, not '\(text)'")
+    }
+    return address
+  }
+
+  static func defaultBondsPath(role: String) -> String {
     let environment = ProcessInfo.processInfo.environment
     let state =
       environment["XDG_STATE_HOME"].flatMap { $0.isEmpty ? nil : $0 }
       ?? ((environment["HOME"] ?? NSTemporaryDirectory()) + "/.local/state")
-    return state + "/ancs-sim/bonds.json"
+    return state + "/ancs-sim/\(role).bonds.json"
   }
 
   /// Opens the radio: for a controller, the bond store (creating its directory) and the
@@ -78,9 +89,17 @@ enum BluetoothCommandLine {
     do { store = try BondStore(path: settings.bonds) } catch { throw UsageError("\(error)") }
     let security = SMPSecurityManager(store: store, logger: logger)
     do {
+      // The address of earlier runs, so that peers bonded with this device find it again.
       let (host, setup) = try await HCIHost.open(
-        transport: settings.transport, logger: logger, capturePath: capture, security: security)
+        transport: settings.transport, logger: logger, capturePath: capture, security: security,
+        randomAddress: store.localAddress)
       logger.info("\(settings.transport): controller ready, random address \(setup.randomAddress)")
+      if store.localAddress == nil {
+        do { try store.keep(localAddress: setup.randomAddress) } catch {
+          host.close()
+          throw error
+        }
+      }
       return host
     } catch {
       throw UsageError("\(error)")

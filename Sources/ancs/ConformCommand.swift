@@ -2,6 +2,7 @@ import ATT
 import Conformance
 import Dispatch
 import Foundation
+import HCI
 import Links
 import Wire
 
@@ -9,7 +10,10 @@ import Wire
 enum ConformCommand {
   static let usage = """
     usage: ancs conform phone --connect ADDRESS [--spawn COMMAND] [options]
+           ancs conform phone --bluetooth TRANSPORT [--spawn COMMAND] [options]
            ancs conform accessory --listen ADDRESS [--observe FILE|- | --spawn COMMAND] [options]
+           ancs conform accessory --bluetooth TRANSPORT [--peer BDADDR] [--observe FILE|- |
+                                  --spawn COMMAND] [options]
            ancs conform --list [phone|accessory]
 
     Judges an ANCS implementation against Protocol/conformance.md.
@@ -30,6 +34,12 @@ enum ConformCommand {
     `negative UID` on COMMAND's standard input). Without them those cases are SKIP.
     An accessory's own timeout for an unanswered command must be shorter than --timeout.
 
+    Over the air (--bluetooth TRANSPORT, as for ancs phone and ancs watch): judging a phone,
+    the harness is a peripheral that advertises the ANCS solicitation and takes the phone's
+    connection for each case (the phone must connect again when a case ends, as an iPhone
+    does); judging an accessory, the harness is a central that scans for a device soliciting
+    ANCS (or --peer BDADDR) and connects to it for each case. Both pair Just Works.
+
     options:
       --connect ADDRESS   (phone) unix:PATH or tcp:HOST:PORT where the phone listens
       --listen ADDRESS    (accessory) unix:PATH or tcp:HOST:PORT to listen on
@@ -45,6 +55,14 @@ enum ConformCommand {
       --json FILE         write a JSON report
       --capture-dir DIR   where failing cases leave ID.btsnoop, '/' as '_'
                           (default ./conform-captures, created only when a case fails)
+      --bluetooth TRANSPORT  judge over the air: hci-tcp:HOST:PORT, hci-uart:DEV[,BAUD],
+                          hci-user:N or l2cap:hciN (ancs phone --help tells more);
+                          --timeout then defaults to 20 s
+      --bonds FILE        with --bluetooth hci-*: where the harness keeps its bonds
+      --peer BDADDR       (accessory, over the air) connect to this device, not the first
+                          that solicits ANCS
+      --name NAME         (phone, over the air) the name the harness advertises
+                          (default ancs-sim conform)
 
     examples:
       ancs conform phone --connect unix:/tmp/phone.sock \\
@@ -53,6 +71,7 @@ enum ConformCommand {
         --spawn "ancs watch --connect unix:/tmp/h.sock --headless --command-timeout 1"
       ancs watch --connect unix:/tmp/h.sock --headless | \\
         ancs conform accessory --listen unix:/tmp/h.sock --observe -
+      ancs conform accessory --bluetooth hci-user:0 --peer C0:11:22:33:44:55
 
     exit codes: 0 every case passed (or skipped), 1 a case failed, 2 bad usage
     """
@@ -66,9 +85,9 @@ enum ConformCommand {
     var json: String?
     var captureDirectory: String
 
-    init(_ args: inout Arguments) throws(UsageError) {
+    init(_ args: inout Arguments, overTheAir: Bool) throws(UsageError) {
       prefixes = args.values("--case")
-      timeout = try args.seconds("--timeout", in: 0.1...600) ?? 5
+      timeout = try args.seconds("--timeout", in: 0.1...600) ?? (overTheAir ? 20 : 5)
       junit = try args.value("--junit")
       tap = args.flag("--tap")
       json = try args.value("--json")
@@ -101,8 +120,21 @@ enum ConformCommand {
     let listen = try args.value("--listen")
     let spawn = try args.value("--spawn")
     let observe = try args.value("--observe")
-    let common = try Common(&args)
+    let bluetooth = try BluetoothCommandLine.settings(&args, role: "conform-\(role ?? "harness")")
+    let peerText = try args.value("--peer")
+    let name = try args.value("--name")
+    let common = try Common(&args, overTheAir: bluetooth != nil)
+    let logger = args.logger()
     try args.finish()
+    if bluetooth != nil && (connect != nil || listen != nil) {
+      throw UsageError("--bluetooth judges over the air: give it instead of --connect or --listen, not both")
+    }
+    if bluetooth == nil && (peerText != nil || name != nil) {
+      throw UsageError("--peer and --name go with --bluetooth TRANSPORT")
+    }
+    if peerText != nil && role != "accessory" { throw UsageError("--peer is for conform accessory --bluetooth") }
+    if name != nil && role != "phone" { throw UsageError("--name is for conform phone --bluetooth") }
+    let peer = try peerText.map(BluetoothCommandLine.address)
 
     let catalog: [ConformanceCase]
     switch role {
@@ -121,28 +153,71 @@ enum ConformCommand {
     switch role {
     case "phone":
       if listen != nil || observe != nil { throw UsageError("--listen and --observe are for conform accessory") }
-      guard let connect else {
-        throw UsageError("conform phone needs --connect unix:PATH or tcp:HOST:PORT; try 'ancs conform --help'")
+      let links: PhoneLinksUnderTest
+      if let bluetooth {
+        let radio = try await BluetoothCommandLine.open(bluetooth, capture: nil, logger: logger)
+        let advertisement = Advertisement(
+          name: name ?? "ancs-sim conform", solicitedServices: [BluetoothCommandLine.ancs])
+        links = .overTheAir(radio, advertisement)
+      } else {
+        guard let connect else {
+          throw UsageError(
+            "conform phone needs --connect unix:PATH or tcp:HOST:PORT, or --bluetooth TRANSPORT; try 'ancs conform --help'"
+          )
+        }
+        links = .simulated(try twoProcessAddress(connect))
       }
-      return try await judgePhone(cases, connect: connect, spawn: spawn, common)
+      return try await judgePhone(cases, links, spawn: spawn, common)
     case "accessory":
       if connect != nil { throw UsageError("--connect is for conform phone; the accessory role takes --listen") }
-      guard let listen else {
-        throw UsageError("conform accessory needs --listen unix:PATH or tcp:HOST:PORT; try 'ancs conform --help'")
-      }
       if spawn != nil && observe != nil {
         throw UsageError("--spawn already observes the accessory's output; give --spawn or --observe, not both")
       }
-      return try await judgeAccessory(cases, listen: listen, spawn: spawn, observe: observe, common)
+      let accessoryLinks: any AccessoryLinks
+      if let bluetooth {
+        // The accessory may be started by --spawn; the radio is opened first, so a bad
+        // transport fails before anything starts.
+        let radio = try await BluetoothCommandLine.open(bluetooth, capture: nil, logger: logger)
+        accessoryLinks = CentralLinks(
+          host: radio, filter: peer.map { .address($0) } ?? .solicits(BluetoothCommandLine.ancs))
+      } else {
+        guard let listen else {
+          throw UsageError(
+            "conform accessory needs --listen unix:PATH or tcp:HOST:PORT, or --bluetooth TRANSPORT; try 'ancs conform --help'"
+          )
+        }
+        let address = try twoProcessAddress(listen)
+        do { accessoryLinks = ListenerLinks(listener: try address.listen()) } catch { throw UsageError("\(error)") }
+      }
+      return try await judgeAccessory(cases, accessoryLinks, spawn: spawn, observe: observe, common)
     default:
       throw UsageError("conform needs a role: ancs conform phone --connect ADDRESS or accessory --listen ADDRESS")
     }
   }
 
-  static func judgePhone(_ cases: [ConformanceCase], connect: String, spawn: String?, _ common: Common) async throws
-    -> Int32
+  /// Where the harness's links to the phone come from.
+  enum PhoneLinksUnderTest {
+    /// Connect to the phone's listening address.
+    case simulated(LinkAddress)
+    /// Advertise as an accessory and take the phone's connection.
+    case overTheAir(any BluetoothRadio, Advertisement)
+
+    func next() async throws -> any ATTBearer {
+      switch self {
+      case .simulated(let address): return try await address.connect()
+      case .overTheAir(let radio, let advertisement): return try await radio.acceptLink(advertisement, timeout: nil)
+      }
+    }
+
+    func close() {
+      if case .overTheAir(let radio, _) = self { radio.close() }
+    }
+  }
+
+  static func judgePhone(_ cases: [ConformanceCase], _ links: PhoneLinksUnderTest, spawn: String?, _ common: Common)
+    async throws -> Int32
   {
-    let address = try twoProcessAddress(connect)
+    defer { links.close() }
     let capturePath = try prepareCaptureDirectory(common.captureDirectory)
     var process: SpawnedPhone?
     var stimulus: JSONLineStimulus?
@@ -172,7 +247,7 @@ enum ConformCommand {
       }
       stimulus = channel
     }
-    let phone = PhoneUnderTest(connect: { try await address.connect() }, stimulus: stimulus)
+    let phone = PhoneUnderTest(connect: { try await links.next() }, stimulus: stimulus)
     let runner = ConformanceRunner(phone: phone, timeout: common.duration, captureDirectory: capturePath)
     let results = await runner.run(cases) { index, total, result in
       printError(ConformanceReport.progressLine(index, total, result))
@@ -183,12 +258,9 @@ enum ConformCommand {
   }
 
   static func judgeAccessory(
-    _ cases: [ConformanceCase], listen: String, spawn: String?, observe: String?, _ common: Common
+    _ cases: [ConformanceCase], _ listener: any AccessoryLinks, spawn: String?, observe: String?, _ common: Common
   ) async throws -> Int32 {
-    let address = try twoProcessAddress(listen)
     let capturePath = try prepareCaptureDirectory(common.captureDirectory)
-    let listener: any LinkListener
-    do { listener = try address.listen() } catch { throw UsageError("\(error)") }
     onTerminationSignal { listener.close() }
     defer { listener.close() }
     var observer: AccessoryObserver?
@@ -214,9 +286,9 @@ enum ConformCommand {
       observer = watched
       wearer = WatchLineWearer { line throws(StimulusError) in try spawned.send(line) }
     }
-    printError("conform: listening on \(listener.name); waiting for the accessory")
+    printError("conform: \(listener.waitingLine)")
     let accessory = AccessoryUnderTest(
-      accept: { try await listener.accept() }, observer: observer, wearer: wearer)
+      accept: { try await listener.nextAccessory() }, observer: observer, wearer: wearer)
     let runner = ConformanceRunner(accessory: accessory, timeout: common.duration, captureDirectory: capturePath)
     let results = await runner.run(cases) { index, total, result in
       printError(ConformanceReport.progressLine(index, total, result))
@@ -444,4 +516,26 @@ final class SpawnedPhone: StimulusLineChannel, Sendable {
   }
 
   func stop() { process.stop() }
+}
+
+/// Where the harness's links to the accessory come from: a simulated link's listener, or a
+/// Bluetooth central's connections.
+protocol AccessoryLinks: Sendable {
+  /// What the harness prints while it waits for the first accessory.
+  var waitingLine: String { get }
+  func nextAccessory() async throws -> any ATTBearer
+  func close()
+}
+
+extension ListenerLinks: AccessoryLinks {
+  var waitingLine: String { "listening on \(name); waiting for the accessory" }
+  func nextAccessory() async throws -> any ATTBearer { try await listener.accept() }
+}
+
+extension CentralLinks: AccessoryLinks {
+  var waitingLine: String { "\(name)" }
+
+  func nextAccessory() async throws -> any ATTBearer {
+    try await host.connectLink(scanningFor: filter, timeout: .seconds(60))
+  }
 }

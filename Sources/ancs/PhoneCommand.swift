@@ -63,7 +63,7 @@ enum PhoneCommandLine {
       return 0
     }
     let text = try args.value("--listen")
-    let bluetooth = try BluetoothCommandLine.settings(&args)
+    let bluetooth = try BluetoothCommandLine.settings(&args, role: "phone")
     let peerText = try args.value("--peer")
     if text == nil && bluetooth == nil {
       throw UsageError(
@@ -71,12 +71,7 @@ enum PhoneCommandLine {
     }
     if text != nil && bluetooth != nil { throw UsageError("--listen and --bluetooth: give one, not both") }
     if peerText != nil && bluetooth == nil { throw UsageError("--peer goes with --bluetooth TRANSPORT") }
-    let peer = try peerText.map { text throws(UsageError) -> BDAddress in
-      guard let address = BDAddress(text) else {
-        throw UsageError("--peer takes a Bluetooth address like C0:11:22:33:44:55, not '\(text)'")
-      }
-      return address
-    }
+    let peer = try peerText.map(BluetoothCommandLine.address)
     let scenarioName = try args.value("--scenario")
     let loop = args.flag("--loop")
     let quirks = try quirkSet(args.values("--quirk"))

@@ -99,7 +99,7 @@ enum WatchCommand {
       return 0
     }
     let text = try args.value("--connect")
-    let bluetooth = try BluetoothCommandLine.settings(&args)
+    let bluetooth = try BluetoothCommandLine.settings(&args, role: "watch")
     let name = try args.value("--name")
     if text == nil && bluetooth == nil {
       throw UsageError(

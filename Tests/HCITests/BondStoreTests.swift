@@ -72,6 +72,11 @@ struct BondStoreTests {
         "bonds[0].ltk: not 32 hex digits"
       ),
       ("\u{FF}", "not JSON"),
+      (
+        // A public-looking address: a device's own address here is always random static.
+        "{\"format\": \"ancs-sim bonds\", \"version\": 1, \"localAddress\": \"00:11:22:33:44:55\", \"bonds\": []}",
+        "localAddress: not a random static address"
+      ),
     ])
   func corrupt(content: String, problem: String) async throws {
     try await withBondPath { path in
@@ -85,6 +90,26 @@ struct BondStoreTests {
         #expect(error.description.hasPrefix("bond file \(path): "))
       }
       #expect(try String(contentsOfFile: path, encoding: .utf8) == content)
+    }
+  }
+
+  @Test("the device's own address is kept with the bonds, so a later run advertises and connects with it")
+  func localAddress() async throws {
+    try await withBondPath { path in
+      let store = try BondStore(path: path)
+      #expect(store.localAddress == nil)
+      try store.save(sampleBond)
+      let address = BDAddress("C5:44:33:22:11:00")!
+      try store.keep(localAddress: address)
+      let reopened = try BondStore(path: path)
+      #expect(reopened.localAddress == address)
+      #expect(reopened.all == [sampleBond])
+      // Saving a bond keeps the address.
+      try reopened.save(
+        Bond(
+          peer: DeviceAddress(type: .random, address: BDAddress("C0:00:00:00:00:02")!), ltk: 2, ediv: 0, rand: 0,
+          secureConnections: true, keySize: 16))
+      #expect(try BondStore(path: path).localAddress == address)
     }
   }
 

@@ -39,6 +39,13 @@ one line per step ("found ...", "mtu ...", "read ...", "disconnected ..."), and 
                                        on the first, a negative one on the second ("action",
                                        then each one's Removed event), and "refused {JSON}"
                                        for the attributes of the removed first one.
+    python bumble_peer.py ancs-accessory TRANSPORT
+                                       An ANCS accessory built on Bumble's AncsClient, as a
+                                       Bumble host on the controller at TRANSPORT (e.g.
+                                       tcp-client:127.0.0.1:PORT, a port of `radio`), for
+                                       `ancs conform accessory --bluetooth ... --spawn`. Prints
+                                       event lines as `ancs watch --headless` does and takes
+                                       `positive UID`, `negative UID`, `quit` on stdin.
 """
 
 import asyncio
@@ -64,6 +71,7 @@ from bumble.profiles.ancs import (
     EventId,
     NotificationAttributeId,
 )
+from bumble.transport import open_transport
 from bumble.transport.pty import open_pty_transport
 from bumble.transport.tcp_server import open_tcp_server_transport_with_socket
 
@@ -353,6 +361,148 @@ async def bumble_ancs_client(device: Device, count: int):
     await disconnect(connection)
 
 
+async def secure(connection):
+    """Send a Security Request and wait until the link is encrypted: the central pairs, or
+    encrypts with the bond of an earlier connection."""
+    done = asyncio.get_running_loop().create_future()
+
+    def check(*_):
+        if connection.encryption and not done.done():
+            done.set_result(None)
+
+    def failed(reason):
+        if not done.done():
+            done.set_exception(RuntimeError(f'pairing failed: {reason}'))
+
+    connection.on('connection_encryption_change', check)
+    connection.on('pairing', check)
+    connection.on('pairing_failure', failed)
+    check()
+    if not done.done():
+        connection.request_pairing()
+    await asyncio.wait_for(done, 20)
+
+
+def emit(**fields):
+    """One event line as `ancs watch --headless` prints them (Protocol/events.md)."""
+    print(json.dumps(fields), flush=True)
+
+
+async def ancs_accessory_session(connection, wearer: asyncio.Queue):
+    """One connection of the AncsClient accessory: pair on its own Security Request,
+    subscribe (AncsClient.start), then fetch each Added or Modified notification's attributes
+    and its app's display name (once per app), report Removed ones, and perform the
+    wearer's actions. Whatever AncsClient raises is reported as an error event and ends the
+    session (the accessory waits for the next connection)."""
+    try:
+        await secure(connection)
+        client = await AncsClient.for_peer(Peer(connection))
+        if client is None:
+            raise RuntimeError('no ANCS service found')
+        events = asyncio.Queue()
+        client.on(client.EVENT_NOTIFICATION, events.put_nowait)
+        await client.start()
+
+        async def act():
+            while True:
+                kind, uid = await wearer.get()
+                action = ActionId.POSITIVE if kind == 'positive' else ActionId.NEGATIVE
+                try:
+                    await client.perform_action(uid, action)
+                    emit(event='action', uid=uid, action=kind)
+                except CommandError as error:
+                    emit(event='error', message=f'action on UID {uid}: {error.error_code.name}')
+
+        actor = asyncio.create_task(act())
+        names = {}
+        try:
+            while True:
+                notification = await events.get()
+                uid = notification.notification_uid
+                if notification.event_id == EventId.NOTIFICATION_REMOVED:
+                    emit(event='removed', uid=uid)
+                    continue
+                try:
+                    values = {}
+                    for attribute in await client.get_notification_attributes(uid, NOTIFICATION_ATTRIBUTES):
+                        value = attribute.value
+                        if isinstance(value, datetime.datetime):
+                            value = value.strftime('%Y%m%dT%H%M%S')
+                        values[attribute.attribute_id] = value
+                    app = values.get(NotificationAttributeId.APP_IDENTIFIER, '')
+                    if app not in names:
+                        answer = await client.get_app_attributes(app, [AppAttributeId.DISPLAY_NAME])
+                        names[app] = answer[0].value if answer else ''
+                except CommandError as error:
+                    emit(event='error', message=f'UID {uid}: {error.error_code.name}')
+                    continue
+                emit(
+                    event='added' if notification.event_id == EventId.NOTIFICATION_ADDED else 'modified',
+                    uid=uid,
+                    category=notification.category_id.name,
+                    flags=int(notification.event_flags),
+                    app=app,
+                    appName=names[app],
+                    title=values.get(NotificationAttributeId.TITLE, ''),
+                    subtitle=values.get(NotificationAttributeId.SUBTITLE, ''),
+                    message=values.get(NotificationAttributeId.MESSAGE, ''),
+                    date=values.get(NotificationAttributeId.DATE, ''),
+                )
+        finally:
+            actor.cancel()
+    except asyncio.CancelledError:
+        raise
+    except Exception as error:  # reported, as a watch reports what goes wrong
+        emit(event='error', message=f'{type(error).__name__}: {error}')
+
+
+async def bumble_ancs_accessory(transport_name: str):
+    """An ANCS accessory built on Bumble's AncsClient, on the controller at `transport_name`
+    (e.g. tcp-client:127.0.0.1:PORT), for `ancs conform accessory --bluetooth ... --spawn`:
+    advertises the ANCS solicitation, serves each connection (ancs_accessory_session) until
+    it ends, then advertises again. Prints event lines; takes `positive UID`, `negative UID`
+    and `quit` on standard input. Runs until quit or killed."""
+    loop = asyncio.get_running_loop()
+    wearer = asyncio.Queue()
+    quit_requested = loop.create_future()
+
+    def read_line():
+        line = sys.stdin.readline()
+        words = line.split()
+        if not line or words == ['quit']:
+            loop.remove_reader(sys.stdin.fileno())
+            quit_requested.done() or quit_requested.set_result(None)
+        elif len(words) == 2 and words[0] in ('positive', 'negative') and words[1].isdigit():
+            wearer.put_nowait((words[0], int(words[1])))
+
+    loop.add_reader(sys.stdin.fileno(), read_line)
+    async with await open_transport(transport_name) as transport:
+        device = Device.with_hci(
+            'Bumble ANCS accessory', Address('F0:F1:F2:F3:F4:F6'), transport.source, transport.sink
+        )
+        use_just_works(device, sc=True)
+        await device.power_on()
+
+        async def serve():
+            attempt = 0
+            while True:
+                connection = await advertise_until_connected(device, 'Bumble ANCS accessory', attempt)
+                attempt += 1
+                emit(event='connected')
+                disconnected = loop.create_future()
+                connection.on(
+                    'disconnection', lambda _: disconnected.done() or disconnected.set_result(None)
+                )
+                session = asyncio.create_task(ancs_accessory_session(connection, wearer))
+                await disconnected
+                session.cancel()
+                emit(event='disconnected')
+
+        server = asyncio.create_task(serve())
+        await quit_requested
+        server.cancel()
+
+
 async def serve_controller(name: str, link: LocalLink):
     """A virtual controller on `link`, served over TCP on a port the OS picks; its port."""
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -383,6 +533,9 @@ async def radio(uart: bool):
 async def main(role: str, mode: str | None):
     if role == 'radio':
         await radio(mode == 'uart')
+        return
+    if role == 'ancs-accessory':
+        await bumble_ancs_accessory(mode)
         return
     link = LocalLink()
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -423,9 +576,10 @@ if __name__ == '__main__':
         and arguments[1] in ('sc', 'legacy')
     )
     ancs_client = len(arguments) == 2 and arguments[0] == 'ancs-client' and arguments[1].isdigit()
-    if not (simple or uart or pairing or ancs_client):
+    accessory = len(arguments) == 2 and arguments[0] == 'ancs-accessory'
+    if not (simple or uart or pairing or ancs_client or accessory):
         sys.exit(
             'usage: bumble_peer.py central|peripheral|radio [uart]|pair-central MODE|pair-peripheral MODE'
-            '|ancs-client COUNT'
+            '|ancs-client COUNT|ancs-accessory TRANSPORT'
         )
     asyncio.run(main(arguments[0], arguments[1] if len(arguments) == 2 else None))

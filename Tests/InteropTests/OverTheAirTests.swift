@@ -29,13 +29,14 @@ struct OverTheAirTests {
         "--commands", "jsonl",
       ])
       defer { phone.kill() }
-      let watch = try AncsProcess([
+      let watchArguments = [
         "watch", "--bluetooth", watchController, "--bonds", "\(directory)/watch.json", "--headless",
         "--name", "Air watch",
         // 3 KB in 27-byte ACL packets through instrumented builds (make sanitize) can take
         // longer than the watch's default 10 s per command.
         "--command-timeout", scaledSeconds(10),
-      ])
+      ]
+      let watch = try AncsProcess(watchArguments)
       defer { watch.kill() }
 
       // Paired, discovered, subscribed.
@@ -61,7 +62,21 @@ struct OverTheAirTests {
         let attributes = try FileManager.default.attributesOfItem(atPath: "\(directory)/\(side).json")
         #expect((attributes[.posixPermissions] as? Int) == 0o600, "\(side)")
       }
+      // The watch starts again: it keeps its address in its bond file, so the phone finds its
+      // bond and encrypts with it instead of pairing again (which would add a second bond).
+      let address = try String(contentsOfFile: "\(directory)/watch.json", encoding: .utf8)
+        .firstMatch(of: /"localAddress":"([0-9A-F:]{17})"/)?.1
+      #expect(address != nil)
       watch.send("quit")
+      #expect(await watch.line(containing: "never printed") == nil)
+      let again = try AncsProcess(watchArguments)
+      defer { again.kill() }
+      #expect(await again.line(containing: #""event":"connected""#) != nil, "\(again.stderr)")
+      #expect(await phone.line(containing: #""event":"sessionStarted""#) != nil, "\(phone.stderr)")
+      let phoneBonds = try String(contentsOfFile: "\(directory)/phone.json", encoding: .utf8)
+      #expect(phoneBonds.components(separatedBy: "\"ltk\"").count == 2, "one bond: \(phoneBonds)")
+      #expect(phoneBonds.contains(#""peer":"\#(address ?? "?")""#))
+      again.send("quit")
       phone.send(#"{"cmd":"quit"}"#)
     }
   }

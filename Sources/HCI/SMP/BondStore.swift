@@ -28,15 +28,30 @@ public final class BondStore: Sendable {
   public static let format = "ancs-sim bonds"
   public let path: String
   private let bonds: Locked<[Bond]>
+  /// The random static address this device used when it bonded, so that peers find it again
+  /// in later runs (a bond is with an address).
+  private let local: Locked<BDAddress?>
 
   /// Opens the store at `path`; a missing file is an empty store (created on the first save).
   public init(path: String) throws(BondStoreError) {
     self.path = path
-    bonds = Locked(try Self.load(path))
+    let (bonds, local) = try Self.load(path)
+    self.bonds = Locked(bonds)
+    self.local = Locked(local)
   }
 
   /// Every bond, in file order.
   public var all: [Bond] { bonds.withLock { $0 } }
+
+  /// The device's own random static address, kept in the file ("localAddress"); nil until
+  /// `keep(localAddress:)`.
+  public var localAddress: BDAddress? { local.withLock { $0 } }
+
+  /// Keeps `address` as the device's own address and writes the file.
+  public func keep(localAddress address: BDAddress) throws(BondStoreError) {
+    local.withLock { $0 = address }
+    try write(all)
+  }
 
   /// The bond with a peer, by the address it connects with or its identity address.
   public func bond(for peer: DeviceAddress) -> Bond? {
@@ -67,9 +82,10 @@ public final class BondStore: Sendable {
   // MARK: File
 
   private func write(_ bonds: [Bond]) throws(BondStoreError) {
-    let document = JSON.object([
-      ("format", .string(Self.format)), ("version", .number(1)), ("bonds", .array(bonds.map(Self.encode))),
-    ])
+    var fields: [(String, JSON)] = [("format", .string(Self.format)), ("version", .number(1))]
+    if let address = localAddress { fields.append(("localAddress", .string(address.description))) }
+    fields.append(("bonds", .array(bonds.map(Self.encode))))
+    let document = JSON.object(fields)
     var text = ""
     document.write(to: &text)
     let bytes = Array((text + "\n").utf8)
@@ -92,10 +108,10 @@ public final class BondStore: Sendable {
     }
   }
 
-  private static func load(_ path: String) throws(BondStoreError) -> [Bond] {
+  private static func load(_ path: String) throws(BondStoreError) -> ([Bond], BDAddress?) {
     let fd = open(path, O_RDONLY | O_CLOEXEC)
     if fd < 0 {
-      if errno == ENOENT { return [] }
+      if errno == ENOENT { return ([], nil) }
       throw BondStoreError(path: path, problem: "cannot open: \(errorText())")
     }
     defer { close(fd) }
@@ -129,6 +145,13 @@ public final class BondStore: Sendable {
     guard let entries = document["bonds"]?.array else {
       throw BondStoreError(path: path, problem: "\"bonds\" is not an array")
     }
+    var local: BDAddress?
+    if let field = document["localAddress"] {
+      guard let text = field.string, let address = BDAddress(text), address.isRandomStatic else {
+        throw BondStoreError(path: path, problem: "localAddress: not a random static address like C0:11:22:33:44:55")
+      }
+      local = address
+    }
     var bonds: [Bond] = []
     for (index, entry) in entries.enumerated() {
       do throws(FieldProblem) {
@@ -137,7 +160,7 @@ public final class BondStore: Sendable {
         throw BondStoreError(path: path, problem: "bonds[\(index)].\(error.field): \(error.reason)")
       }
     }
-    return bonds
+    return (bonds, local)
   }
 
   private struct FieldProblem: Error {
