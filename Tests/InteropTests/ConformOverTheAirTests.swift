@@ -1,0 +1,124 @@
+import Foundation
+import Testing
+
+/// `ancs conform phone|accessory --bluetooth`: the conformance harness over the air, through
+/// Bumble's virtual radio (two virtual controllers on one link, `bumble_peer.py radio`), against
+/// `ancs phone`, `ancs watch`, and an accessory built on Bumble's own AncsClient, whose results
+/// are the README's published comparison.
+@Suite(
+  "conformance over the air", .serialized,
+  .enabled(if: bumblePython != nil, "needs python3 -m venv and PyPI to install bumble (scripts/bumble-venv.sh)"),
+  .enabled(if: FileManager.default.isExecutableFile(atPath: ancsBinary), "needs the ancs binary: swift build first"),
+  .timeLimit(scaledMinutes(6)))
+struct ConformOverTheAirTests {
+  @Test("ancs phone passes every NP case over the air, the harness advertising as an accessory")
+  func phoneOverTheAir() async throws {
+    try await withRadio { phoneController, harnessController, directory in
+      let run = try await conform([
+        "conform", "phone", "--bluetooth", harnessController, "--bonds", "\(directory)/harness.json",
+        "--json", "\(directory)/report.json", "--timeout", scaledSeconds(20), "--spawn",
+        "ancs phone --bluetooth \(phoneController) --bonds \(directory)/phone.json --commands jsonl",
+      ])
+      let report = try Report(path: "\(directory)/report.json")
+      #expect(run.status == 0, "\(run.failures)")
+      #expect(report.failed == 0 && report.skipped == 0 && report.passed == report.cases.count, "\(run.failures)")
+      #expect(report.cases.count >= 40)
+    }
+  }
+
+  @Test("ancs watch passes every NC case over the air, the harness scanning and connecting as a phone")
+  func watchOverTheAir() async throws {
+    try await withRadio { harnessController, watchController, directory in
+      let watch =
+        "ancs watch --bluetooth \(watchController) --bonds \(directory)/watch.json --headless "
+        + "--command-timeout \(scaledSeconds(1)) --liveness \(scaledSeconds(1)) "
+        + "--call-recheck \(scaledSeconds(1)) --title-max 64 --reconnect-delay 0.01"
+      let run = try await conform([
+        "conform", "accessory", "--bluetooth", harnessController, "--bonds", "\(directory)/harness.json",
+        "--json", "\(directory)/report.json", "--timeout", scaledSeconds(20), "--spawn", watch,
+      ])
+      let report = try Report(path: "\(directory)/report.json")
+      #expect(run.status == 0, "\(run.failures)")
+      #expect(report.failed == 0 && report.skipped == 0 && report.passed == report.cases.count, "\(run.failures)")
+      #expect(report.cases.count >= 25)
+    }
+  }
+
+  /// The README's table "A published comparison" is what this run gives: each case's result,
+  /// row by row. Bumble is pinned (0.0.236), so a change here is a change in the harness.
+  @Test(
+    "Bumble's AncsClient as the accessory: the verdicts are the README's comparison table",
+    .disabled(if: testTimeScale > 1, "measures Bumble with the README's time limits, not instrumented code"))
+  func ancsClientComparison() async throws {
+    let python = try #require(bumblePython)
+    try await withRadio { harnessController, accessoryController, directory in
+      let port = try #require(accessoryController.split(separator: ":").last)
+      let script = repositoryRoot.appendingPathComponent("Tests/Interop/bumble_peer.py").path
+      let run = try await conform([
+        "conform", "accessory", "--bluetooth", harnessController, "--bonds", "\(directory)/harness.json",
+        "--json", "\(directory)/report.json", "--timeout", "12", "--spawn",
+        "'\(python)' -u '\(script)' ancs-accessory tcp-client:127.0.0.1:\(port)",
+      ])
+      #expect(run.status == 1, "AncsClient fails some cases")
+      let report = try Report(path: "\(directory)/report.json")
+      let readme = try String(
+        contentsOf: repositoryRoot.appendingPathComponent("README.md"), encoding: .utf8)
+      var published: [String: String] = [:]
+      for line in readme.split(separator: "\n") where line.hasPrefix("| ANCS/NC/") {
+        let cells = line.split(separator: "|").map { $0.trimmingCharacters(in: .whitespaces) }
+        if cells.count >= 2 { published[cells[0]] = cells[1] }
+      }
+      #expect(published.count == report.cases.count, "one README row per NC case")
+      for (id, result) in report.cases {
+        #expect(
+          published[id] == result.uppercased(), "\(id): README says \(published[id] ?? "nothing"), run gave \(result)")
+      }
+      #expect(readme.contains("It passes \(report.passed) of \(report.cases.count) and fails \(report.failed)"))
+    }
+  }
+}
+
+/// A conformance run's JSON report (`--json`): each case's result, and the totals.
+private struct Report {
+  var cases: [(String, String)] = []
+  var passed = 0
+  var failed = 0
+  var skipped = 0
+
+  init(path: String) throws {
+    let data = try Data(contentsOf: URL(fileURLWithPath: path))
+    let json = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+    for entry in (json["cases"] as? [[String: Any]]) ?? [] {
+      cases.append((entry["id"] as? String ?? "?", entry["result"] as? String ?? "?"))
+    }
+    passed = json["passed"] as? Int ?? -1
+    failed = json["failed"] as? Int ?? -1
+    skipped = json["skipped"] as? Int ?? -1
+  }
+}
+
+/// Runs `body` with the two controllers of a fresh virtual radio (hci-tcp transports) and a
+/// scratch directory for bond files and reports.
+private func withRadio(_ body: (String, String, String) async throws -> Void) async throws {
+  try await withBumblePeer(role: "radio") { radio in
+    let ready = try #require(await radio.line(startingWith: "ready "))
+    let ports = ready.split(separator: " ").dropFirst().map(String.init)
+    try #require(ports.count == 2)
+    let directory = NSTemporaryDirectory() + "ancs-conform-air-\(getpid())-\(UUID().uuidString)"
+    try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(atPath: directory) }
+    try await body("hci-tcp:127.0.0.1:\(ports[0])", "hci-tcp:127.0.0.1:\(ports[1])", directory)
+  }
+}
+
+/// Runs `ancs ARGUMENTS` to its end (killed if the test is cancelled): its exit status, and
+/// the FAIL lines of its output for failure messages.
+private func conform(_ arguments: [String]) async throws -> (status: Int32, failures: [String]) {
+  let process = try AncsProcess(arguments)
+  let output = try await killingOnCancel(process.process) {
+    process.process.waitUntilExit()
+    return process.stderr
+  }
+  let failures = output.split(separator: "\n").filter { $0.contains("FAIL") }.map(String.init)
+  return (process.process.terminationStatus, failures)
+}
