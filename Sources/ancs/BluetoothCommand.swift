@@ -11,17 +11,17 @@ import Wire
 enum BluetoothCommandLine {
   static let usage = """
       --bluetooth TRANSPORT   run over Bluetooth instead; pairs Just Works. TRANSPORT is
-                                hci-tcp:HOST:PORT  a virtual controller (Bumble's tcp-server)
+                                hci-tcp:HOST:PORT   a virtual controller (Bumble's tcp-server)
                                 hci-uart:DEV[,BAUD] a controller with H4 firmware on a serial
-                                                   port (RTS/CTS; default 1000000 baud)
-                                hci-user:N         controller hciN to this program alone (Linux
-                                                   HCI user channel; needs CAP_NET_ADMIN and
-                                                   the controller powered off in BlueZ)
-                                l2cap:hciN         the Linux kernel's own Bluetooth host on
-                                                   hciN (it pairs and keeps the bonds)
+                                                    port (RTS/CTS; default 1000000 baud)
+                                hci-user:N          controller hciN to this program alone (Linux
+                                                    HCI user channel; needs CAP_NET_ADMIN and
+                                                    the controller powered off in BlueZ)
+                                l2cap:hciN          the Linux kernel's own Bluetooth host on
+                                                    hciN (it pairs and keeps the bonds)
       --bonds FILE            with --bluetooth hci-*: where bonds and this device's address
-                              are kept (mode 0600; default ~/.local/state/ancs-sim/ROLE.bonds.json,
-                              ROLE phone or watch); delete it to forget them
+                              are kept (mode 0600; default
+                              ~/.local/state/ancs-sim/watch.bonds.json); delete it to forget them
     """
 
   /// The ANCS service, as solicited by a watch and looked for by a phone.

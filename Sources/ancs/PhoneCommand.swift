@@ -22,15 +22,23 @@ enum PhoneCommandLine {
 
     options:
       --listen ADDRESS     unix:PATH (a socket file, mode 0600) or tcp:HOST:PORT
-      --bluetooth TRANSPORT
-                           act as the iPhone over a Bluetooth controller instead:
-                           hci-tcp:HOST:PORT (a virtual controller such as Bumble's). Scans
-                           for a device that solicits ANCS, connects, pairs Just Works when
-                           asked, serves it; scans again when it leaves
-      --peer BDADDR        with --bluetooth: connect to this address instead
-      --bonds FILE         with --bluetooth: where bonds are kept (mode 0600; default
-                           ~/.local/state/ancs-sim/bonds.json); delete it to forget them
                            (loopback when HOST is omitted: tcp::5000)
+      --bluetooth TRANSPORT
+                           act as the iPhone over Bluetooth instead: scan for a device that
+                           solicits ANCS, connect, pair Just Works when asked, serve it; scan
+                           again when it leaves. TRANSPORT is
+                             hci-tcp:HOST:PORT   a virtual controller (Bumble's tcp-server)
+                             hci-uart:DEV[,BAUD] a controller with H4 firmware on a serial
+                                                 port (RTS/CTS; default 1000000 baud)
+                             hci-user:N          controller hciN to this program alone
+                                                 (Linux HCI user channel; CAP_NET_ADMIN,
+                                                 the controller powered off in BlueZ)
+                             l2cap:hciN          the Linux kernel's own Bluetooth host on
+                                                 hciN (it pairs and keeps the bonds)
+      --peer BDADDR        with --bluetooth: connect to this address instead
+      --bonds FILE         with --bluetooth hci-*: where bonds and this device's address are
+                           kept (mode 0600; default ~/.local/state/ancs-sim/phone.bonds.json);
+                           delete it to forget them
       --scenario FILE      play a scenario file (Protocol/scenario.md); `demo` is built in
       --loop               play the scenario again and again
       --quirk NAME[=N]     reproduce a documented iOS misbehaviour (repeatable):
