@@ -59,6 +59,8 @@ enum ConformCommand {
                           hci-user:N or l2cap:hciN (ancs phone --help tells more);
                           --timeout then defaults to 20 s
       --bonds FILE        with --bluetooth hci-*: where the harness keeps its bonds
+      --capture FILE      with --bluetooth hci-*: record every HCI packet of the whole run
+                          as btsnoop (Wireshark, btmon)
       --peer BDADDR       (accessory, over the air) connect to this device, not the first
                           that solicits ANCS
       --name NAME         (phone, over the air) the name the harness advertises
@@ -123,14 +125,15 @@ enum ConformCommand {
     let bluetooth = try BluetoothCommandLine.settings(&args, role: "conform-\(role ?? "harness")")
     let peerText = try args.value("--peer")
     let name = try args.value("--name")
+    let capture = try args.value("--capture")
     let common = try Common(&args, overTheAir: bluetooth != nil)
     let logger = args.logger()
     try args.finish()
     if bluetooth != nil && (connect != nil || listen != nil) {
       throw UsageError("--bluetooth judges over the air: give it instead of --connect or --listen, not both")
     }
-    if bluetooth == nil && (peerText != nil || name != nil) {
-      throw UsageError("--peer and --name go with --bluetooth TRANSPORT")
+    if bluetooth == nil && (peerText != nil || name != nil || capture != nil) {
+      throw UsageError("--peer, --name and --capture go with --bluetooth TRANSPORT")
     }
     if peerText != nil && role != "accessory" { throw UsageError("--peer is for conform accessory --bluetooth") }
     if name != nil && role != "phone" { throw UsageError("--name is for conform phone --bluetooth") }
@@ -155,7 +158,7 @@ enum ConformCommand {
       if listen != nil || observe != nil { throw UsageError("--listen and --observe are for conform accessory") }
       let links: PhoneLinksUnderTest
       if let bluetooth {
-        let radio = try await BluetoothCommandLine.open(bluetooth, capture: nil, logger: logger)
+        let radio = try await BluetoothCommandLine.open(bluetooth, capture: capture, logger: logger)
         let advertisement = Advertisement(
           name: name ?? "ancs-sim conform", solicitedServices: [BluetoothCommandLine.ancs])
         links = .overTheAir(radio, advertisement)
@@ -177,7 +180,7 @@ enum ConformCommand {
       if let bluetooth {
         // The accessory may be started by --spawn; the radio is opened first, so a bad
         // transport fails before anything starts.
-        let radio = try await BluetoothCommandLine.open(bluetooth, capture: nil, logger: logger)
+        let radio = try await BluetoothCommandLine.open(bluetooth, capture: capture, logger: logger)
         accessoryLinks = CentralLinks(
           host: radio, filter: peer.map { .address($0) } ?? .solicits(BluetoothCommandLine.ancs))
       } else {

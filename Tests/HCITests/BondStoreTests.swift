@@ -118,3 +118,42 @@ struct BondStoreTests {
     #expect(throws: BondStoreError.self) { try BondStore(path: "/tmp") }
   }
 }
+
+@Suite("Bond store: resolvable private addresses")
+struct ResolvablePrivateAddressTests {
+  /// The spec's ah sample (Vol 3 Part H D.7): IRK ec0234a357c8ad05341010a60a397d9b,
+  /// prand 708194, hash 0dfbaa: the address 70:81:94:0D:FB:AA.
+  static let irk: UInt128 = 0xEC02_34A3_57C8_AD05_3410_10A6_0A39_7D9B
+  static let bonded = Bond(
+    peer: DeviceAddress(type: .random, address: BDAddress("4A:00:00:00:00:01")!),
+    identity: DeviceAddress(type: .public, address: BDAddress("00:1B:DC:0A:0B:0C")!), irk: irk, ltk: 9, ediv: 1,
+    rand: 2, secureConnections: true, keySize: 16)
+
+  @Test("a peer back with a new private address is found by its IRK; another address is not")
+  func resolves() async throws {
+    try await withBondPath { path in
+      let store = try BondStore(path: path)
+      try store.save(Self.bonded)
+      let rotated = DeviceAddress(type: .random, address: BDAddress("70:81:94:0D:FB:AA")!)
+      #expect(rotated.address.isResolvablePrivate)
+      #expect(store.bond(for: rotated) == Self.bonded)
+      // One bit of the hash changed: made with another key.
+      #expect(store.bond(for: DeviceAddress(type: .random, address: BDAddress("70:81:94:0D:FB:AB")!)) == nil)
+      // A public address with the same bits is not a private address.
+      #expect(store.bond(for: DeviceAddress(type: .public, address: BDAddress("70:81:94:0D:FB:AA")!)) == nil)
+    }
+  }
+
+  @Test("pairing again from a new private address replaces the bond with the same identity")
+  func replacesByIdentity() async throws {
+    try await withBondPath { path in
+      let store = try BondStore(path: path)
+      try store.save(Self.bonded)
+      var again = Self.bonded
+      again.peer = DeviceAddress(type: .random, address: BDAddress("70:81:94:0D:FB:AA")!)
+      again.ltk = 10
+      try store.save(again)
+      #expect(try BondStore(path: path).all == [again])
+    }
+  }
+}

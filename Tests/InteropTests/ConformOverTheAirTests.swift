@@ -16,9 +16,13 @@ struct ConformOverTheAirTests {
     try await withRadio { phoneController, harnessController, directory in
       let run = try await conform([
         "conform", "phone", "--bluetooth", harnessController, "--bonds", "\(directory)/harness.json",
-        "--json", "\(directory)/report.json", "--timeout", scaledSeconds(20), "--spawn",
-        "ancs phone --bluetooth \(phoneController) --bonds \(directory)/phone.json --commands jsonl",
+        "--json", "\(directory)/report.json", "--timeout", scaledSeconds(20), "--capture", "\(directory)/air.btsnoop",
+        "--spawn", "ancs phone --bluetooth \(phoneController) --bonds \(directory)/phone.json --commands jsonl",
       ])
+      // The whole run's HCI traffic, as btsnoop: the header, then records.
+      let capture = try Data(contentsOf: URL(fileURLWithPath: "\(directory)/air.btsnoop"))
+      #expect(capture.prefix(8) == Data("btsnoop\0".utf8))
+      #expect(capture.count > 10_000, "\(capture.count) bytes")
       let report = try Report(path: "\(directory)/report.json")
       #expect(run.status == 0, "\(run.failures)")
       #expect(report.failed == 0 && report.skipped == 0 && report.passed == report.cases.count, "\(run.failures)")

@@ -53,17 +53,26 @@ public final class BondStore: Sendable {
     try write(all)
   }
 
-  /// The bond with a peer, by the address it connects with or its identity address.
+  /// The bond with a peer: by the address it connects with, by its identity address, or, for
+  /// a resolvable private address (what an iPhone connects with, a new one every few
+  /// minutes), by the IRK it gave when it bonded (Vol 6 Part B 1.3.2.3).
   public func bond(for peer: DeviceAddress) -> Bond? {
     bonds.withLock { bonds in
-      bonds.first { $0.peer.address == peer.address || $0.identity?.address == peer.address }
+      if let bond = bonds.first(where: { $0.peer.address == peer.address || $0.identity?.address == peer.address }) {
+        return bond
+      }
+      guard peer.type == .random, peer.address.isResolvablePrivate else { return nil }
+      return bonds.first { bond in bond.irk.map { peer.address.isResolved(by: $0) } ?? false }
     }
   }
 
-  /// Adds `bond`, replacing any bond with the same peer, and writes the file.
+  /// Adds `bond`, replacing any bond with the same peer (the same address, or the same
+  /// identity address: a peer that pairs again from a new private address), and writes the file.
   public func save(_ bond: Bond) throws(BondStoreError) {
     let snapshot = bonds.withLock { bonds -> [Bond] in
-      bonds.removeAll { $0.peer.address == bond.peer.address }
+      bonds.removeAll {
+        $0.peer.address == bond.peer.address || (bond.identity != nil && $0.identity?.address == bond.identity?.address)
+      }
       bonds.append(bond)
       return bonds
     }

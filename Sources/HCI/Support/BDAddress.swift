@@ -19,6 +19,17 @@ public struct BDAddress: RawRepresentable, Hashable, Sendable, CustomStringConve
   /// A random static address has its two most significant bits set (Vol 6 Part B 1.3.2.1).
   public var isRandomStatic: Bool { rawValue >> 46 == 0b11 }
 
+  /// A resolvable private address has 0b01 in its two most significant bits: prand (the top
+  /// 24 bits) and hash = ah(IRK, prand) (the low 24) (Vol 6 Part B 1.3.2.2).
+  public var isResolvablePrivate: Bool { rawValue >> 46 == 0b01 }
+
+  /// Whether this resolvable private address was made with `irk`.
+  public func isResolved(by irk: UInt128) -> Bool {
+    guard isResolvablePrivate else { return false }
+    let hash = try? SMPToolbox.ah(irk, UInt32(truncatingIfNeeded: rawValue >> 24))
+    return hash == UInt32(truncatingIfNeeded: rawValue & 0xFF_FFFF)
+  }
+
   public var description: String {
     Hex.encode(littleEndianBytes(rawValue, count: 6).reversed(), separator: ":").uppercased()
   }
