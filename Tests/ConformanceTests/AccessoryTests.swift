@@ -118,6 +118,15 @@ struct AccessoryBinaryTests {
       (["conform", "accessory", "--listen", "unix:/tmp/x.sock", "--observe", "/nonexistent/events"], "/nonexistent"),
       (["conform", "phone", "--connect", "unix:/tmp/x.sock", "--observe", "-"], "conform accessory"),
       (["conform", "watch"], "not 'watch'"),
+      (["conform", "accessory", "--listen", "unix:/tmp/x.sock", "--bluetooth", "hci-tcp:127.0.0.1:1"], "not both"),
+      (["conform", "accessory", "--listen", "unix:/tmp/x.sock", "--peer", "C0:11:22:33:44:55"], "go with --bluetooth"),
+      (["conform", "phone", "--bluetooth", "hci-tcp:127.0.0.1:1", "--peer", "C0:11:22:33:44:55"], "conform accessory"),
+      (["conform", "accessory", "--bluetooth", "hci-tcp:127.0.0.1:1", "--name", "N"], "conform phone"),
+      (["conform", "accessory", "--bluetooth", "hci-tcp:127.0.0.1:1", "--peer", "nope"], "--peer takes"),
+      (["conform", "phone", "--connect", "unix:/tmp/x.sock", "--capture", "/tmp/c.btsnoop"], "go with --bluetooth"),
+      (["conform", "accessory", "--bluetooth", "bogus:1"], "unknown Bluetooth transport"),
+      // Nobody serves a controller there: the harness stops before it starts anything.
+      (["conform", "phone", "--bluetooth", "hci-tcp:127.0.0.1:1", "--spawn", "true"], "hci-tcp:127.0.0.1:1"),
     ] {
       let (status, out, err) = try await runAncs(arguments)
       #expect(status == 2, "\(arguments): \(status) \(err)")
