@@ -291,17 +291,8 @@ public final class WatchEngine: Sendable {
       if let generation, generation != shared.generation { return nil }
       return shared.machine.handle(input, now: now)
     }
-    guard var actions else { return }
-    // Popped from the reversed list, so each action is moved out rather than copied (an
-    // event carries a whole notification, a dozen strings).
-    actions.reverse()
-    while let action = actions.popLast() {
-      // Events (most actions) are reported here, without `perform`'s async call.
-      switch consume action {
-      case .emit(let event): emit(event)
-      case let other: await perform(other, onLoop: onLoop)
-      }
-    }
+    guard let actions else { return }
+    for action in actions { await perform(action, onLoop: onLoop) }
   }
 
   private func perform(_ action: WatchMachine.Action, onLoop: Bool) async {
@@ -342,7 +333,7 @@ public final class WatchEngine: Sendable {
     }
   }
 
-  func emit(_ event: consuming WatchEvent) {
+  func emit(_ event: WatchEvent) {
     // Failures caused by stopping are not news.
     if case .error = event, stopped { return }
     if logger.enabled(.debug) { logger.debug("watch: \(event.json)") }
