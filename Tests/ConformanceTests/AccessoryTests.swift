@@ -12,7 +12,7 @@ import Wire
 /// `perform` the wearer.
 func ownWatch(_ configure: (inout WatchOptions) -> Void = { _ in }) -> (WatchEngine, AccessoryUnderTest) {
   var options = WatchOptions()
-  // Fast enough for the harness's 5 s per case: reconnect at once, give up on a silent
+  // Fast enough for the harness's 10 s per case: reconnect at once, give up on a silent
   // phone after 0.3 s, and ask for titles short enough to be exceeded (ANCS/NC/DS/BI-02).
   options.reconnectDelay = .milliseconds(1)
   options.maximumReconnectDelay = .milliseconds(1)
@@ -52,7 +52,7 @@ struct EngineWearer: WearerStimulus {
   @Test func wholeSuitePassesOverMemory() async throws {
     let (engine, accessory) = ownWatch()
     defer { engine.stop() }
-    let results = await ConformanceRunner(accessory: accessory, timeout: scaled(.seconds(5))).run(ConformanceCatalog.nc)
+    let results = await ConformanceRunner(accessory: accessory, timeout: scaled(.seconds(10))).run(ConformanceCatalog.nc)
     #expect(ids(results, .failed) == [], "\(results.filter { $0.verdict == .failed }.map { "\($0.id): \($0.detail)" })")
     #expect(ids(results, .skipped) == [])
     #expect(results.count == ConformanceCatalog.nc.count)

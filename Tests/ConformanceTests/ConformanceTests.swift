@@ -49,7 +49,7 @@ import Wire
   /// (Its running time is a benchmark figure, in BENCHMARKS.md, not a test.)
   @Test func wholeSuitePassesOverMemory() async throws {
     let (_, phone) = try ownPhone()
-    let results = await ConformanceRunner(phone: phone, timeout: scaled(.seconds(5))).run(ConformanceCatalog.np)
+    let results = await ConformanceRunner(phone: phone, timeout: scaled(.seconds(10))).run(ConformanceCatalog.np)
     #expect(ids(results, .failed) == [], "\(results.filter { $0.verdict == .failed }.map { "\($0.id): \($0.detail)" })")
     #expect(ids(results, .skipped) == [])
     #expect(results.count == ConformanceCatalog.np.count)
@@ -59,7 +59,7 @@ import Wire
   @Test func withoutStimulusCasesAreSkipped() async throws {
     let (_, own) = try ownPhone()
     let phone = PhoneUnderTest(connect: own.connect, stimulus: nil)
-    let results = await ConformanceRunner(phone: phone, timeout: scaled(.seconds(5))).run(ConformanceCatalog.np)
+    let results = await ConformanceRunner(phone: phone, timeout: scaled(.seconds(10))).run(ConformanceCatalog.np)
     let needing = ConformanceCatalog.np.filter(\.needsStimulus).map(\.id)
     #expect(ids(results, .skipped) == needing)
     #expect(ids(results, .failed) == [])
@@ -107,7 +107,7 @@ import Wire
     let phone = try faultyPhone { _ in
       { pdu in pdu.count == 5 && pdu[0] == 0x01 && pdu[4] == 0xA2 ? Array(pdu[0..<4]) + [0xA1] : pdu }
     }
-    let results = await ConformanceRunner(phone: phone, timeout: scaled(.seconds(5))).run(ConformanceCatalog.np)
+    let results = await ConformanceRunner(phone: phone, timeout: scaled(.seconds(10))).run(ConformanceCatalog.np)
     #expect(
       ids(results, .failed) == [
         "ANCS/NP/GAA/BI-01", "ANCS/NP/PNA/BI-01", "ANCS/NP/CP/BI-04", "ANCS/NP/CP/BI-05", "ANCS/NP/DS/BI-01",
@@ -135,7 +135,7 @@ import Wire
         return copy
       }
     }
-    let results = await ConformanceRunner(phone: phone, timeout: scaled(.seconds(5))).run(ConformanceCatalog.np)
+    let results = await ConformanceRunner(phone: phone, timeout: scaled(.seconds(10))).run(ConformanceCatalog.np)
     #expect(ids(results, .failed) == ["ANCS/NP/PRE/BV-01", "ANCS/NP/PRE/BV-02"])
   }
 
@@ -152,7 +152,7 @@ import Wire
         return copy
       }
     }
-    let results = await ConformanceRunner(phone: phone, timeout: scaled(.seconds(5))).run(ConformanceCatalog.np)
+    let results = await ConformanceRunner(phone: phone, timeout: scaled(.seconds(10))).run(ConformanceCatalog.np)
     #expect(ids(results, .failed) == ["ANCS/NP/GNA/BV-03"])
     #expect(results.first { $0.id == "ANCS/NP/GNA/BV-03" }?.detail.contains("UTF-8") == true)
   }
@@ -160,7 +160,7 @@ import Wire
   /// A minimal phone made from the GATT server that lets an unencrypted link write the
   /// Control Point: SEC/BI-03 fails; it has no control channel, so the stimulus cases skip.
   @Test func minimalPhoneWithoutEncryptionOnTheControlPoint() async throws {
-    let results = await ConformanceRunner(phone: try minimalPhone(), timeout: scaled(.seconds(5))).run(
+    let results = await ConformanceRunner(phone: try minimalPhone(), timeout: scaled(.seconds(10))).run(
       ConformanceCatalog.np)
     #expect(ids(results, .failed) == ["ANCS/NP/SEC/BI-03"])
     #expect(ids(results, .skipped) == ConformanceCatalog.np.filter(\.needsStimulus).map(\.id))

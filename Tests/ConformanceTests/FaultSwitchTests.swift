@@ -65,7 +65,7 @@ import Testing
 
   @Test func withoutFaultsEverythingPasses() async throws {
     let (_, phone) = try ownPhone(faults: [])
-    let results = await ConformanceRunner(phone: phone, timeout: scaled(.seconds(5))).run(ConformanceCatalog.np)
+    let results = await ConformanceRunner(phone: phone, timeout: scaled(.seconds(10))).run(ConformanceCatalog.np)
     #expect(
       ids(results, .passed) == Self.all, "\(results.filter { $0.verdict != .passed }.map { "\($0.id): \($0.detail)" })")
   }
@@ -76,7 +76,7 @@ import Testing
   func faultFailsExactlyItsCases(_ name: String) async throws {
     let expected = try #require(Self.expected[name], "no expectation written down for fault \(name)")
     let (_, phone) = try ownPhone(faults: try Self.faults([name]))
-    let results = await ConformanceRunner(phone: phone, timeout: scaled(.seconds(5))).run(ConformanceCatalog.np)
+    let results = await ConformanceRunner(phone: phone, timeout: scaled(.seconds(10))).run(ConformanceCatalog.np)
     let failed = ids(results, .failed)
     #expect(failed == Self.all.filter(expected.contains), "fault \(name)")
     #expect(ids(results, .skipped) == [])
