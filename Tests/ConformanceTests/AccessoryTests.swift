@@ -52,7 +52,8 @@ struct EngineWearer: WearerStimulus {
   @Test func wholeSuitePassesOverMemory() async throws {
     let (engine, accessory) = ownWatch()
     defer { engine.stop() }
-    let results = await ConformanceRunner(accessory: accessory, timeout: scaled(.seconds(10))).run(ConformanceCatalog.nc)
+    let results = await ConformanceRunner(accessory: accessory, timeout: scaled(.seconds(10))).run(
+      ConformanceCatalog.nc)
     #expect(ids(results, .failed) == [], "\(results.filter { $0.verdict == .failed }.map { "\($0.id): \($0.detail)" })")
     #expect(ids(results, .skipped) == [])
     #expect(results.count == ConformanceCatalog.nc.count)
