@@ -51,21 +51,12 @@ public final class MemoryBearer: ATTBearer {
   }
 
   public func send(_ pdu: [UInt8]) async throws(BearerError) {
-    _ = try sendNow(pdu)
-  }
-
-  /// Queues the PDU for the peer; never waits.
-  public func sendNow(_ pdu: [UInt8]) throws(BearerError) -> Bool {
-    // `push` refuses (false) once the outbox is closed.
-    if !outbox.push(pdu) { throw .disconnected }
-    return true
+    if outbox.isClosed || !outbox.push(pdu) { throw .disconnected }
   }
 
   public func receive() async throws(BearerError) -> [UInt8]? {
     await inbox.next()
   }
-
-  public func receiveIfReady() -> [UInt8]? { inbox.nextIfReady() }
 
   public var securityLevel: SecurityLevel { shared.level.withLock { $0 } }
 

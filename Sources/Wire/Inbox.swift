@@ -10,17 +10,10 @@ public final class Inbox<Element: Sendable>: Sendable {
   /// The consumer's wait: resumed when something was pushed, the inbox closed, or the
   /// waiting task cancelled. The element itself is always taken under the lock (never
   /// handed over through the continuation), so every hand-off is ordered by the lock, which
-  /// ThreadSanitizer sees. Checked, although an unchecked one would save an allocation per
-  /// wait (about 5 % of the in-memory benchmark): with `UnsafeContinuation`, whose resume is
-  /// inlined into this instrumented code, ThreadSanitizer reported a race between `resume`
-  /// and the resumed task's next write to its frame (once in a whole-suite run), which the
-  /// checked continuation's own synchronisation orders.
+  /// ThreadSanitizer sees.
   private typealias Waiter = CheckedContinuation<Void, Never>
   private struct State {
-    /// Optional so that an element is moved in and out (`take()`) rather than copied: a
-    /// copy retains every reference the element holds and its slot releases them again
-    /// later, for every PDU and every event.
-    var items: [Element?] = []
+    var items: [Element] = []
     var head = 0
     var waiter: Waiter?
     var closed = false
@@ -32,11 +25,10 @@ public final class Inbox<Element: Sendable>: Sendable {
 
   /// Adds an element; false (and dropped) once the inbox is closed.
   @discardableResult
-  public func push(_ element: consuming Element) -> Bool {
-    var element = Optional(element)
+  public func push(_ element: Element) -> Bool {
     let (accepted, waiter) = state.withLock { state -> (Bool, Waiter?) in
       if state.closed { return (false, nil) }
-      state.items.append(element.take())
+      state.items.append(element)
       defer { state.waiter = nil }
       return (true, state.waiter)
     }
@@ -57,12 +49,6 @@ public final class Inbox<Element: Sendable>: Sendable {
       return state.waiter
     }
     waiter?.resume()
-  }
-
-  /// The next element if one is queued, without waiting; nil when none is (closed or not).
-  /// For the one consumer, which then awaits `next()`.
-  public func nextIfReady() -> Element? {
-    state.withLock { Self.take(&$0) }
   }
 
   /// The next element, waiting if there is none; nil once closed and drained, or when the
@@ -95,7 +81,7 @@ public final class Inbox<Element: Sendable>: Sendable {
 
   private static func take(_ state: inout State) -> Element? {
     guard state.head < state.items.count else { return nil }
-    let item = state.items[state.head].take()
+    let item = state.items[state.head]
     state.head += 1
     if state.head == state.items.count {
       state.items.removeAll(keepingCapacity: true)
