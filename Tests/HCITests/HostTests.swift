@@ -302,8 +302,6 @@ struct HostConnectionTests {
     #expect(try BluetoothTransport(parsing: "hci-user:1") == .hciUser(index: 1))
     #expect(try BluetoothTransport(parsing: "hci-user:hci2") == .hciUser(index: 2))
     #expect(try BluetoothTransport(parsing: "l2cap:hci0") == .l2cap(index: 0))
-    #expect(try BluetoothTransport(parsing: "l2cap:hci0").isController == false)
-    #expect(try BluetoothTransport(parsing: "hci-user:0").isController)
     let failures: [(String, String)] = [
       ("hci-tcp:localhost", "missing port"), ("hci-tcp:h:0", "the port must be a number"),
       ("hci-uart:", "expected a device"), ("hci-uart:/dev/ttyS0,9", "unsupported speed '9'"),
@@ -312,9 +310,9 @@ struct HostConnectionTests {
       ("bogus:1", "use one of hci-tcp:HOST:PORT, hci-uart:DEV[,BAUD], hci-user:N, l2cap:hciN"),
     ]
     for (text, expected) in failures {
-      #expect(throws: LinkError.self) { try BluetoothTransport(parsing: text) }
       do {
         _ = try BluetoothTransport(parsing: text)
+        Issue.record("\(text) parsed")
       } catch {
         #expect(error.description.contains(expected), "\(text): \(error)")
         // Named as written ("hci-uart:" as such, not "hci-uart::").
@@ -325,11 +323,9 @@ struct HostConnectionTests {
 
   @Test("hci-uart: a missing device, and a file that is not a terminal, fail with what to do")
   func serialErrors() async throws {
-    await #expect(throws: HCIHostError.self) {
-      _ = try await HCIHost.open(transport: .hciUART(path: "/nonexistent/ttyACM9", baud: 115_200))
-    }
     do {
       _ = try await HCIHost.open(transport: .hciUART(path: "/nonexistent/ttyACM9", baud: 115_200))
+      Issue.record("a missing device opened")
     } catch {
       #expect(error.description.contains("no serial device /nonexistent/ttyACM9"), "\(error)")
     }

@@ -149,11 +149,7 @@ public final class KernelL2CAP: BluetoothRadio {
     let report = try await scan(for: filter, timeout: timeout)
     let left = max(.milliseconds(100), timeout - (clock.now - start))
     let fd = try attSocket()
-    var peer = sockaddr_l2()
-    peer.l2_family = sa_family_t(AF_BLUETOOTH)
-    peer.l2_bdaddr = report.address.bdaddr
-    peer.l2_cid = UInt16(Self.attChannel).littleEndian
-    peer.l2_bdaddr_type = UInt8(report.addressType == .public ? BDADDR_LE_PUBLIC : BDADDR_LE_RANDOM)
+    var peer = Self.attAddress(report.address, public: report.addressType == .public)
     let target = SocketAddress(
       storage: withUnsafeBytes(of: &peer) { Array($0) }, family: Int32(AF_BLUETOOTH))
     let (code, timedOut) = try await waitUntil(left) { connectConnection(fd, to: target, wake: $0) }
@@ -170,8 +166,7 @@ public final class KernelL2CAP: BluetoothRadio {
   /// Scans (active, public address) until an advertiser matches `filter`.
   func scan(for filter: ScanFilter, timeout: Duration) async throws(HCIHostError) -> ScanReport {
     let deadline = clock.now + timeout
-    let device = hci_open_dev(Int32(index))
-    guard device >= 0 else { throw failure("open hci\(index)", errno) }
+    let device = try openRawHCI()
     defer { Glibc.close(device) }
     try command(LESetScanParameters(scanType: 0x01, ownAddressType: .public), on: device)
     do {
@@ -217,11 +212,7 @@ public final class KernelL2CAP: BluetoothRadio {
     } catch {
       throw .transport(error)
     }
-    var local = sockaddr_l2()
-    local.l2_family = sa_family_t(AF_BLUETOOTH)
-    local.l2_bdaddr = address.bdaddr
-    local.l2_cid = UInt16(Self.attChannel).littleEndian
-    local.l2_bdaddr_type = UInt8(BDADDR_LE_PUBLIC)
+    var local = Self.attAddress(address, public: true)
     let bound = withUnsafePointer(to: &local) {
       $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_l2>.size)) }
     }
@@ -237,6 +228,16 @@ public final class KernelL2CAP: BluetoothRadio {
       throw failure("bind", code)
     }
     return fd
+  }
+
+  /// The ATT channel (CID 4) of an LE device, as bind and connect take it.
+  private static func attAddress(_ address: BDAddress, public: Bool) -> sockaddr_l2 {
+    var socketAddress = sockaddr_l2()
+    socketAddress.l2_family = sa_family_t(AF_BLUETOOTH)
+    socketAddress.l2_bdaddr = address.bdaddr
+    socketAddress.l2_cid = UInt16(attChannel).littleEndian
+    socketAddress.l2_bdaddr_type = UInt8(`public` ? BDADDR_LE_PUBLIC : BDADDR_LE_RANDOM)
+    return socketAddress
   }
 
   private func bearer(_ fd: Int32, peer: BDAddress) throws(HCIHostError) -> any ATTBearer {
@@ -257,10 +258,16 @@ public final class KernelL2CAP: BluetoothRadio {
     return BDAddress(bdaddr: peer.l2_bdaddr)
   }
 
-  /// Opens the controller's raw HCI socket for `body`.
-  private func withRawHCI(_ body: (Int32) throws(HCIHostError) -> Void) throws(HCIHostError) {
+  /// The controller's raw HCI socket; the caller closes it.
+  private func openRawHCI() throws(HCIHostError) -> Int32 {
     let device = hci_open_dev(Int32(index))
     guard device >= 0 else { throw failure("open hci\(index)", errno) }
+    return device
+  }
+
+  /// Opens the controller's raw HCI socket for `body`.
+  private func withRawHCI(_ body: (Int32) throws(HCIHostError) -> Void) throws(HCIHostError) {
+    let device = try openRawHCI()
     defer { Glibc.close(device) }
     try body(device)
   }

@@ -91,13 +91,6 @@ public enum BluetoothTransport: Hashable, Sendable, CustomStringConvertible {
     }
   }
 
-  /// Whether this transport is an HCI controller that `HCIHost` drives (all but `l2cap`,
-  /// where the kernel is the host).
-  public var isController: Bool {
-    if case .l2cap = self { return false }
-    return true
-  }
-
   /// Opens the byte stream to the controller.
   func openStream() async throws(LinkError) -> any HCIByteStream {
     switch self {
