@@ -112,8 +112,10 @@ public final class WatchEngine: Sendable {
 
   private func connectionLoop() async {
     var attempt = 0
+    // Link changes are applied here, in order with the sessions, never queued behind other
+    // work: a new session's first fetch must find the old link's loss already taken in.
     while !stopped {
-      feed(.link(.connecting))
+      await apply(.link(.connecting), generation: nil, onLoop: false)
       var reason = "link closed"
       do {
         let bearer = try await connect()
@@ -126,7 +128,7 @@ public final class WatchEngine: Sendable {
       if stopped || !options.reconnect { break }
       attempt += 1
       let delay = min(options.maximumReconnectDelay, options.reconnectDelay * (1 << min(attempt - 1, 16)))
-      feed(.link(.reconnecting(attempt: attempt, retryIn: delay, reason: reason)))
+      await apply(.link(.reconnecting(attempt: attempt, retryIn: delay, reason: reason)), generation: nil, onLoop: false)
       do { try await clock.sleep(until: clock.now + delay) } catch { break }
     }
   }
@@ -146,9 +148,11 @@ public final class WatchEngine: Sendable {
     }
     defer {
       connection.close()
+      // What is still queued for this link (answers, deferred writes) is void from now on.
       shared.withLock {
         $0.context = nil
         $0.connection = nil
+        $0.generation += 1
       }
     }
     if stoppedNow { return }
@@ -230,7 +234,7 @@ public final class WatchEngine: Sendable {
         dataCCCD: dataCCCD, subscribe: subscribe)
     }
     try await subscribe()
-    feed(.link(.connected(connection.bearer.name)), generation: generation)
+    await apply(.link(.connected(connection.bearer.name)), generation: generation, onLoop: false)
   }
 
   private func cccd(of characteristic: DiscoveredCharacteristic, _ client: GATTClient) async throws -> UInt16 {

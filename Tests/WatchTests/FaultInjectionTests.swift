@@ -83,7 +83,8 @@ import Wire
     func difference() -> String {
       let (want, have, listed) = sets()
       return "missing \(want.subtracting(have).sorted()), extra \(have.subtracting(want).sorted()), "
-        + "\(listed) listed for \(want.count) on the phone"
+        + "\(listed) listed for \(want.count) on the phone; the watch's link: \(watch.state.link), "
+        + "\(sockets.all.withLock { $0.count } / 2) link(s) made"
     }
     // The scenario, driven as the watch reports progress.
     while let event = await events.next(isolation: nil) {
