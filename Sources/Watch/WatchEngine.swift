@@ -128,7 +128,8 @@ public final class WatchEngine: Sendable {
       if stopped || !options.reconnect { break }
       attempt += 1
       let delay = min(options.maximumReconnectDelay, options.reconnectDelay * (1 << min(attempt - 1, 16)))
-      await apply(.link(.reconnecting(attempt: attempt, retryIn: delay, reason: reason)), generation: nil, onLoop: false)
+      await apply(
+        .link(.reconnecting(attempt: attempt, retryIn: delay, reason: reason)), generation: nil, onLoop: false)
       do { try await clock.sleep(until: clock.now + delay) } catch { break }
     }
   }
