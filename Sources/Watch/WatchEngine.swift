@@ -49,7 +49,8 @@ public final class WatchEngine: Sendable {
   /// outstanding, a probe, a resubscription).
   enum Job: Sendable {
     case input(WatchMachine.Input, generation: Int?)
-    case action(WatchMachine.Action, generation: Int)
+    /// An action for the link of `context`, and no other.
+    case action(WatchMachine.Action, context: Context)
   }
   let jobs: AsyncStream<Job>
   let jobQueue: AsyncStream<Job>.Continuation
@@ -282,8 +283,10 @@ public final class WatchEngine: Sendable {
     for await job in jobs {
       switch job {
       case .input(let input, let generation): await apply(input, generation: generation, onLoop: false)
-      case .action(let action, let generation):
-        if shared.withLock({ $0.generation }) == generation { await perform(action, onLoop: false) }
+      case .action(let action, let context):
+        if shared.withLock({ $0.generation }) == context.generation {
+          await perform(action, on: context, onLoop: false)
+        }
       }
     }
   }
@@ -292,25 +295,33 @@ public final class WatchEngine: Sendable {
   /// connection's receive loop, which must never wait for an answer only it can deliver.
   private func apply(_ input: WatchMachine.Input, generation: Int?, onLoop: Bool) async {
     let now = clock.now
-    let actions = shared.withLock { shared -> [WatchMachine.Action]? in
+    // The link the actions are for is the one up when the machine decided them, taken under
+    // the same lock: if it goes meanwhile, a write fails on it, never lands on the next one.
+    let decided = shared.withLock { shared -> ([WatchMachine.Action], Context?, Int)? in
       if let generation, generation != shared.generation { return nil }
-      return shared.machine.handle(input, now: now)
+      return (shared.machine.handle(input, now: now), shared.context, shared.generation)
     }
-    guard let actions else { return }
-    for action in actions { await perform(action, onLoop: onLoop) }
+    guard let (actions, context, decidedIn) = decided else { return }
+    for action in actions {
+      if let context {
+        await perform(action, on: context, onLoop: onLoop)
+      } else if case .emit(let event) = action {
+        emit(event)
+      } else if case .write = action {
+        // Between links: the write fails, unless a link has come up since (then the machine
+        // has started a new session and this write is long void).
+        await apply(.writeFailed("not connected"), generation: decidedIn, onLoop: onLoop)
+      } else if case .disconnect(let reason) = action {
+        // A link still being set up.
+        emit(.error("closing the link: \(reason)"))
+        shared.withLock { $0.connection }?.close()
+      }
+    }
   }
 
-  private func perform(_ action: WatchMachine.Action, onLoop: Bool) async {
-    if case .emit(let event) = action {
-      emit(event)
-      return
-    }
-    guard let context = shared.withLock({ $0.context }) else {
-      if case .write = action { await apply(.writeFailed("not connected"), generation: nil, onLoop: onLoop) }
-      return
-    }
+  private func perform(_ action: WatchMachine.Action, on context: Context, onLoop: Bool) async {
     switch action {
-    case .emit: break
+    case .emit(let event): emit(event)
     case .write(let bytes):
       // The answer is applied on the receive loop, before the Data Source notifications that
       // follow it.
@@ -323,9 +334,9 @@ public final class WatchEngine: Sendable {
         }
         await apply(input, generation: context.generation, onLoop: true)
       }
-      if !sent { jobQueue.yield(.action(action, generation: context.generation)) }
+      if !sent { jobQueue.yield(.action(action, context: context)) }
     case .probe where onLoop, .resubscribe where onLoop:
-      jobQueue.yield(.action(action, generation: context.generation))
+      jobQueue.yield(.action(action, context: context))
     case .probe:
       let value = try? await context.client.read(context.sourceCCCD)
       let subscribed = value.map { $0.first.map { $0 & 1 == 1 } ?? false } ?? true
@@ -334,7 +345,7 @@ public final class WatchEngine: Sendable {
       do { try await context.subscribe() } catch { emit(.error("subscribing again failed: \(error)")) }
     case .disconnect(let reason):
       emit(.error("closing the link: \(reason)"))
-      shared.withLock { $0.connection }?.close()
+      context.client.connection.close()
     }
   }
 
