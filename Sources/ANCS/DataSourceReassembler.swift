@@ -90,21 +90,25 @@ public struct DataSourceReassembler: Sendable {
     self.policy = policy
     switch expectation {
     case .notificationAttributes(let command):
-      requested = Self.unique(command.attributes.map { ($0.id.rawValue, $0.maxLength.map(Int.init)) })
+      requested = Self.unique(command.attributes.lazy.map { ($0.id.rawValue, $0.maxLength.map(Int.init)) })
     case .appAttributes(let command):
-      requested = Self.unique(command.attributes.map { ($0.rawValue, nil) })
+      requested = Self.unique(command.attributes.lazy.map { ($0.rawValue, nil) })
     case .anything:
       requested = []
     }
   }
 
   /// The first request of each attribute (a request naming one twice gets it once).
-  private static func unique(_ list: [(id: UInt8, maximum: Int?)]) -> [(id: UInt8, maximum: Int?)] {
+  /// Built in one array: a reassembler is made for every command.
+  private static func unique(_ list: some Collection<(id: UInt8, maximum: Int?)>) -> [(id: UInt8, maximum: Int?)] {
     var seen = ByteSet()
-    return list.filter { item in
-      defer { seen.insert(item.id) }
-      return !seen.contains(item.id)
+    var result: [(id: UInt8, maximum: Int?)] = []
+    result.reserveCapacity(list.count)
+    for item in list where !seen.contains(item.id) {
+      seen.insert(item.id)
+      result.append(item)
     }
+    return result
   }
 
   /// Bytes received so far.

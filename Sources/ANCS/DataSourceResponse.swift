@@ -68,7 +68,13 @@ public enum DataSourceResponse: Hashable, Sendable {
 extension DataSourceResponse {
   /// Encodes the whole response; split it with `fragments(maximumSize:)` for the wire.
   public func encoded() -> [UInt8] {
-    var writer = ByteWriter(capacity: 64)
+    // Sized exactly, so the bytes are allocated once.
+    let size: Int
+    switch self {
+    case .notificationAttributes(let response): size = 5 + Self.size(of: response.attributes)
+    case .appAttributes(let response): size = 2 + response.appIdentifier.utf8.count + Self.size(of: response.attributes)
+    }
+    var writer = ByteWriter(capacity: size)
     switch self {
     case .notificationAttributes(let response):
       writer.u8(CommandID.getNotificationAttributes.rawValue)
@@ -80,6 +86,10 @@ extension DataSourceResponse {
       Self.write(response.attributes, to: &writer)
     }
     return writer.bytes
+  }
+
+  static func size<ID>(of tuples: [AttributeTuple<ID>]) -> Int {
+    tuples.reduce(0) { $0 + 3 + $1.value.count }
   }
 
   static func write<ID>(_ tuples: [AttributeTuple<ID>], to writer: inout ByteWriter) {

@@ -45,10 +45,18 @@ public enum BearerError: Error, Hashable, Sendable, CustomStringConvertible {
 public protocol ATTBearer: AnyObject, Sendable {
   /// Sends one PDU. Never blocks on the peer: a link queues what the peer has not yet read.
   func send(_ pdu: [UInt8]) async throws(BearerError)
+  /// Sends one PDU as `send` would, if the link can without suspending: true once sent,
+  /// false (nothing done) when only `send` can. Lets an engine send without an async call
+  /// per PDU. Optional: the default is always false.
+  func sendNow(_ pdu: [UInt8]) throws(BearerError) -> Bool
   /// The next PDU from the peer, or nil once the link is closed (by either side). The
   /// project's links also return nil when the waiting task is cancelled; the link stays up
   /// and what arrives meanwhile is kept for the next call.
   func receive() async throws(BearerError) -> [UInt8]?
+  /// The next PDU if the peer's PDUs are already queued here, taken without waiting; nil
+  /// otherwise (then `receive()` says whether one comes or the link closed). Lets a receive
+  /// loop drain a burst without an async call per PDU. Optional: the default is always nil.
+  func receiveIfReady() -> [UInt8]?
   /// The link's current security level; the GATT server checks it on every access.
   var securityLevel: SecurityLevel { get }
   /// Pairs (or re-encrypts with a bond) to reach at least `level`. Returns the level reached.
@@ -57,4 +65,13 @@ public protocol ATTBearer: AnyObject, Sendable {
   func close()
   /// A short description of the link, for logs ("memory", "unix:/tmp/phone.sock").
   var name: String { get }
+}
+
+extension ATTBearer {
+  /// Everything goes through `send`: links whose sending never suspends say otherwise.
+  public func sendNow(_ pdu: [UInt8]) throws(BearerError) -> Bool { false }
+
+  /// Nothing is ever ready without `receive()`: links that queue what they receive say
+  /// otherwise.
+  public func receiveIfReady() -> [UInt8]? { nil }
 }

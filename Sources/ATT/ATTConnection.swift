@@ -167,7 +167,11 @@ public final class ATTConnection: Sendable {
   public func run() async {
     await withTaskGroup(of: Void.self) { group in
       group.addTask { await self.watchdog() }
-      while let bytes = try? await bearer.receive() {
+      while true {
+        // What is already queued is taken without an async call (a burst of notifications).
+        var received = bearer.receiveIfReady()
+        if received == nil { received = try? await bearer.receive() }
+        guard let bytes = received else { break }
         await dispatch(bytes)
       }
       shutdown(.disconnected)
@@ -215,15 +219,37 @@ public final class ATTConnection: Sendable {
   // MARK: - Sending
 
   /// Sends an encoded PDU after checking it against ATT_MTU.
+  @inline(__always)
   public func send(_ pdu: ATTPDU) async throws(ATTError) {
     try await sendBytes(pdu.encoded())
   }
 
+  /// Checks `bytes` against the connection's state and ATT_MTU and sends them.
+  ///
+  /// Inlined into its callers: when the bearer sends at once (`sendNow`, the project's
+  /// links) no async call is made, which saves several async frames and executor checks on
+  /// every PDU.
+  @inline(__always)
   private func sendBytes(_ bytes: [UInt8]) async throws(ATTError) {
+    if try !sendBytesNow(bytes) { try await sendBytesLater(bytes) }
+  }
+
+  /// Checks `bytes`, then sends them if the bearer can without waiting. False when it
+  /// cannot: checked but not sent, for `sendBytesLater`.
+  private func sendBytesNow(_ bytes: [UInt8]) throws(ATTError) -> Bool {
     let (mtu, closed) = state.withLock { ($0.mtu, $0.closed) }
     if let closed { throw closed }
     if bytes.count > mtu { throw .pduTooLarge(size: bytes.count, mtu: mtu) }
     if logger.enabled(.trace) { logger.trace("\(bearer.name) > \(Hex.encode(bytes))") }
+    do {
+      return try bearer.sendNow(bytes)
+    } catch {
+      throw .disconnected
+    }
+  }
+
+  /// Sends checked bytes through the bearer's async `send`.
+  private func sendBytesLater(_ bytes: [UInt8]) async throws(ATTError) {
     do {
       try await bearer.send(bytes)
     } catch {
@@ -545,6 +571,7 @@ public final class ATTConnection: Sendable {
   }
 
   /// Sends an answer; a failure means the link is gone, which the receive loop will see.
+  @inline(__always)
   private func answer(_ pdu: ATTPDU) async {
     do {
       try await send(pdu)
@@ -553,6 +580,7 @@ public final class ATTConnection: Sendable {
     }
   }
 
+  @inline(__always)
   private func deliver(_ event: ATTValueEvent) async {
     guard let handler = state.withLock({ $0.onValue }) else { return }
     await handler(event)

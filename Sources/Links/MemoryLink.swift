@@ -51,12 +51,21 @@ public final class MemoryBearer: ATTBearer {
   }
 
   public func send(_ pdu: [UInt8]) async throws(BearerError) {
-    if outbox.isClosed || !outbox.push(pdu) { throw .disconnected }
+    _ = try sendNow(pdu)
+  }
+
+  /// Queues the PDU for the peer; never waits.
+  public func sendNow(_ pdu: [UInt8]) throws(BearerError) -> Bool {
+    // `push` refuses (false) once the outbox is closed.
+    if !outbox.push(pdu) { throw .disconnected }
+    return true
   }
 
   public func receive() async throws(BearerError) -> [UInt8]? {
     await inbox.next()
   }
+
+  public func receiveIfReady() -> [UInt8]? { inbox.nextIfReady() }
 
   public var securityLevel: SecurityLevel { shared.level.withLock { $0 } }
 

@@ -26,15 +26,23 @@ public final class SocketBearer: ATTBearer {
   public var name: String { core.name }
 
   public func send(_ pdu: [UInt8]) async throws(BearerError) {
+    _ = try sendNow(pdu)
+  }
+
+  /// Frames the PDU and writes it to the socket, as `send` always did; never suspends.
+  public func sendNow(_ pdu: [UInt8]) throws(BearerError) -> Bool {
     guard pdu.count <= LinkFraming.maxPDUSize else {
       throw .tooLarge(size: pdu.count, limit: LinkFraming.maxPDUSize)
     }
     try core.sendFrame(channel: LinkFraming.attChannel, pdu)
+    return true
   }
 
   public func receive() async throws(BearerError) -> [UInt8]? {
     await core.inbox.next()
   }
+
+  public func receiveIfReady() -> [UInt8]? { core.inbox.nextIfReady() }
 
   public var securityLevel: SecurityLevel { core.securityLevel }
 

@@ -301,20 +301,26 @@ public final class WatchEngine: Sendable {
       if let generation, generation != shared.generation { return nil }
       return (shared.machine.handle(input, now: now), shared.context, shared.generation)
     }
-    guard let (actions, context, decidedIn) = decided else { return }
-    for action in actions {
-      if let context {
-        await perform(action, on: context, onLoop: onLoop)
-      } else if case .emit(let event) = action {
-        emit(event)
-      } else if case .write = action {
-        // Between links: the write fails, unless a link has come up since (then the machine
-        // has started a new session and this write is long void).
-        await apply(.writeFailed("not connected"), generation: decidedIn, onLoop: onLoop)
-      } else if case .disconnect(let reason) = action {
-        // A link still being set up.
-        emit(.error("closing the link: \(reason)"))
-        shared.withLock { $0.connection }?.close()
+    guard case (var actions, let context, let decidedIn)? = consume decided else { return }
+    // Popped from the reversed list, so each action is moved out rather than copied (an
+    // event carries a whole notification, a dozen strings).
+    actions.reverse()
+    while let action = actions.popLast() {
+      switch consume action {
+      // Events (most actions) are reported here, without `perform`'s async call.
+      case .emit(let event): emit(event)
+      case let other:
+        if let context {
+          await perform(other, on: context, onLoop: onLoop)
+        } else if case .write = other {
+          // Between links: the write fails, unless a link has come up since (then the
+          // machine has started a new session and this write is long void).
+          await apply(.writeFailed("not connected"), generation: decidedIn, onLoop: onLoop)
+        } else if case .disconnect(let reason) = other {
+          // A link still being set up.
+          emit(.error("closing the link: \(reason)"))
+          shared.withLock { $0.connection }?.close()
+        }
       }
     }
   }
@@ -349,7 +355,7 @@ public final class WatchEngine: Sendable {
     }
   }
 
-  func emit(_ event: WatchEvent) {
+  func emit(_ event: consuming WatchEvent) {
     // Failures caused by stopping are not news.
     if case .error = event, stopped { return }
     if logger.enabled(.debug) { logger.debug("watch: \(event.json)") }

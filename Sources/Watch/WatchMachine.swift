@@ -293,13 +293,14 @@ public struct WatchMachine: Sendable {
 
   /// Emits `added` the first time, `modified` afterwards.
   private mutating func announce(_ uid: UInt32, _ out: inout [Action]) {
-    guard let notification = notification(uid) else { return }
+    guard let index = position(of: uid) else { return }
+    // Copied once, into the event (a notification holds a dozen strings).
+    if state.notifications[index].category == .incomingCall { lastCallCheck[uid] = now }
     if announced.insert(uid).inserted {
-      out.append(.emit(.added(notification)))
+      out.append(.emit(.added(state.notifications[index])))
     } else {
-      out.append(.emit(.modified(notification)))
+      out.append(.emit(.modified(state.notifications[index])))
     }
-    if notification.category == .incomingCall { lastCallCheck[uid] = now }
   }
 
   // MARK: - Commands
@@ -356,9 +357,9 @@ public struct WatchMachine: Sendable {
   }
 
   private mutating func written(_ code: UInt8?, _ out: inout [Action]) {
-    guard var flight = inFlight else { return }
+    guard inFlight != nil else { return }
     guard let code else {
-      if case .action(let uid, let action) = flight.command {
+      if case .action(let uid, let action)? = inFlight?.command {
         out.append(.emit(.action(uid: uid, action: action)))
         inFlight = nil
         return
@@ -368,13 +369,13 @@ public struct WatchMachine: Sendable {
         inFlight = nil
         return
       }
-      flight.written = true
+      // Changed in place: a copy would share the reassembler's buffers until written back.
+      inFlight?.written = true
       // The answer's time counts from the Write Response: a slow write must not use it up.
-      flight.deadline = now + options.commandTimeout
-      inFlight = flight
+      inFlight?.deadline = now + options.commandTimeout
       return
     }
-    inFlight = nil
+    guard let flight = inFlight.take() else { return }
     let name = ANCSErrorCode(rawValue: code).description
     switch flight.command {
     case _ where code == 0xFD:
@@ -420,35 +421,37 @@ public struct WatchMachine: Sendable {
         return
       }
     }
-    guard var flight = inFlight, var reassembler = flight.reassembler else {
+    guard let before = inFlight?.reassembler?.byteCount else {
       if !bytes.isEmpty {
         out.append(.emit(.error("Data Source: \(bytes.count) bytes with no command in flight; ignored")))
       }
       return
     }
+    // Fed in place inside `inFlight`: a copy taken first would share the reassembler's
+    // buffers, and the first append would copy them all, for every fragment.
     do {
-      var response = try reassembler.feed(bytes)
+      var response = try inFlight?.reassembler?.feed(bytes)
       // FAULT no-reassembly: breaks "reassembled across notifications split anywhere".
-      if response == nil && faults.contains(.noReassembly) { response = try reassembler.finish() }
-      flight.reassembler = reassembler
-      inFlight = flight
-      if let response { complete(flight, response, &out) }
+      if response == nil && faults.contains(.noReassembly) { response = try inFlight?.reassembler?.finish() }
+      if let response, let flight = inFlight.take() { complete(flight, response, &out) }
     } catch {
       if faults.contains(.overLongFatal), case .valueTooLong = error.reason {
         out.append(.disconnect("Data Source: \(error)"))
         inFlight = nil
         return
       }
-      // `reassembler` kept the fragment's bytes even though it threw; `flight` holds the copy
-      // from before this fragment.
-      if flight.reassembler?.byteCount == 0 {
-        // A stray fragment (late answer to a command that timed out): drop it, keep waiting.
+      // The reassembler kept the fragment's bytes even though it threw.
+      if before == 0, let stray = inFlight?.reassembler {
+        // A stray fragment (late answer to a command that timed out): drop it, keep waiting
+        // with the reassembler as it was before this fragment (it had received nothing).
+        inFlight?.reassembler = DataSourceReassembler(expecting: stray.expectation, policy: stray.policy)
         out.append(.emit(.error("Data Source: \(error); fragment dropped")))
         return
       }
       out.append(.emit(.error("Data Source: \(error)")))
+      let flight = inFlight
       inFlight = nil
-      giveUp(flight, &out)
+      if let flight { giveUp(flight, &out) }
     }
   }
 

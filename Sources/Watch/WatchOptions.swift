@@ -53,15 +53,22 @@ public struct WatchOptions: Sendable {
   /// The attributes asked for a notification: labels before the text so a phone that omits
   /// a tuple omits an optional one, MessageSize last.
   func attributeRequests(for flags: EventFlags) -> [AttributeRequest] {
-    var list: [AttributeRequest] = [AttributeRequest(.appIdentifier)]
-    if flags.contains(.positiveAction) { list.append(AttributeRequest(.positiveActionLabel)) }
-    if flags.contains(.negativeAction) { list.append(AttributeRequest(.negativeActionLabel)) }
-    list += [
-      AttributeRequest(.title, maxLength: titleMaximum), AttributeRequest(.subtitle, maxLength: subtitleMaximum),
-      AttributeRequest(.message, maxLength: messageMaximum), AttributeRequest(.date), AttributeRequest(.messageSize),
-    ]
-    // AppIdentifier is always needed: the app's display name hangs on it.
-    return list.filter { $0.id == .appIdentifier || attributes.contains($0.id) }
+    // Built in one array (this runs for every notification fetched).
+    var list: [AttributeRequest] = []
+    list.reserveCapacity(8)
+    func add(_ request: AttributeRequest) {
+      // AppIdentifier is always needed: the app's display name hangs on it.
+      if request.id == .appIdentifier || attributes.contains(request.id) { list.append(request) }
+    }
+    add(AttributeRequest(.appIdentifier))
+    if flags.contains(.positiveAction) { add(AttributeRequest(.positiveActionLabel)) }
+    if flags.contains(.negativeAction) { add(AttributeRequest(.negativeActionLabel)) }
+    add(AttributeRequest(.title, maxLength: titleMaximum))
+    add(AttributeRequest(.subtitle, maxLength: subtitleMaximum))
+    add(AttributeRequest(.message, maxLength: messageMaximum))
+    add(AttributeRequest(.date))
+    add(AttributeRequest(.messageSize))
+    return list
   }
 
   /// Attributes a phone may omit: the reassembler does not wait for them past a short notification.

@@ -10,10 +10,16 @@ public final class Inbox<Element: Sendable>: Sendable {
   /// The consumer's wait: resumed when something was pushed, the inbox closed, or the
   /// waiting task cancelled. The element itself is always taken under the lock (never
   /// handed over through the continuation), so every hand-off is ordered by the lock, which
-  /// ThreadSanitizer sees.
-  private typealias Waiter = CheckedContinuation<Void, Never>
+  /// ThreadSanitizer sees. Unchecked: a checked continuation costs an allocation per wait,
+  /// on every link's receive path, and this one is resumed exactly once by construction
+  /// (whoever takes it out of `waiter` under the lock resumes it, or `next` when it never
+  /// stored it).
+  private typealias Waiter = UnsafeContinuation<Void, Never>
   private struct State {
-    var items: [Element] = []
+    /// Optional so that an element is moved in and out (`take()`) rather than copied: a
+    /// copy retains every reference the element holds and its slot releases them again
+    /// later, for every PDU and every event.
+    var items: [Element?] = []
     var head = 0
     var waiter: Waiter?
     var closed = false
@@ -25,10 +31,11 @@ public final class Inbox<Element: Sendable>: Sendable {
 
   /// Adds an element; false (and dropped) once the inbox is closed.
   @discardableResult
-  public func push(_ element: Element) -> Bool {
+  public func push(_ element: consuming Element) -> Bool {
+    var element = Optional(element)
     let (accepted, waiter) = state.withLock { state -> (Bool, Waiter?) in
       if state.closed { return (false, nil) }
-      state.items.append(element)
+      state.items.append(element.take())
       defer { state.waiter = nil }
       return (true, state.waiter)
     }
@@ -51,13 +58,19 @@ public final class Inbox<Element: Sendable>: Sendable {
     waiter?.resume()
   }
 
+  /// The next element if one is queued, without waiting; nil when none is (closed or not).
+  /// For the one consumer, which then awaits `next()`.
+  public func nextIfReady() -> Element? {
+    state.withLock { Self.take(&$0) }
+  }
+
   /// The next element, waiting if there is none; nil once closed and drained, or when the
   /// waiting task is cancelled. One consumer only.
   public func next() async -> Element? {
     while true {
       if let ready = state.withLock({ Self.take(&$0) }) { return ready }
       let ended = await withTaskCancellationHandler {
-        await withCheckedContinuation { (continuation: Waiter) in
+        await withUnsafeContinuation { (continuation: Waiter) in
           let wakeNow = state.withLock { state -> Bool in
             if state.head < state.items.count || state.closed || Task.isCancelled { return true }
             state.waiter = continuation
@@ -81,7 +94,7 @@ public final class Inbox<Element: Sendable>: Sendable {
 
   private static func take(_ state: inout State) -> Element? {
     guard state.head < state.items.count else { return nil }
-    let item = state.items[state.head]
+    let item = state.items[state.head].take()
     state.head += 1
     if state.head == state.items.count {
       state.items.removeAll(keepingCapacity: true)

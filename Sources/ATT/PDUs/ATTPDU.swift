@@ -61,14 +61,26 @@ public enum ATTPDU: Hashable, Sendable {
     }
   }
 
+  /// The PDUs of every ANCS notification (values, Control Point writes and their answers)
+  /// are handled directly below; `body` would box them in an existential first.
   public var opcode: ATTOpcode {
-    if case .unknown(let opcode, _) = self { return opcode }
-    return type(of: body!).opcode
+    switch self {
+    case .handleValueNotification: return HandleValueNotification.opcode
+    case .writeRequest: return WriteRequest.opcode
+    case .writeResponse: return WriteResponse.opcode
+    case .unknown(let opcode, _): return opcode
+    default: return type(of: body!).opcode
+    }
   }
 
   public func encoded() -> [UInt8] {
-    if case .unknown(let opcode, let parameters) = self { return [opcode.rawValue] + parameters }
-    return body!.encoded()
+    switch self {
+    case .handleValueNotification(let pdu): return pdu.encoded()
+    case .writeRequest(let pdu): return pdu.encoded()
+    case .writeResponse(let pdu): return pdu.encoded()
+    case .unknown(let opcode, let parameters): return [opcode.rawValue] + parameters
+    default: return body!.encoded()
+    }
   }
 
   /// Decodes one PDU. Every failure says which field, at which byte offset, and why.

@@ -55,12 +55,17 @@ public protocol ATTPDUBody: Hashable, Sendable {
   /// Reads the parameters that follow the opcode. The reader's offsets count the opcode.
   init(parameters reader: inout ByteReader<[UInt8]>) throws
   func encode(to writer: inout ByteWriter)
+  /// Room to reserve for the encoded PDU, opcode included: enough for most PDUs of the
+  /// type, so encoding allocates once. The default is 8 bytes.
+  var encodedCapacity: Int { get }
 }
 
 extension ATTPDUBody {
+  public var encodedCapacity: Int { 8 }
+
   /// Opcode and parameters.
   public func encoded() -> [UInt8] {
-    var writer = ByteWriter(capacity: 8)
+    var writer = ByteWriter(capacity: encodedCapacity)
     writer.u8(Self.opcode.rawValue)
     encode(to: &writer)
     return writer.bytes

@@ -17,6 +17,9 @@ extension ATTHandleValuePDU {
     writer.u16(handle)
     writer.append(value)
   }
+
+  /// Opcode, handle and value: the notifications and writes that carry the ANCS traffic.
+  public var encodedCapacity: Int { 3 + value.count }
 }
 
 /// Write Request: AttributeHandle(2) AttributeValue. Answered by Write Response.

@@ -49,9 +49,15 @@ public struct DiscoveredDescriptor: Hashable, Sendable {
 public final class GATTClient: Sendable {
   public let connection: ATTConnection
   private final class Handlers: Sendable {
+    /// A handler in a struct, so the dictionary stores the closure as it was made: a bare
+    /// closure as a dictionary value is stored in its generic form, and every call (one per
+    /// notification) then goes through a conversion thunk, an extra async frame each way.
+    struct Handler {
+      let call: @Sendable (ATTValueEvent) async -> Void
+    }
     struct Table {
-      var byHandle: [UInt16: @Sendable (ATTValueEvent) async -> Void] = [:]
-      var other: (@Sendable (ATTValueEvent) async -> Void)?
+      var byHandle: [UInt16: Handler] = [:]
+      var other: Handler?
     }
     let table = Locked(Table())
   }
@@ -62,19 +68,19 @@ public final class GATTClient: Sendable {
     self.connection = connection
     connection.setValueHandler { [handlers] event in
       let handler = handlers.table.withLock { $0.byHandle[event.handle] ?? $0.other }
-      await handler?(event)
+      await handler?.call(event)
     }
   }
 
   /// Calls `handler` for every notification or indication of `valueHandle`; nil removes it.
   /// Handlers run on the connection's receive loop and must not block.
   public func onValue(_ valueHandle: UInt16, _ handler: (@Sendable (ATTValueEvent) async -> Void)?) {
-    handlers.table.withLock { $0.byHandle[valueHandle] = handler }
+    handlers.table.withLock { $0.byHandle[valueHandle] = handler.map(Handlers.Handler.init) }
   }
 
   /// Calls `handler` for values of handles without their own handler.
   public func onOtherValues(_ handler: (@Sendable (ATTValueEvent) async -> Void)?) {
-    handlers.table.withLock { $0.other = handler }
+    handlers.table.withLock { $0.other = handler.map(Handlers.Handler.init) }
   }
 
   // MARK: - Discovery
