@@ -10,11 +10,9 @@ public final class Inbox<Element: Sendable>: Sendable {
   /// The consumer's wait: resumed when something was pushed, the inbox closed, or the
   /// waiting task cancelled. The element itself is always taken under the lock (never
   /// handed over through the continuation), so every hand-off is ordered by the lock, which
-  /// ThreadSanitizer sees. Unchecked: a checked continuation costs an allocation per wait,
-  /// on every link's receive path, and this one is resumed exactly once by construction
-  /// (whoever takes it out of `waiter` under the lock resumes it, or `next` when it never
-  /// stored it).
-  private typealias Waiter = UnsafeContinuation<Void, Never>
+  /// ThreadSanitizer sees. Checked: an unchecked continuation saves an allocation per wait,
+  /// but ThreadSanitizer reports its resumption as a race with the task's next run.
+  private typealias Waiter = CheckedContinuation<Void, Never>
   private struct State {
     /// Optional so that an element is moved in and out (`take()`) rather than copied: a
     /// copy retains every reference the element holds and its slot releases them again
@@ -70,7 +68,7 @@ public final class Inbox<Element: Sendable>: Sendable {
     while true {
       if let ready = state.withLock({ Self.take(&$0) }) { return ready }
       let ended = await withTaskCancellationHandler {
-        await withUnsafeContinuation { (continuation: Waiter) in
+        await withCheckedContinuation { (continuation: Waiter) in
           let wakeNow = state.withLock { state -> Bool in
             if state.head < state.items.count || state.closed || Task.isCancelled { return true }
             state.waiter = continuation
