@@ -35,6 +35,28 @@ struct SocketLinkTests {
     for index in 0..<count { #expect(try await ends.a.receive() == pdu(index)) }
   }
 
+  @Test(
+    "sendNow sends without suspending; receiveIfReady takes only what is queued, in order", arguments: LinkKind.allCases
+  )
+  func withoutSuspending(kind: LinkKind) async throws {
+    let ends = try await kind.open()
+    defer { ends.close() }
+    let count = 300
+    for index in 0..<count { #expect(try ends.a.sendNow([0x1B, UInt8(index & 0xFF), UInt8(index >> 8)])) }
+    // Awaiting one PDU, then taking whatever the reader has queued without waiting, then
+    // awaiting again: the two ways never reorder or lose a PDU.
+    var received: [[UInt8]] = []
+    while received.count < count {
+      guard let first = try await ends.b.receive() else { break }
+      received.append(first)
+      while let queued = ends.b.receiveIfReady() { received.append(queued) }
+    }
+    #expect(received == (0..<count).map { [0x1B, UInt8($0 & 0xFF), UInt8($0 >> 8)] })
+    #expect(ends.b.receiveIfReady() == nil, "nothing more was sent")
+    ends.a.close()
+    #expect(throws: BearerError.disconnected) { _ = try ends.a.sendNow([0x02]) }
+  }
+
   @Test("large PDUs pass whole; over the limit is refused", arguments: LinkKind.allCases)
   func largePDUs(kind: LinkKind) async throws {
     let ends = try await kind.open()
@@ -205,5 +227,22 @@ struct SocketLinkTests {
     let peripheral = pair!.peripheral
     pair = nil
     #expect(try await peripheral.receive() == nil)
+  }
+}
+
+@Suite("Memory links", .timeLimit(.minutes(1)))
+struct MemoryLinkTests {
+  @Test("sendNow queues at the peer at once; receiveIfReady takes it without waiting; closed refuses")
+  func withoutSuspending() async throws {
+    let (a, b) = MemoryLink.pair()
+    #expect(b.receiveIfReady() == nil)
+    for index in 0..<3 { #expect(try a.sendNow([0x1B, UInt8(index)])) }
+    #expect(b.receiveIfReady() == [0x1B, 0])
+    #expect(try await b.receive() == [0x1B, 1])
+    #expect(b.receiveIfReady() == [0x1B, 2])
+    #expect(b.receiveIfReady() == nil)
+    a.close()
+    #expect(throws: BearerError.disconnected) { _ = try a.sendNow([0x02]) }
+    #expect(try await b.receive() == nil)
   }
 }

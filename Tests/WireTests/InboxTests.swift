@@ -14,6 +14,21 @@ import Wire
     #expect(inbox.count == 0)
   }
 
+  @Test func nextIfReadyTakesWhatIsQueuedWithoutWaiting() async {
+    let inbox = Inbox<Int>()
+    #expect(inbox.nextIfReady() == nil, "an empty inbox has nothing ready")
+    for value in 0..<3 { inbox.push(value) }
+    #expect(inbox.nextIfReady() == 0)
+    #expect(await inbox.next() == 1, "the two ways share one queue, in order")
+    #expect(inbox.nextIfReady() == 2)
+    #expect(inbox.nextIfReady() == nil)
+    inbox.push(3)
+    inbox.close()
+    #expect(inbox.nextIfReady() == 3, "what was queued before closing is still handed over")
+    #expect(inbox.nextIfReady() == nil)
+    #expect(await inbox.next() == nil)
+  }
+
   @Test func aConsumerGetsWhatIsPushedFromElsewhereThenNilOnClose() async {
     let inbox = Inbox<String>()
     let consumer = Task {
