@@ -51,6 +51,26 @@ import Watch
     await rig.stop()
   }
 
+  /// At ATT_MTU 23 a Get App Attributes for an identifier over 17 bytes does not fit one
+  /// write: it goes as a long write, and the watch shows the app's name.
+  @Test func aLongAppIdentifierIsNamedAtMTU23() async throws {
+    var options = WatchOptions()
+    options.mtu = 23
+    let rig = try Rig(options: options)
+    let app = "com.example.a-very-long-application-identifier"
+    rig.phone.register(app: app, name: "Long App")
+    try await rig.connected()
+    var notification = chat("Long")
+    notification.appIdentifier = app
+    await rig.phone.post(notification)
+    let got = try await rig.added("Long")
+    #expect(got.appIdentifier == app)
+    #expect(got.appName == "Long App")
+    let errors = rig.history.filter { if case .error = $0 { true } else { false } }
+    #expect(errors.isEmpty, "\(errors)")
+    await rig.stop()
+  }
+
   @Test func removalReachesTheWatch() async throws {
     let rig = try Rig()
     try await rig.connected()

@@ -225,18 +225,82 @@ public final class GATTClient: Sendable {
   /// Write with response, without waiting for the answer (see `ATTConnection.startRequest`):
   /// `onAnswer` runs exactly once, on the receive loop when the answer comes. Returns false,
   /// doing nothing, when `waitForTurn` is false and another request is outstanding.
+  ///
+  /// A value longer than ATT_MTU - 3 bytes (up to ATT's 512) goes as a long write: Prepare
+  /// Write Requests of ATT_MTU - 5 bytes, each echo checked, then an Execute Write, whose
+  /// answer is the write's (Vol 3 Part G 4.9.4). A failure on the way cancels what the
+  /// server has queued (Execute Write with flags 0x00).
   @discardableResult
   public func startWrite(
     _ handle: UInt16, _ value: [UInt8], waitForTurn: Bool = true,
     onAnswer: @escaping @Sendable (Result<Void, ATTError>) async -> Void
   ) async -> Bool {
-    await connection.startRequest(.writeRequest(WriteRequest(handle: handle, value: value)), waitForTurn: waitForTurn) {
+    if value.count > connection.mtu - 3 && value.count <= Self.longestValue {
+      return await startLongWrite(handle, value, from: 0, waitForTurn: waitForTurn, onAnswer: onAnswer)
+    }
+    return await connection.startRequest(
+      .writeRequest(WriteRequest(handle: handle, value: value)), waitForTurn: waitForTurn
+    ) {
       result in
       switch result {
       case .success(.writeResponse): await onAnswer(.success(()))
       case .success: await onAnswer(.failure(.invalidResponse("expected Write Response")))
       case .failure(let error): await onAnswer(.failure(error))
       }
+    }
+  }
+
+  /// The longest attribute value ATT allows (Vol 3 Part F 3.2.9).
+  static let longestValue = 512
+
+  /// One step of a long write: the Prepare Write Request of the part at `offset`, or the
+  /// Execute Write Request once every part is queued. Each step's answer, on the receive
+  /// loop, starts the next; when another request has taken the turn meanwhile, the next
+  /// step waits for it in a task of its own, never on the receive loop.
+  private func startLongWrite(
+    _ handle: UInt16, _ value: [UInt8], from offset: Int, waitForTurn: Bool,
+    onAnswer: @escaping @Sendable (Result<Void, ATTError>) async -> Void
+  ) async -> Bool {
+    let part = max(1, connection.mtu - 5)
+    let prepared =
+      offset < value.count
+      ? PrepareWriteRequest(
+        handle: handle, offset: UInt16(offset), value: Array(value[offset..<min(value.count, offset + part)])) : nil
+    let request: ATTPDU =
+      prepared.map { .prepareWriteRequest($0) } ?? .executeWriteRequest(ExecuteWriteRequest(write: true))
+    return await connection.startRequest(request, waitForTurn: waitForTurn) { [self] result in
+      guard let prepared else {
+        switch result {
+        case .success(.executeWriteResponse): await onAnswer(.success(()))
+        case .success: await onAnswer(.failure(.invalidResponse("expected Execute Write Response")))
+        case .failure(let error): await onAnswer(.failure(error))
+        }
+        return
+      }
+      let failure: ATTError
+      switch result {
+      case .success(.prepareWriteResponse(let echo))
+      where echo.handle == prepared.handle && echo.offset == prepared.offset && echo.value == prepared.value:
+        let next = offset + prepared.value.count
+        if await !startLongWrite(handle, value, from: next, waitForTurn: false, onAnswer: onAnswer) {
+          Task { await startLongWrite(handle, value, from: next, waitForTurn: true, onAnswer: onAnswer) }
+        }
+        return
+      case .success(.prepareWriteResponse):
+        failure = .invalidResponse("Prepare Write Response does not echo the part sent at offset \(offset)")
+      case .success: failure = .invalidResponse("expected Prepare Write Response")
+      case .failure(let error): failure = error
+      }
+      if failure != .disconnected && failure != .timeout { await cancelPreparedWrites() }
+      await onAnswer(.failure(failure))
+    }
+  }
+
+  /// Empties the server's queue of prepared writes; its answer is not waited for.
+  private func cancelPreparedWrites() async {
+    let cancel = ATTPDU.executeWriteRequest(ExecuteWriteRequest(write: false))
+    if await !connection.startRequest(cancel, waitForTurn: false, onAnswer: { _ in }) {
+      Task { [connection] in await connection.startRequest(cancel, onAnswer: { _ in }) }
     }
   }
 
