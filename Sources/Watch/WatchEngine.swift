@@ -285,7 +285,7 @@ public final class WatchEngine: Sendable {
       case .input(let input, let generation): await apply(input, generation: generation, onLoop: false)
       case .action(let action, let context):
         if shared.withLock({ $0.generation }) == context.generation {
-          await perform(action, on: context, onLoop: false)
+          await perform(action, on: context, decidedIn: context.generation, onLoop: false)
         }
       }
     }
@@ -309,25 +309,29 @@ public final class WatchEngine: Sendable {
       switch consume action {
       // Events (most actions) are reported here, without `perform`'s async call.
       case .emit(let event): emit(event)
-      case let other:
-        if let context {
-          await perform(other, on: context, onLoop: onLoop)
-        } else if case .write = other {
-          // Between links: the write fails, unless a link has come up since (then the
-          // machine has started a new session and this write is long void).
-          await apply(.writeFailed("not connected"), generation: decidedIn, onLoop: onLoop)
-        } else if case .disconnect(let reason) = other {
-          // A link still being set up.
-          emit(.error("closing the link: \(reason)"))
-          shared.withLock { $0.connection }?.close()
-        }
+      case let other: await perform(other, on: context, decidedIn: decidedIn, onLoop: onLoop)
       }
     }
   }
 
-  private func perform(_ action: WatchMachine.Action, on context: Context, onLoop: Bool) async {
+  /// Performs `action` on the link of `context` (nil: no link was up when the machine
+  /// decided it, in generation `decidedIn`).
+  private func perform(_ action: WatchMachine.Action, on context: Context?, decidedIn: Int, onLoop: Bool) async {
+    if case .disconnect(let reason) = action {
+      emit(.error("closing the link: \(reason)"))
+      // The link it was decided for, or one still being set up.
+      (context?.client.connection ?? shared.withLock { $0.connection })?.close()
+      return
+    }
+    guard let context else {
+      // Between links: a write fails, unless a link has come up since (then the machine
+      // has started a new session and this write is long void).
+      if case .write = action { await apply(.writeFailed("not connected"), generation: decidedIn, onLoop: onLoop) }
+      return
+    }
     switch action {
     case .emit(let event): emit(event)
+    case .disconnect: break  // above
     case .write(let bytes):
       // The answer is applied on the receive loop, before the Data Source notifications that
       // follow it.
@@ -349,9 +353,6 @@ public final class WatchEngine: Sendable {
       await apply(.probed(subscribed: subscribed), generation: context.generation, onLoop: false)
     case .resubscribe:
       do { try await context.subscribe() } catch { emit(.error("subscribing again failed: \(error)")) }
-    case .disconnect(let reason):
-      emit(.error("closing the link: \(reason)"))
-      context.client.connection.close()
     }
   }
 

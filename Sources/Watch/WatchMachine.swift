@@ -449,9 +449,7 @@ public struct WatchMachine: Sendable {
         return
       }
       out.append(.emit(.error("Data Source: \(error)")))
-      let flight = inFlight
-      inFlight = nil
-      if let flight { giveUp(flight, &out) }
+      if let flight = inFlight.take() { giveUp(flight, &out) }
     }
   }
 
