@@ -1,8 +1,10 @@
-// Linux epoll for Swift (Glibc's module map leaves <sys/epoll.h> out): the socket links'
-// reactor (Sources/Links/SocketReactor.swift). Part of the C library, nothing to link.
+// Linux epoll and eventfd for Swift (Glibc's module map leaves <sys/epoll.h> and
+// <sys/eventfd.h> out): the event loop (Sources/Links/EventLoop.swift). Part of the C
+// library, nothing to link.
 #ifndef ANCS_CEPOLL_SHIM_H
 #define ANCS_CEPOLL_SHIM_H
 
 #include <sys/epoll.h>
+#include <sys/eventfd.h>
 
 #endif

@@ -36,14 +36,15 @@ private final class ThreadBody {
 }
 
 /// Starts a detached OS thread, for work that blocks in a system call (a socket's reader,
-/// accept, connect) and must not hold a thread of Swift's cooperative pool.
-package func spawnThread(_ body: @escaping @Sendable () -> Void) -> Bool {
+/// accept, connect) and must not hold a thread of Swift's cooperative pool. Its stack is
+/// small by default: these threads run no deep code.
+package func spawnThread(stackSize: Int = 512 * 1024, _ body: @escaping @Sendable () -> Void) -> Bool {
   let box = Unmanaged.passRetained(ThreadBody(body))
   var attributes = pthread_attr_t()
   pthread_attr_init(&attributes)
   defer { pthread_attr_destroy(&attributes) }
   pthread_attr_setdetachstate(&attributes, Int32(PTHREAD_CREATE_DETACHED))
-  pthread_attr_setstacksize(&attributes, 512 * 1024)
+  pthread_attr_setstacksize(&attributes, stackSize)
   var thread = pthread_t()
   let result = pthread_create(
     &thread, &attributes,

@@ -5,10 +5,10 @@ import Wire
 /// One end of a socket link (unix:PATH or tcp:HOST:PORT), framed as described at the top of
 /// LinkFraming.swift.
 ///
-/// The process's `SocketReactor` thread reads the socket into a queue whenever it is
+/// The process's `EventLoop` thread reads the socket into a queue whenever it is
 /// readable, so the peer's sends never wait for this end's engine and two busy ends cannot
 /// deadlock. Sends are synchronous writes under a lock. Pairing requests from the peer are
-/// answered by the reactor with this end's
+/// answered by the loop with this end's
 /// `PairingPolicy`. When the peer closes, resets or breaks the framing, or this end closes,
 /// `receive()` returns what was already queued and then nil, `send` throws `.disconnected`,
 /// and a pending `pair` fails with `.disconnected`.
@@ -50,7 +50,7 @@ public final class SocketBearer: ATTBearer {
     try await core.pair(level).get()
   }
 
-  /// Closes the link (idempotent): the peer sees end of file, the reactor lets it go.
+  /// Closes the link (idempotent): the peer sees end of file, the event loop lets it go.
   public func close() {
     core.disconnect(fault: nil)
   }
@@ -113,7 +113,7 @@ final class SocketCore: Sendable {
   private let state: Locked<State>
   /// Serialises writes; holds the number of frames written.
   private let writeLock = Locked<UInt64>(0)
-  /// A byte stream's partial frame between reads (used by the reactor thread only).
+  /// A byte stream's partial frame between reads (used by the event loop thread only).
   private let streamDecoder = Locked(StreamFrameDecoder())
 
   private init(
@@ -128,13 +128,13 @@ final class SocketCore: Sendable {
     self.state = Locked(State(level: level))
   }
 
-  /// Takes over a connected socket and has the reactor read it.
+  /// Takes over a connected socket and has the event loop read it.
   static func start(
     fd: Int32, framing: Framing, name: String, pairing: PairingPolicy, level: SecurityLevel = .unencrypted,
     kernel: (any KernelSecurity)? = nil
   ) throws(LinkError) -> SocketBearer {
     let core = SocketCore(fd: fd, framing: framing, name: name, pairing: pairing, level: level, kernel: kernel)
-    guard SocketReactor.shared.register(core) else {
+    guard EventLoop.shared.register(core) else {
       let code = errno
       throw LinkError(
         address: name, kind: .system(errno: code), detail: "cannot watch the socket: \(errnoText(code))")
@@ -242,11 +242,11 @@ final class SocketCore: Sendable {
     }
   }
 
-  // MARK: Reading (on the reactor thread)
+  // MARK: Reading (on the event loop thread)
 
   /// Reads what the socket holds, at most `turns` reads, without blocking. False once the
   /// link is down (the peer closed, reset or broke the framing, or this end closed): the
-  /// reactor then stops watching it.
+  /// event loop then stops watching it.
   func readAvailable(into buffer: inout [UInt8], turns: Int) -> Bool {
     for _ in 0..<turns {
       if isClosed { return false }

@@ -1,0 +1,219 @@
+import CEpoll
+import CSwiftRuntime
+import Glibc
+import Wire
+
+/// The process's event loop: one thread that reads every socket link and, once
+/// `runSwiftTasks()` was called, also runs the tasks of Swift concurrency.
+///
+/// **Reading.** The loop waits on all socket links at once with epoll (level-triggered) and,
+/// for each one that is readable, reads what is there without blocking (`MSG_DONTWAIT`) into
+/// the link's queue. One thread instead of one per link: a phone serving a thousand watches
+/// keeps one thread and one stack, not a thousand, and a busy moment costs one wake-up for
+/// all the links that have data rather than one each. The loop holds each link's
+/// `SocketCore` (and so its descriptor) from `register` until the link ends; the descriptor
+/// is then removed from epoll before it can be closed, so a recycled descriptor number never
+/// reaches the wrong link.
+///
+/// **Running tasks.** Swift's default executor runs tasks on a pool of threads. A PDU read
+/// here for a task that waits for it then costs a second wake-up, of a pool thread; between
+/// two processes, one Control Point round trip costs four (each side's reader, then its
+/// worker). With `runSwiftTasks()` the loop is also the global executor: the task runs on this
+/// thread right after the read that resumed it, and one round trip costs one wake-up per
+/// process. Every task then runs on this one thread, one job at a time, so nothing in the
+/// process may block inside a task: the project's blocking calls (terminal input, accept,
+/// connect, a child's output) have threads of their own. The executor is the concurrency
+/// runtime's `swift_task_enqueueGlobal_hook`. Tasks with an executor preference, actors with
+/// executors of their own and the main actor keep theirs; work the runtime schedules for a
+/// later time (`Task.sleep`) stays with the default executor's timers and may run on its
+/// threads, as Swift code must expect anyway.
+///
+/// Between batches of jobs the loop looks at the sockets without blocking, so a busy task
+/// cannot starve the links; it blocks in epoll only once no job is ready. A job queued from
+/// another thread while it blocks wakes it through an eventfd.
+package final class EventLoop: @unchecked Sendable {
+  /// The process's loop: created on first use, its thread runs for the life of the process.
+  package static let shared = EventLoop()
+
+  /// At most this many reads for one link per wake-up, so a link that never runs dry
+  /// cannot starve the others (level-triggered epoll brings the loop back to it).
+  static let readsPerTurn = 64
+  /// At most this many jobs between two looks at the sockets.
+  static let jobsPerTurn = 64
+  /// The loop thread's stack: it runs every task's synchronous code (scenario parsing,
+  /// rendering), as the default executor's threads, whose stacks are this size, did.
+  static let stackSize = 8 * 1024 * 1024
+
+  private struct Job {
+    var job: UnownedJob
+    /// Queued through `TaskExecutor.enqueue` (a task that prefers this loop) rather than as
+    /// a global job.
+    var preferred: Bool
+  }
+
+  private struct Queue {
+    var jobs: [Job] = []
+    var head = 0
+    /// The loop is blocked in epoll, or about to be: a job queued now must wake it.
+    var asleep = false
+  }
+
+  /// The epoll instance; -1 when it could not be made (every `register` then fails).
+  private let epoll: Int32
+  /// The eventfd that wakes the loop from epoll; -1 when there is none.
+  private let wake: Int32
+  /// False when the loop's thread could not be started. Set once, in `init`.
+  private var running = false
+  /// Links being read, by descriptor. Touched by `register` (any thread) and the loop.
+  private let links = Locked<[Int32: SocketCore]>([:])
+  private let queue = Locked(Queue())
+
+  /// Starts a loop and its thread. The process uses `shared`; tests make their own.
+  package init() {
+    let epoll = epoll_create1(Int32(EPOLL_CLOEXEC))
+    var wake: Int32 = -1
+    if epoll >= 0 {
+      wake = eventfd(0, Int32(EFD_CLOEXEC) | Int32(EFD_NONBLOCK))
+      var event = epoll_event()
+      event.events = EPOLLIN.rawValue
+      event.data.fd = wake
+      if wake >= 0 && epoll_ctl(epoll, EPOLL_CTL_ADD, wake, &event) != 0 {
+        _ = close(wake)
+        wake = -1
+      }
+    }
+    self.epoll = epoll
+    self.wake = wake
+    guard epoll >= 0, wake >= 0 else {
+      if epoll >= 0 { _ = close(epoll) }
+      return
+    }
+    // The thread holds the loop: it runs for the life of the process.
+    running = spawnThread(stackSize: Self.stackSize) { [self] in run() }
+  }
+
+  // MARK: Sockets
+
+  /// Starts reading `core`'s socket; false (errno set) when it cannot be watched.
+  func register(_ core: SocketCore) -> Bool {
+    guard running else {
+      errno = EMFILE
+      return false
+    }
+    let fd = core.socket.fd
+    links.withLock { $0[fd] = core }
+    var event = epoll_event()
+    event.events = EPOLLIN.rawValue | EPOLLRDHUP.rawValue
+    event.data.fd = fd
+    if epoll_ctl(epoll, EPOLL_CTL_ADD, fd, &event) != 0 {
+      let code = errno
+      links.withLock { $0[fd] = nil }
+      errno = code
+      return false
+    }
+    return true
+  }
+
+  // MARK: Jobs
+
+  /// Makes the shared loop Swift's global executor for the rest of the process (see the
+  /// type's description). Call it once, first thing in `main`, before tasks exist. False,
+  /// changing nothing, when the loop could not start.
+  @discardableResult
+  package static func runSwiftTasks() -> Bool {
+    guard shared.running else { return false }
+    ancs_set_global_enqueue_hook { job, _ in
+      EventLoop.shared.enqueue(unsafeBitCast(job, to: UnownedJob.self), preferred: false)
+    }
+    return true
+  }
+
+  /// Queues a job to run on the loop's thread, waking the loop if it sleeps.
+  private func enqueue(_ job: UnownedJob, preferred: Bool) {
+    let wakeUp = queue.withLock { queue -> Bool in
+      queue.jobs.append(Job(job: job, preferred: preferred))
+      defer { queue.asleep = false }
+      return queue.asleep
+    }
+    if wakeUp {
+      var one: UInt64 = 1
+      _ = write(wake, &one, MemoryLayout<UInt64>.size)
+    }
+  }
+
+  /// Runs up to `jobsPerTurn` ready jobs; true when more are ready.
+  private func runJobs() -> Bool {
+    for _ in 0..<Self.jobsPerTurn {
+      guard let next = queue.withLock({ Self.take(&$0) }) else { return false }
+      if next.preferred {
+        next.job.runSynchronously(on: asUnownedTaskExecutor())
+      } else {
+        next.job.runSynchronously(on: Self.genericExecutor)
+      }
+    }
+    return true
+  }
+
+  /// The "generic" executor (no actor, no preference), as the default global executor runs
+  /// its jobs: the runtime's SerialExecutorRef::generic(), two null words.
+  private static let genericExecutor = unsafeBitCast((0, 0) as (Int, Int), to: UnownedSerialExecutor.self)
+
+  private static func take(_ queue: inout Queue) -> Job? {
+    guard queue.head < queue.jobs.count else { return nil }
+    let job = queue.jobs[queue.head]
+    queue.head += 1
+    if queue.head == queue.jobs.count {
+      queue.jobs.removeAll(keepingCapacity: true)
+      queue.head = 0
+    } else if queue.head >= 256 && queue.head * 2 >= queue.jobs.count {
+      queue.jobs.removeFirst(queue.head)
+      queue.head = 0
+    }
+    return job
+  }
+
+  // MARK: The loop
+
+  private func run() {
+    let capacity = 128
+    let events = UnsafeMutablePointer<epoll_event>.allocate(capacity: capacity)
+    defer { events.deallocate() }
+    var buffer = [UInt8](repeating: 0, count: LinkFraming.maxFrameBody + 1)
+    while true {
+      let more = runJobs()
+      // Block only with nothing to run; the flag is set under the lock that queuing takes.
+      let block =
+        !more
+        && queue.withLock { queue -> Bool in
+          if queue.head < queue.jobs.count { return false }
+          queue.asleep = true
+          return true
+        }
+      let count = epoll_wait(epoll, events, Int32(capacity), block ? -1 : 0)
+      if block { queue.withLock { $0.asleep = false } }
+      if count < 0 { continue }  // EINTR; nothing else can fail with these arguments
+      for index in 0..<Int(count) {
+        let fd = events[index].data.fd
+        if fd == wake {
+          var value: UInt64 = 0
+          _ = read(wake, &value, MemoryLayout<UInt64>.size)
+          continue
+        }
+        guard let core = links.withLock({ $0[fd] }) else { continue }
+        if !core.readAvailable(into: &buffer, turns: Self.readsPerTurn) {
+          // Out of epoll first, then let go: the descriptor closes with the last owner.
+          _ = epoll_ctl(epoll, EPOLL_CTL_DEL, fd, nil)
+          links.withLock { $0[fd] = nil }
+        }
+      }
+    }
+  }
+}
+
+/// Tasks that prefer the loop (`Task(executorPreference:)`) run on its thread: for tests,
+/// which cannot make the process's global executor their own.
+extension EventLoop: TaskExecutor {
+  package func enqueue(_ job: consuming ExecutorJob) {
+    enqueue(UnownedJob(job), preferred: true)
+  }
+}

@@ -1,0 +1,84 @@
+import Glibc
+import Testing
+import Wire
+
+@testable import Links
+
+/// The event loop as an executor. The tests cannot make it the process's global executor
+/// (every other test would then run on it), so their tasks prefer it instead: the same queue
+/// and the same loop run them.
+@Suite("Event loop", .timeLimit(.minutes(1)))
+struct EventLoopTests {
+  @Test("tasks that prefer the loop all run on its one thread, in the order they were queued")
+  func oneThreadInOrder() async {
+    let loop = EventLoop()
+    let ran = Locked<[(index: Int, thread: pthread_t)]>([])
+    let done = Inbox<Void>()
+    for index in 0..<200 {
+      Task(executorPreference: loop) {
+        ran.withLock { $0.append((index, pthread_self())) }
+        done.push(())
+      }
+    }
+    for _ in 0..<200 where await done.next() == nil {
+      Issue.record("the loop did not run every task")
+      return
+    }
+    let record = ran.withLock { $0 }
+    #expect(record.map(\.index) == Array(0..<200))
+    let threads = Set(record.map { UInt($0.thread) })
+    #expect(threads.count == 1)
+  }
+
+  @Test("a job queued from another thread wakes the loop from its wait for the sockets")
+  func wokenFromAnotherThread() async {
+    let loop = EventLoop()
+    for round in 0..<50 {
+      // The task parks on the loop; with nothing else queued the loop goes back to epoll,
+      // and only the eventfd can bring it back for the resumption queued from a plain thread.
+      let parked = Inbox<CheckedContinuation<Int, Never>>()
+      let resumed = Inbox<(Int, pthread_t, pthread_t)>()
+      Task(executorPreference: loop) {
+        let before = pthread_self()
+        let value = await withCheckedContinuation { parked.push($0) }
+        resumed.push((value, before, pthread_self()))
+      }
+      guard let continuation = await parked.next() else {
+        Issue.record("the task never parked")
+        return
+      }
+      #expect(spawnThread { continuation.resume(returning: round) })
+      guard let (value, before, after) = await resumed.next() else {
+        Issue.record("round \(round): the loop slept through the resumption")
+        return
+      }
+      #expect(value == round)
+      #expect(pthread_equal(before, after) != 0)
+    }
+  }
+
+  @Test("a loop kept busy by its tasks still reads the sockets between them", arguments: LinkKind.allCases)
+  func busyLoopStillReads(kind: LinkKind) async throws {
+    let ends = try await kind.open()
+    defer { ends.close() }
+    // This task never lets the shared loop's queue run dry (each yield queues it again), so
+    // the loop never blocks in epoll; the PDU, sent once the task spins, arrives only if
+    // the loop looks at the sockets between jobs.
+    let spinning = Inbox<Void>()
+    let received = Inbox<[UInt8]>()
+    Task(executorPreference: EventLoop.shared) {
+      spinning.push(())
+      while !received.isClosed {
+        if let pdu = ends.b.receiveIfReady() {
+          received.push(pdu)
+          return
+        }
+        await Task.yield()
+      }
+    }
+    _ = await spinning.next()
+    try await ends.a.send([0x1B, 0x2A, 0x00, 0x07])
+    #expect(await received.next() == [0x1B, 0x2A, 0x00, 0x07])
+    received.close()  // ends the spinning if the PDU never came
+  }
+}
