@@ -1,9 +1,9 @@
-// The `ancs` command. Subcommands: bench (more arrive with the phone and watch engines).
+// The `ancs` command: see CLI.swift for the subcommands.
+import Links
+
 #if canImport(Glibc)
   import Glibc
 #endif
-
-import Links
 
 // Swift's tasks run on the event loop that reads the socket links (see EventLoop), unless
 // ANCS_EXECUTOR=dispatch keeps Swift's default executor (for comparing the two).
