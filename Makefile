@@ -41,12 +41,15 @@ bench: deps
 SANITIZE_TIME_SCALE ?= 4
 SANITIZE_ENV_thread :=
 SANITIZE_ENV_address := ASAN_OPTIONS=detect_leaks=0
+# ThreadSanitizer builds wait on checked continuations (see Sources/Wire/Inbox.swift).
+SANITIZE_FLAGS_thread := -Xswiftc -DANCS_THREAD_SANITIZER
+SANITIZE_FLAGS_address :=
 sanitize: sanitize-thread sanitize-address
 
 sanitize-thread sanitize-address: sanitize-%: deps
-	$(SWIFT) build --build-tests --sanitize=$* --scratch-path .build/sanitize-$*
+	$(SWIFT) build --build-tests --sanitize=$* --scratch-path .build/sanitize-$* $(SANITIZE_FLAGS_$*)
 	ANCS_BINARY=$(CURDIR)/.build/sanitize-$*/debug/ancs ANCS_TEST_TIME_SCALE=$(SANITIZE_TIME_SCALE) $(SANITIZE_ENV_$*) \
-	  timeout --kill-after=60 2400 $(SWIFT) test --skip-build --sanitize=$* --scratch-path .build/sanitize-$*
+	  timeout --kill-after=60 2400 $(SWIFT) test --skip-build --sanitize=$* --scratch-path .build/sanitize-$* $(SANITIZE_FLAGS_$*)
 
 # One phone process serving FLEET_WATCHES watches over Unix sockets through a scenario of
 # FLEET_NOTIFICATIONS posts and removals (BENCHMARKS.md, "A fleet of watches"); exits 1
