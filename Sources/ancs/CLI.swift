@@ -31,7 +31,26 @@ enum CLI {
       --version  print the version
 
     exit codes: 0 success, 1 failure while running, 2 bad usage or input
+
+    environment:
+      ANCS_EXECUTOR  where tasks run: `loop`, the one thread that also reads the sockets
+                 (the default, except for `bench --fleet`), or `dispatch`, Swift's own
+                 thread pool (BENCHMARKS.md compares them)
     """
+
+  /// Whether this run's tasks go on the event loop (`EventLoop.runSwiftTasks`), from the
+  /// arguments and ANCS_EXECUTOR. The loop by default: a phone, a watch or a demo is one
+  /// hand-off after another, which one thread does without waking another. `bench --fleet`
+  /// keeps Swift's pool: its process hosts a thousand independent watches, whose work the
+  /// pool spreads over the cores.
+  static func runsTasksOnEventLoop(_ arguments: [String], executor: String?) throws(UsageError) -> Bool {
+    switch executor {
+    case nil, "": return !(arguments.first == "bench" && arguments.contains("--fleet"))
+    case "loop": return true
+    case "dispatch": return false
+    case let other?: throw UsageError("ANCS_EXECUTOR=\(other): expected loop or dispatch")
+    }
+  }
 
   static let benchUsage = """
     usage: ancs bench [--seconds S] [--filter NAME]

@@ -5,12 +5,14 @@ import Links
   import Glibc
 #endif
 
-// Swift's tasks run on the event loop that reads the socket links (see EventLoop), unless
-// ANCS_EXECUTOR=dispatch keeps Swift's default executor (for comparing the two).
-if getenv("ANCS_EXECUTOR").map({ String(cString: $0) }) != "dispatch" {
-  EventLoop.runSwiftTasks()
-}
-
 let arguments = Array(CommandLine.arguments.dropFirst())
+// Before any task exists: where the tasks run (CLI.runsTasksOnEventLoop, EventLoop).
+do {
+  let executor = getenv("ANCS_EXECUTOR").map { String(cString: $0) }
+  if try CLI.runsTasksOnEventLoop(arguments, executor: executor) { EventLoop.runSwiftTasks() }
+} catch {
+  printError("ancs: \(error.message)")
+  exit(2)
+}
 let code = await CLI.main(arguments)
 exit(code)

@@ -61,6 +61,13 @@ struct CLITests {
     #expect(!FileManager.default.fileExists(atPath: "/tmp/never.sock"))
   }
 
+  @Test func badExecutorSetting() async throws {
+    let (status, out, err) = try await runAncs(["--version"], environment: ["ANCS_EXECUTOR": "threads"])
+    #expect(status == 2)
+    #expect(err == "ancs: ANCS_EXECUTOR=threads: expected loop or dispatch\n", "\(err)")
+    #expect(out.isEmpty)
+  }
+
   @Test func badScenarioNamesFileAndPath() async throws {
     let path = temporaryPath("bad.json")
     try #"{"apps":[],"notifications":[],"steps":[{"at":1,"remove":"n9"}]}"#.write(
@@ -83,16 +90,18 @@ struct CLITests {
     #expect(!FileManager.default.fileExists(atPath: path), "the socket file is removed on quit")
   }
 
-  /// Two real processes over a Unix socket: post, act from the watch, remove.
-  @Test func phoneAndWatchInTwoProcesses() async throws {
+  /// Two real processes over a Unix socket: post, act from the watch, remove; with the tasks
+  /// on each process's event loop (the default) and on Swift's pool.
+  @Test(arguments: [[:], ["ANCS_EXECUTOR": "dispatch"]])
+  func phoneAndWatchInTwoProcesses(environment: [String: String]) async throws {
     let path = temporaryPath("phone.sock")
-    let phone = try Command(["phone", "--listen", "unix:\(path)", "--commands", "jsonl"])
+    let phone = try Command(["phone", "--listen", "unix:\(path)", "--commands", "jsonl"], environment: environment)
     defer { phone.terminate() }
     // The phone prints nothing before its first event in jsonl mode; wait for the socket.
     try await offThread {
       for _ in 0..<200 where !FileManager.default.fileExists(atPath: path) { usleep(10_000) }
     }
-    let watch = try Command(["watch", "--connect", "unix:\(path)", "--headless"])
+    let watch = try Command(["watch", "--connect", "unix:\(path)", "--headless"], environment: environment)
     defer { watch.terminate() }
     await watch.line(containing: #""event":"connected""#)
     await phone.line(containing: #""event":"sessionStarted""#)

@@ -21,9 +21,11 @@ final class Command: @unchecked Sendable {
   private var iterator: AsyncStream<String>.Iterator
   private let stderrText: CollectedText
 
-  init(_ arguments: [String]) throws {
+  /// Starts `ancs` with `arguments`; `environment` is added to this process's own.
+  init(_ arguments: [String], environment: [String: String] = [:]) throws {
     process.executableURL = URL(fileURLWithPath: ancsPath)
     process.arguments = arguments
+    process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
     process.standardInput = input
     process.standardOutput = output
     process.standardError = errors
@@ -73,8 +75,11 @@ final class Command: @unchecked Sendable {
 
 /// Runs `ancs` to completion with no input; returns (status, stdout, stderr). With
 /// `openFiles`, a shell first sets both limits on open files to that number.
-func runAncs(_ arguments: [String], input: String = "", openFiles: Int? = nil) async throws -> (Int32, String, String) {
+func runAncs(
+  _ arguments: [String], input: String = "", openFiles: Int? = nil, environment: [String: String] = [:]
+) async throws -> (Int32, String, String) {
   let process = Process()
+  process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
   if let openFiles {
     process.executableURL = URL(fileURLWithPath: "/bin/sh")
     process.arguments = ["-c", "ulimit -n \(openFiles) && exec \"$0\" \"$@\"", ancsPath] + arguments
