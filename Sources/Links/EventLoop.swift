@@ -29,8 +29,11 @@ import Wire
 /// threads, as Swift code must expect anyway.
 ///
 /// Between batches of jobs the loop looks at the sockets without blocking, so a busy task
-/// cannot starve the links; it blocks in epoll only once no job is ready. A job queued from
-/// another thread while it blocks wakes it through an eventfd.
+/// cannot starve the links. Once no job is ready it keeps looking, yielding the core between
+/// looks, for 50 µs after it last had work, and only then blocks in epoll: a peer's answer
+/// usually comes within that window, so a conversation between two processes on two cores
+/// costs no wake-ups at all. A job queued from another thread while it blocks wakes it
+/// through an eventfd.
 package final class EventLoop: @unchecked Sendable {
   /// The process's loop: created on first use, its thread runs for the life of the process.
   package static let shared = EventLoop()
@@ -40,6 +43,11 @@ package final class EventLoop: @unchecked Sendable {
   static let readsPerTurn = 64
   /// At most this many jobs between two looks at the sockets.
   static let jobsPerTurn = 64
+  /// How long the loop keeps looking for work without blocking after it last had some.
+  /// An answer from a peer process often comes within it, and then neither process sleeps:
+  /// on this project's two-core VM, waking a thread that sleeps on the other core costs
+  /// more than a round trip's whole work (BENCHMARKS.md, "The event loop as the executor").
+  static let spinNanoseconds: UInt64 = 50_000
   /// The loop thread's stack: it runs every task's synchronous code (scenario parsing,
   /// rendering), as the default executor's threads, whose stacks are this size, did.
   static let stackSize = 8 * 1024 * 1024
@@ -141,18 +149,28 @@ package final class EventLoop: @unchecked Sendable {
     }
   }
 
-  /// Runs up to `jobsPerTurn` ready jobs; true when more are ready.
-  private func runJobs() -> Bool {
-    for _ in 0..<Self.jobsPerTurn {
-      guard let next = queue.withLock({ Self.take(&$0) }) else { return false }
+  /// Runs up to `jobsPerTurn` ready jobs; returns how many it ran.
+  private func runJobs() -> Int {
+    for ran in 0..<Self.jobsPerTurn {
+      guard let next = queue.withLock({ Self.take(&$0) }) else { return ran }
       if next.preferred {
         next.job.runSynchronously(on: asUnownedTaskExecutor())
       } else {
         next.job.runSynchronously(on: Self.genericExecutor)
       }
     }
-    return true
+    return Self.jobsPerTurn
   }
+
+  private static func monotonicNanoseconds() -> UInt64 {
+    var now = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &now)
+    return UInt64(now.tv_sec) &* 1_000_000_000 &+ UInt64(now.tv_nsec)
+  }
+
+  /// True while the loop is blocked in epoll (or about to be), so that only the eventfd
+  /// can bring it back. For tests.
+  package var isAsleep: Bool { queue.withLock { $0.asleep } }
 
   /// The "generic" executor (no actor, no preference), as the default global executor runs
   /// its jobs: the runtime's SerialExecutorRef::generic(), two null words.
@@ -179,18 +197,30 @@ package final class EventLoop: @unchecked Sendable {
     let events = UnsafeMutablePointer<epoll_event>.allocate(capacity: capacity)
     defer { events.deallocate() }
     var buffer = [UInt8](repeating: 0, count: LinkFraming.maxFrameBody + 1)
+    var lastBusy = Self.monotonicNanoseconds()
     while true {
-      let more = runJobs()
-      // Block only with nothing to run; the flag is set under the lock that queuing takes.
-      let block =
-        !more
-        && queue.withLock { queue -> Bool in
-          if queue.head < queue.jobs.count { return false }
-          queue.asleep = true
-          return true
+      let ran = runJobs()
+      var wait: Int32 = 0
+      if ran < Self.jobsPerTurn {
+        let now = Self.monotonicNanoseconds()
+        if ran > 0 { lastBusy = now }
+        if now &- lastBusy >= Self.spinNanoseconds {
+          // Idle for the whole window: block, unless a job came meanwhile. The flag is set
+          // under the lock that queuing takes.
+          wait = queue.withLock { queue -> Int32 in
+            if queue.head < queue.jobs.count { return 0 }
+            queue.asleep = true
+            return -1
+          }
+        } else if ran == 0 {
+          // Within the window: another look soon, letting whatever else is runnable on
+          // this core (the peer process, on one core) go first.
+          sched_yield()
         }
-      let count = epoll_wait(epoll, events, Int32(capacity), block ? -1 : 0)
-      if block { queue.withLock { $0.asleep = false } }
+      }
+      let count = epoll_wait(epoll, events, Int32(capacity), wait)
+      if wait < 0 { queue.withLock { $0.asleep = false } }
+      if count > 0 { lastBusy = Self.monotonicNanoseconds() }
       if count < 0 { continue }  // EINTR; nothing else can fail with these arguments
       for index in 0..<Int(count) {
         let fd = events[index].data.fd

@@ -47,6 +47,9 @@ struct EventLoopTests {
         Issue.record("the task never parked")
         return
       }
+      // After its last job the loop keeps looking for work for a moment (it spins before
+      // it sleeps): resume only once it sleeps, so that only the eventfd can wake it.
+      while !loop.isAsleep && !Task.isCancelled { await Task.yield() }
       #expect(spawnThread { continuation.resume(returning: round) })
       guard let (value, before, after) = await resumed.next() else {
         Issue.record("round \(round): the loop slept through the resumption")
