@@ -60,8 +60,7 @@ package final class EventLoop: @unchecked Sendable {
   }
 
   private struct Queue {
-    var jobs: [Job] = []
-    var head = 0
+    var jobs = FIFO<Job>()
     /// The loop is blocked in epoll, or about to be: a job queued now must wake it.
     var asleep = false
   }
@@ -152,7 +151,7 @@ package final class EventLoop: @unchecked Sendable {
   /// Runs up to `jobsPerTurn` ready jobs; returns how many it ran.
   private func runJobs() -> Int {
     for ran in 0..<Self.jobsPerTurn {
-      guard let next = queue.withLock({ Self.take(&$0) }) else { return ran }
+      guard let next = queue.withLock({ $0.jobs.popFirst() }) else { return ran }
       if next.preferred {
         next.job.runSynchronously(on: asUnownedTaskExecutor())
       } else {
@@ -176,20 +175,6 @@ package final class EventLoop: @unchecked Sendable {
   /// its jobs: the runtime's SerialExecutorRef::generic(), two null words.
   private static let genericExecutor = unsafeBitCast((0, 0) as (Int, Int), to: UnownedSerialExecutor.self)
 
-  private static func take(_ queue: inout Queue) -> Job? {
-    guard queue.head < queue.jobs.count else { return nil }
-    let job = queue.jobs[queue.head]
-    queue.head += 1
-    if queue.head == queue.jobs.count {
-      queue.jobs.removeAll(keepingCapacity: true)
-      queue.head = 0
-    } else if queue.head >= 256 && queue.head * 2 >= queue.jobs.count {
-      queue.jobs.removeFirst(queue.head)
-      queue.head = 0
-    }
-    return job
-  }
-
   // MARK: The loop
 
   private func run() {
@@ -208,7 +193,7 @@ package final class EventLoop: @unchecked Sendable {
           // Idle for the whole window: block, unless a job came meanwhile. The flag is set
           // under the lock that queuing takes.
           wait = queue.withLock { queue -> Int32 in
-            if queue.head < queue.jobs.count { return 0 }
+            if !queue.jobs.isEmpty { return 0 }
             queue.asleep = true
             return -1
           }

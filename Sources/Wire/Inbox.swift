@@ -28,11 +28,8 @@ public final class Inbox<Element: Sendable>: Sendable {
     private typealias Waiter = UnsafeContinuation<Void, Never>
   #endif
   private struct State {
-    /// Optional so that an element is moved in and out (`take()`) rather than copied: a
-    /// copy retains every reference the element holds and its slot releases them again
-    /// later, for every PDU and every event.
-    var items: [Element?] = []
-    var head = 0
+    /// Elements are moved in and out (`FIFO`), not copied, for every PDU and every event.
+    var items = FIFO<Element>()
     var waiter: Waiter?
     var closed = false
   }
@@ -47,7 +44,7 @@ public final class Inbox<Element: Sendable>: Sendable {
     var element = Optional(element)
     let (accepted, waiter) = state.withLock { state -> (Bool, Waiter?) in
       if state.closed { return (false, nil) }
-      state.items.append(element.take())
+      state.items.append(element.take()!)
       defer { state.waiter = nil }
       return (true, state.waiter)
     }
@@ -58,7 +55,7 @@ public final class Inbox<Element: Sendable>: Sendable {
   public var isClosed: Bool { state.withLock { $0.closed } }
 
   /// Elements received and not yet taken.
-  public var count: Int { state.withLock { $0.items.count - $0.head } }
+  public var count: Int { state.withLock { $0.items.count } }
 
   /// Ends the inbox: the consumer gets what is left, then nil.
   public func close() {
@@ -73,18 +70,18 @@ public final class Inbox<Element: Sendable>: Sendable {
   /// The next element if one is queued, without waiting; nil when none is (closed or not).
   /// For the one consumer, which then awaits `next()`.
   public func nextIfReady() -> Element? {
-    state.withLock { Self.take(&$0) }
+    state.withLock { $0.items.popFirst() }
   }
 
   /// The next element, waiting if there is none; nil once closed and drained, or when the
   /// waiting task is cancelled. One consumer only.
   public func next() async -> Element? {
     while true {
-      if let ready = state.withLock({ Self.take(&$0) }) { return ready }
+      if let ready = state.withLock({ $0.items.popFirst() }) { return ready }
       let ended = await withTaskCancellationHandler {
         await Self.suspend { (continuation: Waiter) in
           let wakeNow = state.withLock { state -> Bool in
-            if state.head < state.items.count || state.closed || Task.isCancelled { return true }
+            if !state.items.isEmpty || state.closed || Task.isCancelled { return true }
             state.waiter = continuation
             return false
           }
@@ -98,7 +95,7 @@ public final class Inbox<Element: Sendable>: Sendable {
         }
         waiter?.resume()
       }
-      let (item, closed) = state.withLock { state in (Self.take(&state), state.closed) }
+      let (item, closed) = state.withLock { state in (state.items.popFirst(), state.closed) }
       if let item { return item }
       if closed || ended { return nil }
     }
@@ -112,19 +109,5 @@ public final class Inbox<Element: Sendable>: Sendable {
     #else
       await withUnsafeContinuation(body)
     #endif
-  }
-
-  private static func take(_ state: inout State) -> Element? {
-    guard state.head < state.items.count else { return nil }
-    let item = state.items[state.head].take()
-    state.head += 1
-    if state.head == state.items.count {
-      state.items.removeAll(keepingCapacity: true)
-      state.head = 0
-    } else if state.head >= 64 && state.head * 2 >= state.items.count {
-      state.items.removeFirst(state.head)
-      state.head = 0
-    }
-    return item
   }
 }
