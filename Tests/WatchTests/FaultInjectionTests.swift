@@ -145,7 +145,8 @@ import Wire
     }
     #expect(
       unresolved.isEmpty && removalDue.isEmpty,
-      "actions \(unresolved) unresolved, \(removalDue) not removed; the watch's errors: \(errors)")
+      "actions \(unresolved) unresolved, \(removalDue) not removed (cut \(String(describing: cut))): \(difference()); the watch's errors: \(errors)"
+    )
     // An action reported unconfirmed was cut off with the first link (the only one cut).
     if first.withLock({ $0?.isCut ?? false }), let cutLink = sockets.serving.withLock({ $0.first }) {
       await cutLink.value
