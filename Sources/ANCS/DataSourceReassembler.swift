@@ -20,6 +20,12 @@ public struct DataSourceReassembler: Sendable {
     /// Any response; complete at the end of a fragment that ends on a tuple boundary.
     /// For decoding a response held whole in one buffer.
     case anything
+
+    /// The Get Notification Attributes command answered, if that is what is expected.
+    public var notificationRequest: GetNotificationAttributesCommand? {
+      if case .notificationAttributes(let command) = self { return command }
+      return nil
+    }
   }
 
   public enum UnrequestedTuples: Hashable, Sendable {
@@ -34,9 +40,12 @@ public struct DataSourceReassembler: Sendable {
     public var maximumSize: Int
     /// Attributes the phone is known to omit (labels, MessageSize on some phones). The
     /// response completes without them when a fragment that ends on a tuple boundary is
-    /// shorter than `fragmentCapacity` (a short fragment is the phone's last).
+    /// shorter than the phone's fragments are (a short fragment is the phone's last): shorter
+    /// than `fragmentCapacity` and than the largest earlier fragment of the same response.
     public var optionalAttributes: Set<UInt8>
-    /// ATT_MTU - 3 on the link, when known; without it optional attributes wait for `finish()`.
+    /// How much the phone puts in one notification, when known: ATT_MTU - 3 on the link, or
+    /// less for a phone seen to fill fewer (`fillSize`). Without it optional attributes wait
+    /// for `finish()`.
     public var fragmentCapacity: Int?
     /// `finish()` on a response that ends on a tuple boundary but lacks requested tuples
     /// returns it with `missing` filled in (true) or fails with `missingAttributes` (false).
@@ -79,6 +88,11 @@ public struct DataSourceReassembler: Sendable {
   private(set) public var isComplete = false
   /// Fragments fed so far, empty ones included.
   private(set) public var fragmentCount = 0
+  /// The largest fragment that more of this response followed: what the phone puts in one
+  /// notification (nil until a second non-empty fragment arrives).
+  private(set) public var fillSize: Int?
+  /// The size of the last non-empty fragment.
+  private(set) public var lastFragmentSize = 0
 
   private enum Header {
     case notification(uid: UInt32)
@@ -141,6 +155,8 @@ public struct DataSourceReassembler: Sendable {
       return complete(missing: missing)
     }
     if isComplete { throw ANCSError(field: "Fragment", offset: buffer.count, reason: .unexpectedFragment) }
+    if lastFragmentSize > 0 { fillSize = max(fillSize ?? 0, lastFragmentSize) }
+    lastFragmentSize = fragment.count
     if buffer.count + fragment.count > policy.maximumSize {
       throw ANCSError(field: "Response", offset: buffer.count, reason: .tooLarge(limit: policy.maximumSize))
     }
@@ -152,12 +168,25 @@ public struct DataSourceReassembler: Sendable {
     guard cursor == buffer.count else { return nil }
     if case .anything = expectation { return complete(missing: []) }
     if requestedSeen == requested.count { return complete(missing: []) }
-    let shortFragment = policy.fragmentCapacity.map { fragment.count < $0 } ?? false
+    // A phone that fills fewer bytes than ATT_MTU - 3 (20-byte chunks) shows it by its
+    // earlier fragments: one of that size is not its last.
+    let capacity = policy.fragmentCapacity.map { min($0, fillSize ?? $0) }
+    let shortFragment = capacity.map { fragment.count < $0 } ?? false
     let missing = requested.filter { !seen.contains($0.id) }.map(\.id)
     if shortFragment && missing.allSatisfy(policy.optionalAttributes.contains) {
       return complete(missing: missing)
     }
     return nil
+  }
+
+  /// True when the response has stopped on a tuple boundary with only optional attributes
+  /// missing, but its last fragment was not short enough to end it: the phone may have
+  /// finished or may have more. The owner decides after a quiet while (`finish()`, under
+  /// `acceptPartial`).
+  public var awaitsOnlyOptional: Bool {
+    guard !isComplete, header != nil, cursor == buffer.count, !requested.isEmpty else { return false }
+    let missing = requested.filter { !seen.contains($0.id) }.map(\.id)
+    return !missing.isEmpty && missing.allSatisfy(policy.optionalAttributes.contains)
   }
 
   /// Ends the response now. Returns it when it is whole, or partial at a tuple boundary under

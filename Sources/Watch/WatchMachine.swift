@@ -53,6 +53,20 @@ public struct WatchMachine: Sendable {
     /// The notification was removed while its fetch was in flight: discard the answer.
     var cancelled = false
     var reassembler: DataSourceReassembler?
+    /// The answer stopped where it may be whole (`awaitsOnlyOptional`): taken as it is at
+    /// this time unless more arrives.
+    var settleAt: Duration?
+  }
+
+  /// An answer taken as whole without some optional tuples, in case the phone was not done:
+  /// a continuation that brings them (its first byte is one of their IDs, never a CommandID)
+  /// is added to the notification instead of being dropped as a stray.
+  struct LateTuples: Sendable {
+    var uid: UInt32
+    var missing: [UInt8]
+    /// The size of the fragment the answer was taken as ending with.
+    var lastFragmentSize: Int
+    var reassembler: DataSourceReassembler
   }
 
   public let options: WatchOptions
@@ -61,6 +75,10 @@ public struct WatchMachine: Sendable {
   var mtu = 23
   var sessionStart: Duration = .zero
   var inFlight: InFlight?
+  /// How much the phone puts in one Data Source notification, once an answer has shown it
+  /// (a phone that chunks below ATT_MTU - 3); nil: ATT_MTU - 3.
+  var phoneFill: Int?
+  var lateTuples: LateTuples?
   /// New notifications and actions first, then pre-existing ones.
   var actions: [(UInt32, ActionID)] = []
   var urgent = UIDQueue()
@@ -154,6 +172,8 @@ public struct WatchMachine: Sendable {
     verifications = []
     lastCallCheck = [:]
     inFlight = nil
+    lateTuples = nil
+    phoneFill = nil
     probing = false
     sessionStart = now
     lastHeard = now
@@ -336,7 +356,8 @@ public struct WatchMachine: Sendable {
     // FAULT omitted-tuple-fatal: breaks "an answer without its last requested tuple completes".
     let lenient = !faults.contains(.omittedTupleFatal)
     let policy = DataSourceReassembler.Policy(
-      optionalAttributes: lenient ? WatchOptions.optionalAttributes : [], fragmentCapacity: mtu - 3,
+      optionalAttributes: lenient ? WatchOptions.optionalAttributes : [],
+      fragmentCapacity: min(mtu - 3, phoneFill ?? .max),
       acceptPartial: lenient,
       unrequested: faults.contains(.unrequestedTupleFatal) ? .reject : .keep,
       enforceMaximumLength: faults.contains(.overLongFatal))
@@ -421,6 +442,7 @@ public struct WatchMachine: Sendable {
         return
       }
     }
+    if (inFlight?.reassembler?.byteCount ?? 0) == 0, lateContinuation(bytes, &out) { return }
     guard let before = inFlight?.reassembler?.byteCount else {
       if !bytes.isEmpty {
         out.append(.emit(.error("Data Source: \(bytes.count) bytes with no command in flight; ignored")))
@@ -433,7 +455,14 @@ public struct WatchMachine: Sendable {
       var response = try inFlight?.reassembler?.feed(bytes)
       // FAULT no-reassembly: breaks "reassembled across notifications split anywhere".
       if response == nil && faults.contains(.noReassembly) { response = try inFlight?.reassembler?.finish() }
-      if let response, let flight = inFlight.take() { complete(flight, response, &out) }
+      if !bytes.isEmpty { lateTuples = nil }
+      if let response, let flight = inFlight.take() {
+        complete(flight, response, &out)
+      } else if inFlight?.reassembler?.awaitsOnlyOptional == true {
+        inFlight?.settleAt = now + options.answerSettle
+      } else {
+        inFlight?.settleAt = nil
+      }
     } catch {
       if faults.contains(.overLongFatal), case .valueTooLong = error.reason {
         out.append(.disconnect("Data Source: \(error)"))
@@ -473,9 +502,15 @@ public struct WatchMachine: Sendable {
 
   private mutating func complete(_ flight: InFlight, _ response: DataSourceResponse, _ out: inout [Action]) {
     inFlight = nil
+    if let fill = flight.reassembler?.fillSize { phoneFill = fill }
     switch (flight.command, response) {
     case (.notification(let uid, let request), .notificationAttributes(let attributes)):
       guard !flight.cancelled, let index = position(of: uid) else { return }
+      if let reassembler = flight.reassembler {
+        expectLate(
+          uid, request.attributes.filter { attributes.missing.contains($0.id) }, reassembler.policy,
+          lastFragmentSize: reassembler.lastFragmentSize)
+      }
       // FAULT tuples-in-request-order: breaks "tuples found by AttributeID whatever their order".
       let requested = request.attributes.map(\.id)
       let arrived = attributes.attributes.map(\.id).filter(requested.contains)
@@ -502,6 +537,54 @@ public struct WatchMachine: Sendable {
     default:
       out.append(.emit(.error("Data Source: answer does not match the command")))
     }
+  }
+
+  /// Keeps the way open for the phone to send `missing` after all (nothing when it is empty).
+  private mutating func expectLate(
+    _ uid: UInt32, _ missing: [AttributeRequest], _ policy: DataSourceReassembler.Policy, lastFragmentSize: Int
+  ) {
+    guard !missing.isEmpty else { return }
+    var policy = policy
+    // Only optional tuples are left: any fragment that ends on a tuple boundary ends it.
+    policy.fragmentCapacity = .max
+    lateTuples = LateTuples(
+      uid: uid, missing: missing.map(\.id.rawValue), lastFragmentSize: lastFragmentSize,
+      reassembler: DataSourceReassembler(
+        expecting: .notificationAttributes(.init(notificationUID: uid, attributes: missing)), policy: policy))
+  }
+
+  /// Takes a fragment that continues the answer last taken as whole without its optional
+  /// tuples (see `LateTuples`); false when it is not one.
+  private mutating func lateContinuation(_ bytes: [UInt8], _ out: inout [Action]) -> Bool {
+    guard var late = lateTuples, let first = bytes.first else { return false }
+    let started = late.reassembler.byteCount > 0
+    guard started || late.missing.contains(first) else { return false }
+    // The phone was not done: that fragment was not its last, so it fills at least as much.
+    phoneFill = max(phoneFill ?? 0, late.lastFragmentSize)
+    let uid = late.uid
+    let header = started ? [] : [CommandID.getNotificationAttributes.rawValue] + withUnsafeBytes(of: uid.littleEndian, Array.init)
+    let response: DataSourceResponse?
+    do {
+      response = try late.reassembler.feed(header + bytes)
+    } catch {
+      lateTuples = nil
+      out.append(.emit(.error("Data Source: rest of the answer for UID \(uid): \(error); fragment dropped")))
+      return true
+    }
+    guard case .notificationAttributes(let rest)? = response else {
+      lateTuples = late
+      return true
+    }
+    lateTuples = nil
+    if let request = late.reassembler.expectation.notificationRequest {
+      expectLate(
+        uid, request.attributes.filter { rest.missing.contains($0.id) }, late.reassembler.policy,
+        lastFragmentSize: late.lastFragmentSize)
+    }
+    guard let index = position(of: uid) else { return true }
+    Self.fill(&state.notifications[index], rest)
+    if announced.contains(uid) { out.append(.emit(.modified(state.notifications[index]))) }
+    return true
   }
 
   private mutating func appNameArrived(_ identifier: String, _ name: String, _ out: inout [Action]) {
@@ -542,6 +625,16 @@ public struct WatchMachine: Sendable {
       !faults.contains(.noCommandTimeout)
     {
       timeOut(flight, &out)
+    } else if let flight = inFlight, let settleAt = flight.settleAt, now >= settleAt,
+      var reassembler = flight.reassembler
+    {
+      inFlight = nil
+      do {
+        complete(flight, try reassembler.finish(), &out)
+      } catch {
+        out.append(.emit(.error("\(flight.command): \(error)")))
+        giveUp(flight, &out)
+      }
     }
     guard case .connected = state.link else { return }
     // FAULT no-liveness-probe: breaks "notice a phone that silently dropped the subscriptions".

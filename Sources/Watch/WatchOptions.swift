@@ -16,6 +16,10 @@ public struct WatchOptions: Sendable {
   public var dataSourceFirst = true
   /// Time allowed for one Control Point command's answer before the watch moves on.
   public var commandTimeout: Duration = .seconds(10)
+  /// An answer that stopped on a tuple boundary with only optional attributes missing, in a
+  /// notification as full as the phone's others, is taken as whole after this long without
+  /// more (a later continuation is still taken in).
+  public var answerSettle: Duration = .seconds(1)
   /// Byte maxima asked for Title, Subtitle and Message (65535: whole texts).
   public var titleMaximum: UInt16 = 65535
   public var subtitleMaximum: UInt16 = 65535

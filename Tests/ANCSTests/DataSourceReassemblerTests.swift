@@ -171,6 +171,37 @@ import Wire
     #expect(try required.feed(bytes) == nil)
   }
 
+  /// A phone that fills fewer bytes than the capacity shows it by its earlier fragments: a
+  /// fragment as long as one that more followed is not short, whatever the capacity.
+  @Test func aFragmentAsLongAsAnEarlierOneIsNotTheLast() throws {
+    let policy = DataSourceReassembler.Policy(optionalAttributes: [3], fragmentCapacity: 182, acceptPartial: true)
+    let bytes = Self.partial.encoded()  // 13 bytes, Message missing
+    // One byte, then twelve: twelve is not shorter than one, so it may not be the last.
+    var growing = make(policy: policy)
+    #expect(try growing.feed(Array(bytes[0..<1])) == nil)
+    #expect(try growing.feed(Array(bytes[1...])) == nil)
+    #expect(growing.awaitsOnlyOptional)
+    // Seven and six: six is shorter than seven, so the phone is done.
+    var shrinking = make(policy: policy)
+    #expect(try shrinking.feed(Array(bytes[0..<7])) == nil)
+    #expect(shrinking.fillSize == nil)
+    #expect(try shrinking.feed(Array(bytes[7...])) != nil)
+    #expect(shrinking.fillSize == 7)
+    // Six and seven: seven is not shorter than six, so it may not be the last; the owner is
+    // told the response may be whole.
+    var even = make(policy: policy)
+    #expect(try even.feed(Array(bytes[0..<6])) == nil)
+    #expect(!even.awaitsOnlyOptional)
+    #expect(try even.feed(Array(bytes[6...])) == nil)
+    #expect(even.awaitsOnlyOptional)
+    #expect(even.lastFragmentSize == 7)
+    guard case .notificationAttributes(let response) = try even.finish() else {
+      Issue.record("finish() should return the response")
+      return
+    }
+    #expect(response.missing == [.message])
+  }
+
   static let withExtra = DataSourceResponse.notificationAttributes(
     .init(
       notificationUID: 0x1a,

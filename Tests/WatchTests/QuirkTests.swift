@@ -50,6 +50,31 @@ extension Rig {
     await rig.stop()
   }
 
+  /// Issue #13 (1), as it was seen: with `chunk20` a 20-byte chunk of a mail ends on the
+  /// tuple boundary before MessageSize; the watch must wait for it, and report nothing.
+  /// Titles of 1 to 20 bytes put that boundary at every offset in a chunk.
+  @Test func chunk20MailArrivesWholeWithoutErrors() async throws {
+    let rig = try Rig(quirks: ["chunk20"])
+    try await rig.connected()
+    let text =
+      "A long message with accents é and 日本語 and emoji 🚄 that spans several chunks of twenty bytes each, "
+      + "to test reassembly"
+    for length in 1...20 {
+      let mail = PhoneNotification(
+        appIdentifier: "com.apple.mobilemail", category: .email, title: String(repeating: "Z", count: length),
+        message: text, date: "20261201T201354")
+      await rig.phone.post(mail)
+      let got = try await rig.added(mail.title)
+      #expect(got.message == text)
+      #expect(got.messageSize == text.utf8.count, "title of \(length) bytes")
+    }
+    let errors = rig.history.compactMap { event -> String? in
+      if case .error(let message) = event { return message } else { return nil }
+    }
+    #expect(errors.isEmpty, "\(errors)")
+    await rig.stop()
+  }
+
   @Test func ellipsisWhenTheWatchAsksForLess() async throws {
     var options = WatchOptions()
     options.messageMaximum = 20
