@@ -562,7 +562,8 @@ public struct WatchMachine: Sendable {
     // The phone was not done: that fragment was not its last, so it fills at least as much.
     phoneFill = max(phoneFill ?? 0, late.lastFragmentSize)
     let uid = late.uid
-    let header = started ? [] : [CommandID.getNotificationAttributes.rawValue] + withUnsafeBytes(of: uid.littleEndian, Array.init)
+    let header =
+      started ? [] : [CommandID.getNotificationAttributes.rawValue] + withUnsafeBytes(of: uid.littleEndian, Array.init)
     let response: DataSourceResponse?
     do {
       response = try late.reassembler.feed(header + bytes)
