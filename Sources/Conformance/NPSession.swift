@@ -70,7 +70,7 @@ public final class NPContext: CaseContext {
   public func open(encrypt: Bool = true, mtu: UInt16? = nil) async throws(CaseOutcome) -> NPSession {
     let raw: any ATTBearer
     do { raw = try await phone.connect() } catch { throw .failed("cannot connect to the phone: \(error)") }
-    let bearer: any ATTBearer = capture.map { CapturingBearer(raw, writer: $0) } ?? raw
+    let bearer: any ATTBearer = capture.map { CapturingBearer(raw, writer: $0, role: .peripheral) } ?? raw
     if encrypt {
       do {
         let level = try await bearer.pair(.encrypted)

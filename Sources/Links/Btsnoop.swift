@@ -13,12 +13,13 @@ import Wire
 ///                 bit 1 0 = data (1 would be command/event)
 ///
 /// Each ATT PDU is recorded as the controller would carry it, little-endian inside:
-///   H4 type 0x02 (ACL data) | handle 0x0040 + PB 0b10 (first, automatically flushable) |
+///   H4 type 0x02 (ACL data) | connection handle + PB 0b10 (first, automatically flushable) |
 ///   ACL length u16 | L2CAP length u16 | CID 0x0004 (ATT) | PDU
 ///
-/// A capture may start with an HCI LE Connection Complete event for handle 0x0040 (flags
-/// 0b11: received, event), so that Wireshark knows the connection the ACL packets belong to
-/// instead of flagging each one as "out of any connection handle session".
+/// Each link gets its own connection handle (0x0040, 0x0041, ...), announced by an HCI LE
+/// Connection Complete event when it connects and ended by a Disconnection Complete when it
+/// goes (flags 0b11: received, event), so that Wireshark ties each ACL packet to its link
+/// instead of flagging it as "out of any connection handle session".
 public enum Btsnoop {
   public enum Direction: Hashable, Sendable {
     /// Sent by the recording end (host to controller).
@@ -27,12 +28,16 @@ public enum Btsnoop {
     case received
   }
 
-  /// Microseconds from 0000-01-01 00:00 to the Unix epoch (1970-01-01 00:00).
-  public static let epochOffset: Int64 = 0x00E0_3AB4_4A67_6000
+  /// Microseconds from the btsnoop epoch to the Unix epoch (1970-01-01 00:00 UTC), the
+  /// constant Wireshark (wiretap/btsnoop.c) and BlueZ's btmon (src/shared/btsnoop.c) both use:
+  /// 0x00dcddb30f2f8000. It is midnight of 1 January of year 0 in the proleptic Gregorian
+  /// calendar less two days (so counting from the "0 AD" of the format's description).
+  public static let epochOffset: Int64 = 0x00DC_DDB3_0F2F_8000
   public static let datalinkH4: UInt32 = 1002
+  /// The first link's connection handle; later links count up from it.
   public static let aclHandle: UInt16 = 0x0040
-  /// Handle, with packet boundary 0b10 (first automatically flushable) in bits 12-13.
-  static let aclHandleField: UInt16 = aclHandle | 0b10 << 12
+  /// The largest connection handle (Core v5.3, Vol 4, Part E, 5.4.2: 0x0000 to 0x0EFF).
+  static let lastHandle: UInt16 = 0x0EFF
   /// The largest PDU that fits an ACL length field with its 4-byte L2CAP header.
   public static let maxPDUSize = Int(UInt16.max) - 4
 
@@ -55,10 +60,10 @@ public enum Btsnoop {
     }
   }
 
-  /// An H4 HCI LE Connection Complete event for `aclHandle` (Core v5.3, Vol 4, Part E, 7.7.65.1).
-  public static func h4ConnectionComplete(_ connection: Connection) -> [UInt8] {
+  /// An H4 HCI LE Connection Complete event (Core v5.3, Vol 4, Part E, 7.7.65.1).
+  public static func h4ConnectionComplete(_ connection: Connection, handle: UInt16 = aclHandle) -> [UInt8] {
     var parameters: [UInt8] = [0x01, 0x00]  // subevent LE Connection Complete, status success
-    parameters += littleEndian(aclHandle)
+    parameters += littleEndian(handle)
     parameters.append(connection.role.rawValue)
     parameters.append(0x01)  // peer address type: random
     parameters += (connection.peerAddress + [UInt8](repeating: 0, count: 6)).prefix(6).reversed()
@@ -69,11 +74,18 @@ public enum Btsnoop {
     return [0x04, 0x3E, UInt8(parameters.count)] + parameters
   }
 
+  /// An H4 HCI Disconnection Complete event (Core v5.3, Vol 4, Part E, 7.7.5); reason 0x13:
+  /// Remote User Terminated Connection, 0x16: Connection Terminated by Local Host.
+  public static func h4DisconnectionComplete(handle: UInt16, reason: UInt8) -> [UInt8] {
+    [0x04, 0x05, 0x04, 0x00] + littleEndian(handle) + [reason]
+  }
+
   /// An ATT PDU as an H4 ACL packet on L2CAP CID 4.
-  public static func h4Packet(attPDU pdu: [UInt8]) -> [UInt8] {
+  public static func h4Packet(attPDU pdu: [UInt8], handle: UInt16 = aclHandle) -> [UInt8] {
     var packet: [UInt8] = [0x02]
     packet.reserveCapacity(pdu.count + 9)
-    packet += littleEndian(aclHandleField)
+    // Packet boundary 0b10 (first automatically flushable) in bits 12-13.
+    packet += littleEndian(handle | 0b10 << 12)
     packet += littleEndian(UInt16(pdu.count + 4))
     packet += littleEndian(UInt16(pdu.count))
     packet += littleEndian(UInt16(0x0004))
@@ -126,18 +138,16 @@ public final class BtsnoopWriter: Sendable {
     var buffer: [UInt8]
     var drops: UInt32 = 0
     var error: String?
+    var nextHandle = Btsnoop.aclHandle
   }
 
   public let path: String
   private let clock: Clock
   private let state: Locked<State>
 
-  /// Creates (or truncates) the file at `path` and writes the file header, then the
-  /// connection's LE Connection Complete event unless `connection` is nil.
-  public init(
-    path: String, clock: @escaping Clock = BtsnoopWriter.systemClock,
-    connection: Btsnoop.Connection? = Btsnoop.Connection()
-  ) throws(LinkError) {
+  /// Creates (or truncates) the file at `path` and writes the file header. Links are
+  /// announced with `openConnection(_:)`.
+  public init(path: String, clock: @escaping Clock = BtsnoopWriter.systemClock) throws(LinkError) {
     let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
     guard fd >= 0 else {
       let code = errno
@@ -147,21 +157,40 @@ public final class BtsnoopWriter: Sendable {
     }
     self.path = path
     self.clock = clock
-    var start = Btsnoop.fileHeader
-    if let connection {
-      start += Btsnoop.record(
-        Btsnoop.h4ConnectionComplete(connection), direction: .received, isEvent: true, unixMicroseconds: clock())
-    }
-    self.state = Locked(State(fd: fd, buffer: start))
+    self.state = Locked(State(fd: fd, buffer: Btsnoop.fileHeader))
     flush()
+  }
+
+  /// Records an LE Connection Complete for a new link and returns its connection handle,
+  /// the next one after the last link's (0x0040 first). The peer's address ends in the handle,
+  /// so each link's peer can be told apart too.
+  public func openConnection(role: Btsnoop.Connection.Role) -> UInt16 {
+    let time = clock()
+    return state.withLock { state in
+      let handle = state.nextHandle
+      state.nextHandle = handle == Btsnoop.lastHandle ? Btsnoop.aclHandle : handle + 1
+      guard state.fd >= 0 else { return handle }
+      let peer: [UInt8] = [0xC0, 0x00, 0x00, 0x00, UInt8(handle >> 8), UInt8(handle & 0xFF)]
+      state.buffer += Btsnoop.record(
+        Btsnoop.h4ConnectionComplete(.init(role: role, peerAddress: peer), handle: handle), direction: .received,
+        isEvent: true, unixMicroseconds: time, cumulativeDrops: state.drops)
+      return handle
+    }
+  }
+
+  /// Records the Disconnection Complete of a link opened with `openConnection(role:)`.
+  public func closeConnection(_ handle: UInt16, reason: UInt8) {
+    record(
+      h4Packet: Btsnoop.h4DisconnectionComplete(handle: handle, reason: reason), direction: .received, isEvent: true)
   }
 
   deinit {
     close()
   }
 
-  /// Records one ATT PDU. A PDU too large for an ACL packet is counted as dropped.
-  public func record(_ pdu: [UInt8], direction: Btsnoop.Direction) {
+  /// Records one ATT PDU on the link `handle`. A PDU too large for an ACL packet is counted
+  /// as dropped.
+  public func record(_ pdu: [UInt8], direction: Btsnoop.Direction, handle: UInt16 = Btsnoop.aclHandle) {
     let time = clock()
     state.withLock { state in
       guard state.fd >= 0 else { return }
@@ -170,7 +199,8 @@ public final class BtsnoopWriter: Sendable {
         return
       }
       state.buffer += Btsnoop.record(
-        Btsnoop.h4Packet(attPDU: pdu), direction: direction, unixMicroseconds: time, cumulativeDrops: state.drops)
+        Btsnoop.h4Packet(attPDU: pdu, handle: handle), direction: direction, unixMicroseconds: time,
+        cumulativeDrops: state.drops)
       if state.buffer.count >= 64 * 1024 { Self.write(&state) }
     }
   }

@@ -1,17 +1,34 @@
 import ATT
+import Wire
 
 /// Wraps any bearer and records every ATT PDU it sends and receives in a btsnoop file
 /// (`BtsnoopWriter`), from this end's point of view: what it sends is "sent by the host".
-/// Everything else passes through unchanged. Closing the bearer flushes the capture; the
-/// writer stays open for other bearers and closes with `BtsnoopWriter.close()` or when
-/// released.
+/// Each bearer is a link of its own in the capture: its own connection handle, an LE
+/// Connection Complete when it is made and a Disconnection Complete when it ends (the peer
+/// closed: reason 0x13; this end: 0x16). Everything else passes through unchanged. Closing
+/// the bearer flushes the capture; the writer stays open for other bearers and closes with
+/// `BtsnoopWriter.close()` or when released.
 public final class CapturingBearer: ATTBearer {
   public let inner: any ATTBearer
   public let writer: BtsnoopWriter
+  /// This link's connection handle in the capture.
+  public let handle: UInt16
+  private let ended = Locked(false)
 
-  public init(_ inner: any ATTBearer, writer: BtsnoopWriter) {
+  /// `role` is this end's: the phone is the central, the watch the peripheral.
+  public init(_ inner: any ATTBearer, writer: BtsnoopWriter, role: Btsnoop.Connection.Role = .central) {
     self.inner = inner
     self.writer = writer
+    self.handle = writer.openConnection(role: role)
+  }
+
+  private func end(reason: UInt8) {
+    let first = ended.withLock { ended in
+      defer { ended = true }
+      return !ended
+    }
+    if first { writer.closeConnection(handle, reason: reason) }
+    writer.flush()
   }
 
   public var name: String { inner.name }
@@ -19,16 +36,16 @@ public final class CapturingBearer: ATTBearer {
   /// Recorded before it goes out, so a reply the peer sends at once never appears in the
   /// capture ahead of the request that caused it.
   public func send(_ pdu: [UInt8]) async throws(BearerError) {
-    writer.record(pdu, direction: .sent)
+    writer.record(pdu, direction: .sent, handle: handle)
     try await inner.send(pdu)
   }
 
   public func receive() async throws(BearerError) -> [UInt8]? {
     guard let pdu = try await inner.receive() else {
-      writer.flush()
+      end(reason: 0x13)
       return nil
     }
-    writer.record(pdu, direction: .received)
+    writer.record(pdu, direction: .received, handle: handle)
     return pdu
   }
 
@@ -40,6 +57,6 @@ public final class CapturingBearer: ATTBearer {
 
   public func close() {
     inner.close()
-    writer.flush()
+    end(reason: 0x16)
   }
 }

@@ -145,7 +145,7 @@ enum WatchCommand {
         return taken
       }
       let bearer: any ATTBearer = taken ? try await address.connect() : first
-      return writer.map { CapturingBearer(bearer, writer: $0) } ?? bearer
+      return writer.map { CapturingBearer(bearer, writer: $0, role: .peripheral) } ?? bearer
     }
   }
 

@@ -127,6 +127,51 @@ struct CLITests {
     #expect(try await phone.exitCode() == 0)
   }
 
+  /// Issue #13 (3): two watches in one phone capture are two links, each with its own
+  /// handle, connected when it connects and disconnected when it goes.
+  @Test func phoneCaptureKeepsEachWatchApart() async throws {
+    let path = temporaryPath("phone.sock")
+    let capture = temporaryPath("phone.btsnoop")
+    defer { try? FileManager.default.removeItem(atPath: capture) }
+    let phone = try Command(["phone", "--listen", "unix:\(path)", "--commands", "jsonl", "--capture", capture])
+    defer { phone.terminate() }
+    try await offThread {
+      for _ in 0..<200 where !FileManager.default.fileExists(atPath: path) { usleep(10_000) }
+    }
+    for _ in 0..<2 {
+      let watch = try Command(["watch", "--connect", "unix:\(path)", "--headless"])
+      defer { watch.terminate() }
+      await watch.line(containing: #""event":"connected""#)
+      await phone.line(containing: #""event":"sessionStarted""#)
+      watch.send("quit")
+      #expect(try await watch.exitCode() == 0)
+      await phone.line(containing: #""event":"disconnected""#)
+    }
+    phone.send(#"{"cmd":"quit"}"#)
+    #expect(try await phone.exitCode() == 0)
+    let bytes = Array(try Data(contentsOf: URL(fileURLWithPath: capture)))
+    // Walk the records: H4 events (type 4) and ACL packets (type 2) with their handles.
+    var offset = 16
+    var events: [String] = []
+    var aclHandles: Set<Int> = []
+    while offset + 24 <= bytes.count {
+      let length = bytes[(offset + 4)..<(offset + 8)].reduce(0) { $0 << 8 | Int($1) }
+      let packet = Array(bytes[(offset + 24)..<(offset + 24 + length)])
+      if packet[0] == 0x04 && packet[1] == 0x3E {
+        events.append("connected \(Int(packet[5]) | Int(packet[6]) << 8)")
+      } else if packet[0] == 0x04 && packet[1] == 0x05 {
+        events.append("disconnected \(Int(packet[4]) | Int(packet[5]) << 8)")
+      } else if packet[0] == 0x02 {
+        let handle = (Int(packet[1]) | Int(packet[2]) << 8) & 0x0FFF
+        aclHandles.insert(handle)
+        if events.last != "data \(handle)" { events.append("data \(handle)") }
+      }
+      offset += 24 + length
+    }
+    #expect(events == ["connected 64", "data 64", "disconnected 64", "connected 65", "data 65", "disconnected 65"])
+    #expect(aclHandles == [64, 65])
+  }
+
   @Test func headlessDemoPlaysAScenario() async throws {
     let path = temporaryPath("demo.json")
     try #"""

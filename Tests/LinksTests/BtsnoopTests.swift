@@ -72,7 +72,7 @@ struct BtsnoopTests {
     #expect(packet == [0x02, 0x40, 0x20, 0x07, 0x00, 0x03, 0x00, 0x04, 0x00, 0x0A, 0x03, 0x00])
     let record = Btsnoop.record(packet, direction: .received, unixMicroseconds: 0)
     #expect(
-      record == [0, 0, 0, 12, 0, 0, 0, 12, 0, 0, 0, 1, 0, 0, 0, 0, 0x00, 0xE0, 0x3A, 0xB4, 0x4A, 0x67, 0x60, 0x00]
+      record == [0, 0, 0, 12, 0, 0, 0, 12, 0, 0, 0, 1, 0, 0, 0, 0, 0x00, 0xDC, 0xDD, 0xB3, 0x0F, 0x2F, 0x80, 0x00]
         + packet)
     #expect(Btsnoop.record(packet, direction: .sent, unixMicroseconds: 1)[8..<12] == [0, 0, 0, 0])
     #expect(Btsnoop.record(packet, direction: .received, isEvent: true, unixMicroseconds: 1)[8..<12] == [0, 0, 0, 3])
@@ -82,6 +82,9 @@ struct BtsnoopTests {
           0x04, 0x3E, 19, 0x01, 0x00, 0x40, 0x00, 0x01, 0x01, 0x06, 0x05, 0x04, 0x03, 0x02, 0xC1, 24, 0, 0, 0, 72, 0,
           0x00,
         ])
+    #expect(Btsnoop.h4Packet(attPDU: [0x0A], handle: 0x0041)[1...2] == [0x41, 0x20])
+    #expect(
+      Btsnoop.h4DisconnectionComplete(handle: 0x0041, reason: 0x13) == [0x04, 0x05, 0x04, 0x00, 0x41, 0x00, 0x13])
   }
 
   @Test("a capture of a socket link holds every PDU both ways, in order, with injected times")
@@ -119,11 +122,15 @@ struct BtsnoopTests {
     let file = try #require(readSnoop(try readFile(path)))
     #expect(file.version == 1)
     #expect(file.datalink == 1002)
-    try #require(file.records.count == exchange.count + 1)
+    try #require(file.records.count == exchange.count + 2)
     let connection = file.records[0]
     #expect(connection.flags == 3)
-    #expect(connection.packet == Btsnoop.h4ConnectionComplete(Btsnoop.Connection()))
+    #expect(
+      connection.packet == Btsnoop.h4ConnectionComplete(Btsnoop.Connection(peerAddress: [0xC0, 0, 0, 0, 0, 0x40])))
     #expect(connection.timestamp == StepClock.start + Btsnoop.epochOffset)
+    let disconnection = try #require(file.records.last)
+    #expect(disconnection.flags == 3)
+    #expect(disconnection.packet == Btsnoop.h4DisconnectionComplete(handle: 0x0040, reason: 0x16))
     for (index, (record, (direction, pdu))) in zip(file.records.dropFirst(), exchange).enumerated() {
       #expect(record.flags == (direction == .received ? 1 : 0), "record \(index)")
       #expect(record.drops == 0)
@@ -143,11 +150,59 @@ struct BtsnoopTests {
     writer.close()
   }
 
+  @Test("each link in one capture has its own handle, connected before and disconnected after its packets")
+  func linksHaveHandlesOfTheirOwn() async throws {
+    let directory = TemporaryDirectory()
+    let path = directory.file("two.btsnoop")
+    let writer = try BtsnoopWriter(path: path, clock: StepClock().clock)
+    let (a, aPeer) = try UnixSeqpacketLink.pair()
+    let (b, bPeer) = try UnixSeqpacketLink.pair()
+    let first = CapturingBearer(a, writer: writer)
+    let second = CapturingBearer(b, writer: writer, role: .peripheral)
+    #expect(first.handle == 0x0040)
+    #expect(second.handle == 0x0041)
+    try await first.send([0x0A, 0x01, 0x00])
+    try await second.send([0x0A, 0x02, 0x00])
+    aPeer.close()  // the peer ends the first link
+    #expect(try await first.receive() == nil)
+    second.close()  // this end ends the second
+    bPeer.close()
+    writer.close()
+    let records = try #require(readSnoop(try readFile(path))).records.map(\.packet)
+    #expect(
+      records == [
+        Btsnoop.h4ConnectionComplete(.init(role: .central, peerAddress: [0xC0, 0, 0, 0, 0, 0x40]), handle: 0x0040),
+        Btsnoop.h4ConnectionComplete(.init(role: .peripheral, peerAddress: [0xC0, 0, 0, 0, 0, 0x41]), handle: 0x0041),
+        Btsnoop.h4Packet(attPDU: [0x0A, 0x01, 0x00], handle: 0x0040),
+        Btsnoop.h4Packet(attPDU: [0x0A, 0x02, 0x00], handle: 0x0041),
+        Btsnoop.h4DisconnectionComplete(handle: 0x0040, reason: 0x13),
+        Btsnoop.h4DisconnectionComplete(handle: 0x0041, reason: 0x16),
+      ])
+  }
+
+  /// Issue #13 (2): the btsnoop epoch as Wireshark reads it. A capture taken now must show
+  /// now, not thirty years on.
+  @Test(
+    "tshark reads the time a capture was taken", .enabled(if: tsharkAvailable, "tshark is not installed"))
+  func tsharkReadsTheTimeTaken() async throws {
+    let directory = TemporaryDirectory()
+    let path = directory.file("now.btsnoop")
+    let taken = BtsnoopWriter.systemClock()
+    let writer = try BtsnoopWriter(path: path)
+    _ = writer.openConnection(role: .central)
+    writer.close()
+    let tshark = try #require(tsharkPath)
+    let fields = try await offThread { try run(tshark, ["-r", path, "-T", "fields", "-e", "frame.time_epoch"]) }
+    #expect(fields.status == 0, "\(fields.error)")
+    let shown = try #require(Double(fields.output.trimmingCharacters(in: .whitespacesAndNewlines)))
+    #expect(abs(shown - Double(taken) / 1e6) < 60, "tshark shows \(shown), taken at \(Double(taken) / 1e6)")
+  }
+
   @Test("records from many tasks at once are all whole")
   func concurrentRecords() async throws {
     let directory = TemporaryDirectory()
     let path = directory.file("many.btsnoop")
-    let writer = try BtsnoopWriter(path: path, clock: { 0 }, connection: nil)
+    let writer = try BtsnoopWriter(path: path, clock: { 0 })
     await withTaskGroup(of: Void.self) { group in
       for task in 0..<8 {
         group.addTask {
@@ -209,9 +264,10 @@ struct BtsnoopTests {
     let summary = try await offThread { try run(tshark, ["-r", path]) }
     #expect(summary.status == 0, "\(summary.error)")
     #expect(!summary.output.contains("Malformed"), "\(summary.output)")
-    // The connection event, three exchanges and a notification.
-    #expect(summary.output.split(separator: "\n").count == 8, "\(summary.output)")
+    // The connection event, three exchanges, a notification and the disconnection.
+    #expect(summary.output.split(separator: "\n").count == 9, "\(summary.output)")
     #expect(summary.output.contains("LE Connection Complete"), "\(summary.output)")
+    #expect(summary.output.contains("Disconnect Complete"), "\(summary.output)")
     #expect(summary.output.contains("Exchange MTU Request"), "\(summary.output)")
     #expect(summary.output.contains("Error Response"), "\(summary.output)")
 

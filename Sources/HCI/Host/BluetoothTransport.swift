@@ -183,7 +183,7 @@ extension HCIHost {
     let stream: any HCIByteStream
     let capture: BtsnoopWriter?
     do {
-      capture = try capturePath.map { path throws(LinkError) in try BtsnoopWriter(path: path, connection: nil) }
+      capture = try capturePath.map { path throws(LinkError) in try BtsnoopWriter(path: path) }
       stream = try await transport.openStream()
     } catch {
       throw .transport(error)
