@@ -11,9 +11,11 @@ enum WatchCommand {
            ancs watch --bluetooth TRANSPORT [options]
 
     Runs a simulated watch (the ANCS client) against a phone: pairs, discovers ANCS,
-    subscribes, and shows the notifications. With --headless (or when standard output is not
-    a terminal) it prints one JSON object per event (Protocol/events.md) and takes commands
-    on standard input, one per line: `positive UID`, `negative UID`, `quit`.
+    subscribes, and shows the notifications. Like a real watch it waits for its phone: one
+    that is not up yet, or goes away, is tried again with the reconnect back-off. With
+    --headless (or when standard output is not a terminal) it prints one JSON object per
+    event (Protocol/events.md) and takes commands on standard input, one per line:
+    `positive UID`, `negative UID`, `quit`.
 
     options:
       --connect ADDRESS       unix:PATH or tcp:HOST:PORT of a running `ancs phone`
@@ -45,8 +47,8 @@ enum WatchCommand {
       ancs watch --connect unix:/tmp/phone.sock       # in another
       ancs watch --connect unix:/tmp/phone.sock --mute news --quiet-hours 22:00-07:00
 
-    exit codes: 0 after `quit` or end of input, 1 when the link is lost with
-    --no-reconnect, 2 for bad usage
+    exit codes: 0 after `quit` or end of input, 1 when the link is lost (or the phone
+    cannot be reached) with --no-reconnect, 2 for bad usage
     """
 
   static func options(_ args: inout Arguments) throws(UsageError) -> WatchOptions {
@@ -122,7 +124,9 @@ enum WatchCommand {
       // connection; the engine then pairs (a Security Request) and goes on as over any link.
       engine = WatchEngine(options: options, logger: logger) { try await host.acceptLink(advertisement, timeout: nil) }
     } else {
-      engine = try await socketWatch(try twoProcessAddress(text ?? ""), options, capture: capture, logger: logger)
+      engine = try socketWatch(
+        try twoProcessAddress(text ?? ""), options, capture: capture, logger: logger,
+        announce: headless || !stdoutIsTerminal)
     }
     if !headless && stdoutIsTerminal, let code = await FaceCommandLine.run(engine, face, until: nil) {
       return code
@@ -130,26 +134,38 @@ enum WatchCommand {
     return await runHeadless(engine, expectReconnect: options.reconnect)
   }
 
-  /// A watch over a simulated link to `address`.
-  static func socketWatch(_ address: LinkAddress, _ options: WatchOptions, capture: String?, logger: Logger)
-    async throws -> WatchEngine
-  {
+  /// A watch over a simulated link to `address`. As a real watch waits for its phone, a
+  /// phone that is not up yet is tried again with the reconnect back-off (the face shows the
+  /// waiting screen); with `announce`, the first failure and the first success after it are
+  /// said on stderr.
+  static func socketWatch(
+    _ address: LinkAddress, _ options: WatchOptions, capture: String?, logger: Logger, announce: Bool
+  ) throws(UsageError) -> WatchEngine {
     let writer = try capture.map(captureWriter)
-    // Fail early, with the link's own message, when nobody is listening.
-    let first: SocketBearer
-    do { first = try await address.connect() } catch { throw UsageError("\(error)") }
-    let firstTaken = Locked(false)
+    let waiting = Locked(false)
     return WatchEngine(options: options, logger: logger) {
-      let taken = firstTaken.withLock { taken in
-        defer { taken = true }
-        return taken
+      let bearer: SocketBearer
+      do {
+        bearer = try await address.connect()
+      } catch {
+        let first = waiting.withLock { waiting in
+          defer { waiting = true }
+          return !waiting
+        }
+        if announce && first {
+          printError(
+            "ancs: waiting for the phone: \(error); trying again\(options.reconnect ? "" : " never (--no-reconnect)")")
+        }
+        throw error
       }
-      let bearer: any ATTBearer = taken ? try await address.connect() : first
+      if announce, waiting.withLock({ $0 }) { printError("ancs: connected to \(address)") }
+      waiting.withLock { $0 = false }
       return writer.map { CapturingBearer(bearer, writer: $0, role: .peripheral) } ?? bearer
     }
   }
 
   /// Prints events as JSON lines and takes `positive UID`, `negative UID`, `quit` on stdin.
+  /// End of input stops the watch, as `quit` does, unless a `deadline` ends it (the demo).
   static func runHeadless(_ engine: WatchEngine, expectReconnect: Bool, until deadline: Duration? = nil) async -> Int32
   {
     let events = engine.events()
@@ -159,13 +175,17 @@ enum WatchCommand {
     whenStandardOutputCloses { engine.stop() }
     let printer = Task {
       var lost = false
+      var connected = false
       for await event in events {
         printLine(event.json.description)
         if case .disconnected = event { lost = true }
+        if case .connected = event { connected = true }
       }
-      return lost
+      // Without reconnecting, never reaching the phone is a lost link too.
+      return lost || !connected
     }
     let input = Task {
+      defer { if deadline == nil { engine.stop() } }
       for await line in standardInputLines() {
         let words = line.split(separator: " ").map(String.init)
         switch words.first {

@@ -21,8 +21,6 @@ struct CLITests {
       (["frobnicate"], "unknown subcommand"),
       (["watch"], "needs --connect"),
       (["watch", "--connect", "bogus:thing"], "memory, unix:PATH or tcp:HOST:PORT"),
-      (["watch", "--connect", "unix:/nonexistent/dir/phone.sock"], "unix:/nonexistent/dir/phone.sock"),
-      (["watch", "--connect", "tcp:127.0.0.1:9"], "refused"),
       (["watch", "--connect", "unix:/tmp/x.sock", "--preexisting", "some"], "--preexisting"),
       (["watch", "--connect", "memory"], "ancs demo"),
       (["phone"], "needs --listen"),
@@ -170,6 +168,40 @@ struct CLITests {
     }
     #expect(events == ["connected 64", "data 64", "disconnected 64", "connected 65", "data 65", "disconnected 65"])
     #expect(aclHandles == [64, 65])
+  }
+
+  /// Issue #13 (4, 5): a watch started before its phone waits for it, says so once, and
+  /// connects when the phone comes up; end of input stops it with exit 0.
+  @Test func watchWaitsForItsPhoneAndEndsAtEndOfInput() async throws {
+    let path = temporaryPath("late.sock")
+    let watch = try Command(["watch", "--connect", "unix:\(path)", "--headless", "--reconnect-delay", "0.05"])
+    defer { watch.terminate() }
+    try await offThread {
+      for _ in 0..<500 where !watch.stderr.contains("waiting for the phone") { usleep(10_000) }
+    }
+    #expect(watch.stderr.contains("ancs: waiting for the phone: unix:\(path)"), "\(watch.stderr)")
+    let phone = try Command(["phone", "--listen", "unix:\(path)", "--commands", "jsonl"])
+    defer { phone.terminate() }
+    await watch.line(containing: #""event":"connected""#)
+    await phone.line(containing: #""event":"sessionStarted""#)
+    watch.closeInput()
+    #expect(try await watch.exitCode() == 0)
+    let stderr = await watch.wholeStderr()
+    #expect(stderr.components(separatedBy: "waiting for the phone").count == 2, "said once: \(stderr)")
+    phone.send(#"{"cmd":"quit"}"#)
+    #expect(try await phone.exitCode() == 0)
+  }
+
+  /// With --no-reconnect a phone that cannot be reached is a lost link: exit 1, one line.
+  @Test(arguments: ["unix:/nonexistent/dir/phone.sock", "tcp:127.0.0.1:9"])
+  func unreachablePhoneWithoutReconnecting(address: String) async throws {
+    // Input stays open: only the failed connection may end it.
+    let watch = try Command(["watch", "--connect", address, "--headless", "--no-reconnect"])
+    defer { watch.terminate() }
+    #expect(try await watch.exitCode() == 1)
+    let stderr = await watch.wholeStderr()
+    #expect(stderr.contains("waiting for the phone: \(address)"), "\(stderr)")
+    #expect(await watch.nextLine() == nil, "no event: the phone was never reached")
   }
 
   @Test func headlessDemoPlaysAScenario() async throws {

@@ -58,6 +58,9 @@ final class Command: @unchecked Sendable {
 
   var stderr: String { stderrText.value }
 
+  /// Everything the process wrote on stderr, once it has exited.
+  func wholeStderr() async -> String { await stderrText.whole() }
+
   /// Stops the process without waiting for it (a `defer` cannot wait).
   func terminate() {
     if process.isRunning { process.terminate() }

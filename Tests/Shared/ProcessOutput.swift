@@ -26,6 +26,7 @@ func lines(of handle: FileHandle) -> AsyncStream<String> {
 final class CollectedText: @unchecked Sendable {
   private let lock = NSLock()
   private var text = ""
+  private let ended = DispatchSemaphore(value: 0)
 
   init(reading handle: FileHandle) {
     Thread.detachNewThread { [self] in
@@ -35,8 +36,22 @@ final class CollectedText: @unchecked Sendable {
         let more = String(decoding: chunk, as: UTF8.self)
         lock.withLock { text += more }
       }
+      ended.signal()
     }
   }
 
   var value: String { lock.withLock { text } }
+
+  /// All of it, once the writer has closed its end (the process exited).
+  func whole() async -> String {
+    let ended = self.ended
+    await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+      Thread.detachNewThread {
+        ended.wait()
+        ended.signal()
+        done.resume()
+      }
+    }
+    return value
+  }
 }
