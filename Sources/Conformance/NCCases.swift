@@ -410,10 +410,20 @@ enum NCCases {
       rule: "\(accessoryRules), Data Source: a value over the requested maximum survived"
     ) { ctx in
       let session = try await ctx.subscribed()
+      // Only the long notification's answers are lengthened (it is posted first, so the first
+      // UID answered); the one posted after it must arrive as it is.
+      let lengthened = Locked<UInt32?>(nil)
       session.respond(
         changingAnswers { response, _ in
+          let uid = response.notificationUID
+          let isLong = lengthened.withLock { first -> Bool in
+            if first == nil { first = uid }
+            return first == uid
+          }
+          guard isLong, let index = response.attributes.firstIndex(where: { $0.id == .title }) else {
+            return [encoded(response)]
+          }
           var long = response
-          guard let index = long.attributes.firstIndex(where: { $0.id == .title }) else { return [encoded(response)] }
           long.attributes[index].value += Array(repeating: UInt8(ascii: "x"), count: 8)
           return [encoded(long)]
         })
@@ -422,7 +432,8 @@ enum NCCases {
       guard let maximum = get.attributes.first(where: { $0.id == .title })?.maxLength, maximum < 1000 else {
         throw CaseOutcome.skipped("the accessory asks for titles of 1000 bytes or more; none is over its maximum")
       }
-      _ = try await postAndAwaitFetch(session)
+      let next = try await postAndAwaitFetch(session)
+      if ctx.accessory.observer != nil { try await ctx.expectShown(next, in: session) }
     },
     ConformanceCase(
       "ANCS/NC/DS/BV-04", "Ignores an empty Data Source notification after an answer",
