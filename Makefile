@@ -13,7 +13,7 @@ test: deps
 	@# Bumble, in a venv of its own, for the interop tests (which skip without it).
 	scripts/bumble-venv.sh > /dev/null || echo "warning: no Bumble venv; the interop tests will be skipped" >&2
 	@# A backstop: a test that hangs fails the run in 30 minutes (the whole suite takes
-	@# about a minute) instead of holding CI until its own limit.
+	@# about three minutes on two cores) instead of holding CI until its own limit.
 	timeout --kill-after=60 1800 $(SWIFT) test
 
 demo: deps

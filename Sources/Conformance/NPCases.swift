@@ -337,7 +337,7 @@ enum NPCases {
     },
     ConformanceCase(
       "ANCS/NP/GNA/BV-03", "A cut never splits a UTF-8 character",
-      rule: "Protocol/ANCS.md, Text: \"never inside a multi-byte character\"; ancs-facts.md field problem 10"
+      rule: "Protocol/ANCS.md, Text: \"never inside a multi-byte character\"; ANCS.md field problem 10"
     ) { ctx in
       let posted = StimulusNotification(title: "Ééééé", subtitle: "日本語のテキスト", message: "🍜🍜🍜🍜 done")
       try await checkMaximums(ctx, posted, title: 5, subtitle: 8, message: 7)
@@ -354,7 +354,7 @@ enum NPCases {
     },
     ConformanceCase(
       "ANCS/NP/GNA/BV-05", "Tuples come in the order they were requested",
-      rule: "ancs-facts.md, Data Source responses: \"Tuples come in the order the attributes were requested\""
+      rule: "ANCS.md, Data Source responses: \"the tuples come in the order the attributes were requested\""
     ) { ctx in
       let (session, handles, uid, _) = try await withNotification(ctx, fullNotification)
       let order: [AttributeRequest] = [

@@ -117,7 +117,9 @@ public enum ConformanceReport {
       testCase.id.padded(to: idWidth) + "  " + (testCase.needsStimulus ? "stimulus" : "        ") + "  "
         + testCase.title
     }
-    lines.append("\(cases.count) cases (NP role; the NC role is not implemented yet)")
+    let np = cases.filter { $0.id.hasPrefix("ANCS/NP/") }.count
+    lines.append(
+      "\(cases.count) cases: \(np) NP (a phone under test), \(cases.count - np) NC (an accessory under test)")
     return lines.joined(separator: "\n")
   }
 

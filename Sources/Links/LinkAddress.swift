@@ -25,21 +25,33 @@ public enum LinkAddress: Hashable, Sendable, CustomStringConvertible {
   /// The transports this build can open, for error messages.
   public static let alternatives = "memory, unix:PATH or tcp:HOST:PORT"
 
-  /// Real-Bluetooth transport names, not available yet in this build.
+  /// Real-Bluetooth transport names: they go to --bluetooth, not to a simulated link.
   static let bluetoothSchemes = ["hci-tcp", "hci-uart", "hci-user", "l2cap"]
 
-  public init(parsing text: String) throws(LinkError) {
+  /// The transports a command between two processes can use, for its error messages.
+  public static let socketAlternatives = "unix:PATH or tcp:HOST:PORT"
+
+  /// Parses an address; with `allowingMemory` false (a phone and a watch in two processes),
+  /// `memory` is refused and left out of the advice.
+  public init(parsing text: String, allowingMemory: Bool = true) throws(LinkError) {
+    let alternatives = allowingMemory ? Self.alternatives : Self.socketAlternatives
     if text == "memory" {
+      guard allowingMemory else {
+        throw LinkError(
+          address: text, kind: .unavailableTransport,
+          detail: "memory joins a phone and a watch in one process",
+          advice: "use 'ancs demo', or \(alternatives) here")
+      }
       self = .memory
       return
     }
     if text.isEmpty {
       throw LinkError(
-        address: "", kind: .invalidAddress, detail: "no link address given", advice: "use \(Self.alternatives)")
+        address: "", kind: .invalidAddress, detail: "no link address given", advice: "use \(alternatives)")
     }
     guard let colon = text.firstIndex(of: ":") else {
       throw LinkError(
-        address: text, kind: .unknownTransport, detail: "unknown transport", advice: "use \(Self.alternatives)")
+        address: text, kind: .unknownTransport, detail: "unknown transport", advice: "use \(alternatives)")
     }
     let scheme = String(text[..<colon])
     let rest = String(text[text.index(after: colon)...])
@@ -59,11 +71,11 @@ public enum LinkAddress: Hashable, Sendable, CustomStringConvertible {
         throw LinkError(
           address: text, kind: .unavailableTransport,
           detail: "\(scheme): is a Bluetooth transport, not a simulated link",
-          advice: "give it to --bluetooth, or use \(Self.alternatives) here")
+          advice: "give it to --bluetooth, or use \(alternatives) here")
       }
       throw LinkError(
         address: text, kind: .unknownTransport, detail: "unknown transport \(scheme):",
-        advice: "use \(Self.alternatives)")
+        advice: "use \(alternatives)")
     }
   }
 

@@ -67,7 +67,7 @@ public struct WatchFaults: FaultSwitches, Hashable {
       name: "skip-pairing", fault: .skipPairing, rule: "ANCS.md, Session and security: ANCS needs an encrypted link"),
     Definition(
       name: "discover-whole-database", fault: .discoverWholeDatabase,
-      rule: "ancs-facts.md, field problem 7: discovery within the service's handle range"),
+      rule: "ANCS.md, field problem 7: discovery within the service's handle range"),
     Definition(
       name: "no-service-changed", fault: .noServiceChanged,
       rule: "ANCS.md, Service: the accessory subscribes to Service Changed"),
@@ -79,14 +79,14 @@ public struct WatchFaults: FaultSwitches, Hashable {
       rule: "ANCS.md: numbers are little-endian; a fetch names the UID the phone announced"),
     Definition(
       name: "flood-fatal", fault: .floodFatal,
-      rule: "ancs-facts.md, field problem 4: floods of pre-existing notifications must not stall the accessory"),
+      rule: "ANCS.md, field problem 4: floods of pre-existing notifications must not stall the accessory"),
     Definition(
       name: "malformed-event-fatal", fault: .malformedEventFatal,
       rule: "ANCS.md, Notification Source: a value that is not 8 bytes is ignored"),
     Definition(name: "ignore-removed", fault: .ignoreRemoved, rule: "ANCS.md, Notification Source: EventID 2 Removed"),
     Definition(
       name: "late-answer-kept", fault: .lateAnswerKept,
-      rule: "ancs-facts.md, field problems 2 and 8: a notification removed during its fetch stays removed"),
+      rule: "ANCS.md, field problems 2 and 8: a notification removed during its fetch stays removed"),
     Definition(
       name: "commands-overlap", fault: .commandsOverlap,
       rule: "ANCS.md, Data Source: answers carry no command tag, so one command at a time"),
@@ -95,7 +95,7 @@ public struct WatchFaults: FaultSwitches, Hashable {
       rule: "ANCS.md, Session and security: Apple advises caching app display names"),
     Definition(
       name: "flush-on-a2", fault: .flushOnA2,
-      rule: "ancs-facts.md, field problem 2: 0xA2 is not fatal; no flush, no resubscription"),
+      rule: "ANCS.md, field problem 2: 0xA2 is not fatal; no flush, no resubscription"),
     Definition(
       name: "no-command-timeout", fault: .noCommandTimeout,
       rule: "ANCS.md, Data Source: the accessory bounds its wait for an answer"),
@@ -116,7 +116,7 @@ public struct WatchFaults: FaultSwitches, Hashable {
       rule: "ANCS.md, Data Source: a value over the requested maximum is survived"),
     Definition(
       name: "empty-packet-starts-answer", fault: .emptyPacketStartsAnswer,
-      rule: "ancs-facts.md, field problem 13: an empty Data Source notification is harmless"),
+      rule: "ANCS.md, field problem 13: an empty Data Source notification is harmless"),
     Definition(
       name: "omitted-tuple-fatal", fault: .omittedTupleFatal,
       rule: "ANCS.md, What an accessory must do: an answer without its last requested tuple completes"),

@@ -520,6 +520,14 @@ public struct WatchMachine: Sendable {
         return
       }
       Self.fill(&state.notifications[index], attributes)
+      // A notification the phone already had when the session began arrived before it: its
+      // age counts from its Date on the phone's clock, not from this session's start.
+      if state.notifications[index].flags.contains(.preExisting), let phone = state.time?.current(at: now),
+        let date = (try? ANCSDate.parse(state.notifications[index].date)) ?? nil
+      {
+        let elapsed = phone.secondsSinceEpoch - date.secondsSinceEpoch
+        if elapsed > 0 { state.notifications[index].receivedAt = now - .seconds(elapsed) }
+      }
       let app = state.notifications[index].appIdentifier
       // FAULT no-app-name-cache: breaks "app display names cached for the session".
       if let name = state.appNames[app], !faults.contains(.noAppNameCache) {

@@ -437,8 +437,10 @@ private struct Face {
     } else if toast.kind == .error {
       x += canvas.put("!", x: x, y: box.y + 1, style: Style(bold: true, tint: .bad)) + 1
     }
+    let limit = box.maxX - 2 - x
     canvas.put(
-      toast.text, x: x, y: box.y + 1, style: Style(bold: toast.kind == .important), limit: box.maxX - 2 - x)
+      toast.fitting(limit, charset: charset), x: x, y: box.y + 1, style: Style(bold: toast.kind == .important),
+      limit: limit)
   }
 
   mutating func drawToastLine(_ toast: Toast) {
@@ -452,7 +454,7 @@ private struct Face {
     } else if toast.kind == .error {
       x += canvas.put("!", x: x, y: y, style: style) + 1
     }
-    canvas.put(toast.text, x: x, y: y, style: style, limit: content.maxX - x)
+    canvas.put(toast.fitting(content.maxX - x, charset: charset), x: x, y: y, style: style, limit: content.maxX - x)
   }
 
   mutating func drawHelp() {

@@ -22,6 +22,14 @@ public struct Toast: Hashable, Sendable {
   public var kind: Kind
   /// Shown until this time, on the clock the face is given.
   public var until: Duration
+  /// Shown instead of `text` where that does not fit.
+  public var short: String? = nil
+
+  /// `text`, or `short` when only that fits in `width` columns.
+  func fitting(_ width: Int, charset: Charset) -> String {
+    guard let short, DisplayText.width(text, charset: charset) > width else { return text }
+    return short
+  }
 }
 
 /// Which screen the wearer is on.
@@ -220,12 +228,14 @@ public struct FaceUI: Hashable, Sendable {
       say("\(name) unmuted", category: category, now: now)
     } else {
       settings.muted.insert(category)
-      say("\(name) muted: listed, never rung", category: category, now: now)
+      say("\(name) muted: listed, never rung", short: "\(name) muted", category: category, now: now)
     }
   }
 
-  private mutating func say(_ text: String, category: CategoryID? = nil, kind: Toast.Kind = .info, now: Duration) {
-    toast = Toast(text: text, category: category, kind: kind, until: now + Self.toastTime)
+  private mutating func say(
+    _ text: String, short: String? = nil, category: CategoryID? = nil, kind: Toast.Kind = .info, now: Duration
+  ) {
+    toast = Toast(text: text, category: category, kind: kind, until: now + Self.toastTime, short: short)
   }
 
   // MARK: - Watch events

@@ -218,7 +218,16 @@ struct JSONParser {
   mutating func literal(_ word: String, _ value: JSON) throws(JSONSyntaxError) -> JSON {
     let expected = Array(word.utf8)
     guard bytes.count - index >= expected.count, Array(bytes[index..<index + expected.count]) == expected else {
-      throw error("expected \(word)")
+      // Name what is there: text that merely starts with the word's letter is no JSON at all.
+      var end = index
+      while end < bytes.count, end - index < 16, bytes[end] >= 0x21, bytes[end] < 0x7F,
+        !Array(",:]}[{\"".utf8).contains(bytes[end])
+      {
+        end += 1
+      }
+      let found = String(decoding: bytes[index..<max(end, index + 1)], as: UTF8.self)
+      throw error(
+        "unexpected text \"\(found)\" (a JSON value is an object, array, string, number, true, false or null)")
     }
     index += expected.count
     return value

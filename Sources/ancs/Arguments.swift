@@ -98,12 +98,7 @@ struct Arguments {
 
 /// An address a phone listens on or a watch connects to from another process.
 func twoProcessAddress(_ text: String) throws(UsageError) -> LinkAddress {
-  let address: LinkAddress
-  do { address = try LinkAddress(parsing: text) } catch { throw UsageError("\(error)") }
-  if case .memory = address {
-    throw UsageError("memory joins a phone and a watch in one process: use 'ancs demo', or unix:PATH / tcp:HOST:PORT")
-  }
-  return address
+  do { return try LinkAddress(parsing: text, allowingMemory: false) } catch { throw UsageError("\(error)") }
 }
 
 /// The air-time model's link for `--air PHY,CI,MTU,DLE`.

@@ -150,6 +150,8 @@ enum PhoneCommandLine {
           try await ScenarioPlayer(scenario, loop: loop).play(on: phone, clock: SystemClock()) { report in
             say("scenario: \(report)")
           }
+        } catch is CancellationError {
+          // Quitting ends the scenario; that is not news.
         } catch {
           say("scenario stopped: \(error)")
         }

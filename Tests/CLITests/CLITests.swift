@@ -20,7 +20,7 @@ struct CLITests {
     arguments: [
       (["frobnicate"], "unknown subcommand"),
       (["watch"], "needs --connect"),
-      (["watch", "--connect", "bogus:thing"], "memory, unix:PATH or tcp:HOST:PORT"),
+      (["watch", "--connect", "bogus:thing"], "unknown transport bogus: (use unix:PATH or tcp:HOST:PORT)"),
       (["watch", "--connect", "unix:/tmp/x.sock", "--preexisting", "some"], "--preexisting"),
       (["watch", "--connect", "memory"], "ancs demo"),
       (["phone"], "needs --listen"),
@@ -57,6 +57,36 @@ struct CLITests {
     #expect(err.split(separator: "\n").count == 1, "one line: \(err)")
     #expect(out.isEmpty)
     #expect(!FileManager.default.fileExists(atPath: "/tmp/never.sock"))
+  }
+
+  /// Issue #13 (12): the project's docs and the texts the program prints stand alone:
+  /// nothing cites notes that are not in the repository.
+  @Test func docsCiteOnlyWhatTheRepositoryHolds() throws {
+    let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+      .deletingLastPathComponent()
+    var files = ["README.md", "Makefile"]
+    for folder in ["Protocol", "Sources"] {
+      let enumerator = FileManager.default.enumerator(atPath: root.appendingPathComponent(folder).path)
+      while let path = enumerator?.nextObject() as? String {
+        if path.hasSuffix(".md") || path.hasSuffix(".swift") { files.append("\(folder)/\(path)") }
+      }
+    }
+    #expect(files.count > 50)
+    for file in files {
+      let text = try String(contentsOf: root.appendingPathComponent(file), encoding: .utf8)
+      for stale in ["../shared", "ancs-facts", "iphone-facts", "not implemented yet", "once the real-Bluetooth"] {
+        #expect(!text.contains(stale), "\(file) mentions \(stale)")
+      }
+    }
+  }
+
+  @Test func listEndsWithBothRolesCounted() async throws {
+    let (status, out, _) = try await runAncs(["conform", "--list"])
+    #expect(status == 0)
+    let last = out.split(separator: "\n").last.map(String.init) ?? ""
+    #expect(
+      last.firstMatch(of: /^\d+ cases: \d+ NP \(a phone under test\), \d+ NC \(an accessory under test\)$/) != nil,
+      "\(last)")
   }
 
   @Test func badExecutorSetting() async throws {

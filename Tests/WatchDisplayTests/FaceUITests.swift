@@ -187,6 +187,22 @@ import Wire
     #expect(ui.toast?.text == "Social unmuted")
   }
 
+  /// Issue #13 (12): at 80x24 the long toast does not fit for a long category name; the
+  /// short one is shown whole instead of a cut sentence.
+  @Test(arguments: [CategoryID.entertainment, .businessAndFinance, .healthAndFitness])
+  func muteToastFitsAt80x24(category: CategoryID) {
+    var note = Fixture.news
+    note.category = category
+    let state = Fixture.state([note])
+    var ui = Fixture.ui(state)
+    _ = ui.handle(.mute, state: state, now: now)
+    let screen = FaceModel.screen(state, ui, now: now)
+    let lines = (0..<screen.size.height).map { screen.line($0) }
+    let name = Symbols.name(category)
+    #expect(lines.contains { $0.contains("\(name) muted") }, "\(lines.joined(separator: "\n"))")
+    #expect(!lines.contains { $0.contains("\(name) muted") && $0.contains("…") })
+  }
+
   @Test func theCursorStaysOnItsNotificationWhenNewOnesArrive() {
     var state = five
     var ui = Fixture.ui(state)

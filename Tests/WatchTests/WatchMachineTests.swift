@@ -1209,6 +1209,22 @@ private struct Harness {
 // MARK: - Current Time and battery
 
 @Suite struct WatchMachinePhoneStatusTests {
+  /// Issue #13 (12): after a reconnect the phone reports what it had as PreExisting; their
+  /// age counts from their Date on the phone's clock, not from the new session's start.
+  @Test func preExistingNotificationsKeepTheirAgeFromTheirDate() {
+    var h = Harness()
+    var old = Note.chat(1, "old", flags: [.preExisting])
+    old.date = "20250615T160837"  // ten minutes before the phone's time below
+    var fresh = Note.chat(2, "fresh")
+    fresh.date = "20250615T160837"  // not PreExisting: its age counts from its arrival
+    h.phone.add(old, fresh)
+    _ = h.feed(.currentTime([0xE9, 0x07, 6, 15, 16, 18, 37, 7, 0, 0]), at: seconds(100))
+    _ = h.connect(at: seconds(100))
+    _ = h.run([old.event(), fresh.event()])
+    #expect(h.state.notification(1)?.receivedAt == seconds(100 - 600))
+    #expect(h.state.notification(2)?.receivedAt == seconds(100))
+  }
+
   @Test func currentTimeSetsTheClock() {
     var h = Harness()
     let date = ANCSDate(year: 2025, month: 6, day: 15, hour: 16, minute: 18, second: 37)

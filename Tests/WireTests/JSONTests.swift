@@ -17,4 +17,13 @@ import Wire
   func malformedUnicodeEscapesAreSyntaxErrors(_ text: String) {
     #expect(throws: JSONSyntaxError.self) { try JSON(parsing: text) }
   }
+
+  /// Issue #13 (12): text that is not JSON is named, not taken for a misspelt literal.
+  @Test(arguments: [("not json", 1, "not"), ("[tru]", 2, "tru"), ("{\"a\": nul}", 7, "nul")])
+  func textThatIsNotJSONIsNamed(_ text: String, column: Int, found: String) {
+    let error = #expect(throws: JSONSyntaxError.self) { try JSON(parsing: text) }
+    #expect(error?.column == column)
+    #expect(
+      error?.reason.hasPrefix("unexpected text \"\(found)\" (a JSON value is") == true, "\(String(describing: error))")
+  }
 }
