@@ -36,6 +36,8 @@ public final class WatchEngine: Sendable {
     var generation = 0
     var stopped = false
     var connection: ATTConnection?
+    /// Sessions that got as far as subscribing, ever.
+    var sessionsStarted = 0
   }
 
   public let options: WatchOptions
@@ -118,6 +120,7 @@ public final class WatchEngine: Sendable {
     while !stopped {
       await apply(.link(.connecting), generation: nil, onLoop: false)
       var reason = "link closed"
+      let sessionsBefore = shared.withLock { $0.sessionsStarted }
       do {
         let bearer = try await connect()
         attempt = 0
@@ -127,6 +130,12 @@ public final class WatchEngine: Sendable {
         logger.info("watch: \(reason)")
       }
       if stopped || !options.reconnect { break }
+      // A session that ran is followed at once by a new try, as a watch advertises again as
+      // soon as its phone goes; a link that never got that far backs off.
+      if shared.withLock({ $0.sessionsStarted }) > sessionsBefore {
+        await apply(.link(.reconnecting(attempt: 0, retryIn: .zero, reason: reason)), generation: nil, onLoop: false)
+        continue
+      }
       attempt += 1
       let delay = min(options.maximumReconnectDelay, options.reconnectDelay * (1 << min(attempt - 1, 16)))
       await apply(
@@ -236,6 +245,7 @@ public final class WatchEngine: Sendable {
         dataCCCD: dataCCCD, subscribe: subscribe)
     }
     try await subscribe()
+    shared.withLock { $0.sessionsStarted += 1 }
     await apply(.link(.connected(connection.bearer.name)), generation: generation, onLoop: false)
   }
 

@@ -100,6 +100,34 @@ extension Rig {
     await rig.stop()
   }
 
+  /// A session that ran is followed at once by the next try (a watch advertises again as
+  /// soon as its phone goes); only a link that never got that far waits the back-off. The
+  /// clock never moves here: a wait of the 60 s delay would never end.
+  @Test func aLinkThatRanIsTriedAgainAtOnce() async throws {
+    var options = WatchOptions()
+    options.reconnectDelay = .seconds(60)
+    let clock = ManualClock()
+    let phone = try Phone(quirks: Quirks(), wallClock: FixedWallClock(seconds: 1_796_040_000))
+    let watch = WatchEngine(options: options, clock: clock) {
+      let (central, peripheral) = MemoryLink.pair()
+      Task { await phone.serve(central) }
+      return peripheral
+    }
+    var events = watch.events().makeAsyncIterator()
+    let running = Task { await watch.run() }
+    var connections = 0
+    while connections < 2, let event = await events.next(isolation: nil) {
+      if case .connected = event {
+        connections += 1
+        if connections == 1 { phone.disconnectAll() }
+      }
+    }
+    #expect(connections == 2)
+    #expect(clock.now == .zero)
+    watch.stop()
+    await running.value
+  }
+
   /// The phone silently drops the subscriptions; after livenessInterval of silence the
   /// watch checks, finds its CCCD cleared, subscribes again and catches up.
   @Test func droppedSubscriptionsAreDetected() async throws {
