@@ -21,6 +21,53 @@ public enum CaseBody: Sendable {
 public protocol CaseContext: Sendable {
   func closeLinks()
   func cleanUp() async
+  /// What the case waits for and what the implementation last did.
+  var log: CaseLog { get }
+}
+
+/// A timer of the accessory's own that a case waits on: the case's time budget grows by it.
+public enum AccessoryTimer: String, Hashable, Sendable, CaseIterable {
+  /// After this long without a word from the phone, the accessory checks its subscriptions.
+  case liveness
+  /// How often the accessory checks that a ringing call still exists.
+  case callRecheck
+  /// How long the accessory waits for the answer to one Control Point command.
+  case commandTimeout
+
+  /// The `ancs conform accessory` option that states it.
+  public var option: String {
+    switch self {
+    case .liveness: return "--liveness"
+    case .callRecheck: return "--call-recheck"
+    case .commandTimeout: return "--command-timeout"
+    }
+  }
+}
+
+/// The accessory's timers as its maker states them (defaults: those of `ancs watch`).
+public struct AccessoryTimers: Hashable, Sendable {
+  public var liveness: Duration = .seconds(30)
+  public var callRecheck: Duration = .seconds(20)
+  public var commandTimeout: Duration = .seconds(10)
+
+  public init() {}
+
+  public subscript(timer: AccessoryTimer) -> Duration {
+    get {
+      switch timer {
+      case .liveness: return liveness
+      case .callRecheck: return callRecheck
+      case .commandTimeout: return commandTimeout
+      }
+    }
+    set {
+      switch timer {
+      case .liveness: liveness = newValue
+      case .callRecheck: callRecheck = newValue
+      case .commandTimeout: commandTimeout = newValue
+      }
+    }
+  }
 }
 
 /// One conformance case: a stable ID in the Bluetooth SIG style (`ANCS/NP/CP/BI-02`), what it
@@ -32,6 +79,8 @@ public struct ConformanceCase: Sendable, Identifiable {
   public var rule: String
   /// Whether the phone must be told to post or remove notifications (a stimulus channel).
   public var needsStimulus: Bool
+  /// The accessory's own timers the case waits on (NC only).
+  public var waitsOn: [AccessoryTimer] = []
   public var body: CaseBody
 
   public init(
@@ -47,12 +96,14 @@ public struct ConformanceCase: Sendable, Identifiable {
 
   /// An NC case. `needsStimulus` is false: the harness phone posts its own notifications.
   public init(
-    _ id: String, _ title: String, rule: String, accessory run: @escaping @Sendable (NCContext) async throws -> Void
+    _ id: String, _ title: String, rule: String, waitsOn: [AccessoryTimer] = [],
+    accessory run: @escaping @Sendable (NCContext) async throws -> Void
   ) {
     self.id = id
     self.title = title
     self.rule = rule
     self.needsStimulus = false
+    self.waitsOn = waitsOn
     self.body = .accessory(run)
   }
 

@@ -107,12 +107,14 @@ enum NCCases {
     },
     ConformanceCase(
       "ANCS/NC/DISC/BV-05", "Subscribes again when the phone silently drops the subscriptions",
-      rule: "\(accessoryRules), Liveness: notice a phone that silently dropped the subscriptions"
+      rule: "\(accessoryRules), Liveness: notice a phone that silently dropped the subscriptions",
+      waitsOn: [.liveness]
     ) { ctx in
       let session = try await ctx.subscribed()
       try await postAndAwaitFetch(session)
       session.dropSubscriptions()
-      try await session.awaitSubscribed()
+      try await session.awaitSubscribed(
+        " again" + ctx.within(.liveness, "its liveness check, after the phone dropped them silently"))
     },
   ]
 
@@ -228,7 +230,8 @@ enum NCCases {
     },
     ConformanceCase(
       "ANCS/NC/NS/BV-06", "Drops a ringing call whose Removed never comes",
-      rule: "\(accessoryRules), Liveness: a call whose Removed never came does not ring forever"
+      rule: "\(accessoryRules), Liveness: a call whose Removed never came does not ring forever",
+      waitsOn: [.callRecheck]
     ) { ctx in
       let session = try await ctx.subscribed()
       var call = HarnessNotification(title: "Ada", message: "Incoming call")
@@ -237,7 +240,7 @@ enum NCCases {
       if ctx.accessory.observer != nil { _ = try await ctx.report("added", uid: uid) }
       // The call ends on the phone, and the Removed event is lost.
       session.retract(uid)
-      _ = try await session.awaitFetch(uid)
+      _ = try await session.awaitFetch(uid, ctx.within(.callRecheck, "its check that the ringing call still exists"))
       if ctx.accessory.observer != nil { _ = try await ctx.report("removed", uid: uid) }
     },
   ]
@@ -297,14 +300,15 @@ enum NCCases {
     },
     ConformanceCase(
       "ANCS/NC/CP/BI-02", "Gives up on a command the phone never answers and goes on",
-      rule: "\(accessoryRules), Control Point: a bounded wait for an answer"
+      rule: "\(accessoryRules), Control Point: a bounded wait for an answer", waitsOn: [.commandTimeout]
     ) { ctx in
       let session = try await ctx.subscribed()
       let silent = try await session.post(HarnessNotification(title: "Never answered"))
       session.respond { write, _ in write.uid == silent ? .acceptSilently : .answer }
       _ = try await session.awaitFetch(silent)
       let uid = try await session.post(international)
-      _ = try await session.awaitFetch(uid)
+      _ = try await session.awaitFetch(
+        uid, ctx.within(.commandTimeout, "once it gives up on UID \(silent), which the phone never answers"))
     },
     ConformanceCase(
       "ANCS/NC/CP/BV-03", "Performs actions with well-formed commands",

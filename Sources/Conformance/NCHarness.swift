@@ -16,14 +16,17 @@ public struct AccessoryUnderTest: Sendable {
   /// Makes the accessory's wearer act on a notification; nil when there is no such channel,
   /// and the action cases are skipped.
   public var wearer: (any WearerStimulus)?
+  /// Its own timers, as its maker states them: cases that wait on one get that much longer.
+  public var timers: AccessoryTimers
 
   public init(
     accept: @escaping @Sendable () async throws -> any ATTBearer, observer: AccessoryObserver? = nil,
-    wearer: (any WearerStimulus)? = nil
+    wearer: (any WearerStimulus)? = nil, timers: AccessoryTimers = AccessoryTimers()
   ) {
     self.accept = accept
     self.observer = observer
     self.wearer = wearer
+    self.timers = timers
   }
 }
 
@@ -174,9 +177,18 @@ public final class NCSession: Sendable {
 
   static let battery = BluetoothUUID(0x180F)
 
-  init(bearer: any ATTBearer, clock: any EngineClock, timeout: Duration) throws(CaseOutcome) {
+  let caseLog: CaseLog
+
+  init(bearer: any ATTBearer, clock: any EngineClock, timeout: Duration, log caseLog: CaseLog) throws(CaseOutcome) {
     let shared = shared
-    let recording = RecordingBearer(bearer) { pdu in shared.log.withLock { $0.append(pdu) } }
+    self.caseLog = caseLog
+    let recording = RecordingBearer(bearer) { pdu in
+      let control = shared.log.withLock { log in
+        log.append(pdu)
+        return shared.state.withLock { $0.handles.control }
+      }
+      caseLog.peerDid(CaseLog.describe(pdu, controlPoint: control))
+    }
     let connection = ATTConnection(
       bearer: recording, clock: clock, options: ATTConnection.Options(localMTU: 517, transactionTimeout: timeout))
     let commands = Inbox<ControlPointWrite>()
@@ -344,29 +356,48 @@ public final class NCSession: Sendable {
 
   /// Waits until the accessory has enabled notifications on both the Notification Source
   /// and the Data Source.
-  public func awaitSubscribed() async throws(CaseOutcome) {
-    var enabled: Set<ANCSSource> = []
-    while enabled.count < 2 {
-      guard let (which, value) = await subscriptions.next() else {
-        throw .failed(
-          "the accessory did not subscribe to both the Notification Source and the Data Source "
-            + "(subscribed: \(enabled.map(\.rawValue).sorted()))")
+  /// `why` says what should make the accessory do it (for the message of a case that runs
+  /// out of time).
+  public func awaitSubscribed(_ why: String = "") async throws(CaseOutcome) {
+    let handles = self.handles
+    try await caseLog.awaiting(
+      "the accessory to enable notifications on the Notification Source (value handle \(CaseLog.handle(handles.source))) "
+        + "and the Data Source (\(CaseLog.handle(handles.data)))\(why)"
+    ) { () throws(CaseOutcome) in
+      var enabled: Set<ANCSSource> = []
+      while enabled.count < 2 {
+        guard let (which, value) = await subscriptions.next() else {
+          throw .failed(
+            "the accessory did not subscribe to both the Notification Source and the Data Source "
+              + "(subscribed: \(enabled.map(\.rawValue).sorted()))")
+        }
+        if value.contains(.notifications) { enabled.insert(which) } else { enabled.remove(which) }
       }
-      if value.contains(.notifications) { enabled.insert(which) } else { enabled.remove(which) }
     }
   }
 
   /// The next Control Point write.
   public func nextWrite() async throws(CaseOutcome) -> ControlPointWrite {
-    guard let write = await commands.next() else {
-      throw .failed("the link closed while waiting for a Control Point write")
+    try await caseLog.awaiting("a Control Point write") { () throws(CaseOutcome) in
+      guard let write = await commands.next() else {
+        throw .failed("the link closed while waiting for a Control Point write")
+      }
+      return write
     }
-    return write
   }
 
   /// Waits for a Get Notification Attributes about `uid`, skipping other writes.
-  /// Every write must be a valid command (Protocol/ANCS.md, Control Point).
-  public func awaitFetch(_ uid: UInt32) async throws(CaseOutcome) -> GetNotificationAttributesCommand {
+  /// Every write must be a valid command (Protocol/ANCS.md, Control Point). `why` says what
+  /// should bring it (for the message of a case that runs out of time).
+  public func awaitFetch(_ uid: UInt32, _ why: String = "") async throws(CaseOutcome)
+    -> GetNotificationAttributesCommand
+  {
+    try await caseLog.awaiting("a Get Notification Attributes for UID \(uid)\(why)") { () throws(CaseOutcome) in
+      try await fetch(uid)
+    }
+  }
+
+  private func fetch(_ uid: UInt32) async throws(CaseOutcome) -> GetNotificationAttributesCommand {
     while true {
       let write = try await nextWrite()
       switch write.command {
@@ -503,24 +534,48 @@ public final class NCContext: CaseContext {
   let clock: any EngineClock
   let timeout: Duration
   let capture: BtsnoopWriter?
+  public let log: CaseLog
+  /// Until a case has reached the accessory: how long its first connection may take.
+  let contactWait: Duration?
   private let opened = Locked<[NCSession]>([])
 
-  init(accessory: AccessoryUnderTest, clock: any EngineClock, timeout: Duration, capture: BtsnoopWriter?) {
+  init(
+    accessory: AccessoryUnderTest, clock: any EngineClock, timeout: Duration, capture: BtsnoopWriter?,
+    contactWait: Duration? = nil
+  ) {
     self.accessory = accessory
     self.clock = clock
     self.timeout = timeout
     self.capture = capture
+    self.log = CaseLog(clock: clock)
+    self.contactWait = contactWait
+  }
+
+  /// The accessory's timer, as an explanation: " (its liveness check, --liveness 30.0 s)".
+  public func within(_ timer: AccessoryTimer, _ what: String) -> String {
+    " (\(what), \(timer.option) \(CaseLog.seconds(accessory.timers[timer])))"
   }
 
   /// Waits for the accessory to connect and serves it as the harness phone.
   public func accept() async throws(CaseOutcome) -> NCSession {
-    let raw: any ATTBearer
-    do { raw = try await accessory.accept() } catch {
-      throw .failed("the accessory did not connect: \(error)")
+    let raw = try await log.awaiting("the accessory to connect") { () throws(CaseOutcome) -> any ATTBearer in
+      do {
+        guard let wait = contactWait else { return try await accessory.accept() }
+        guard let bearer = try await firstWithin(wait, clock: clock, late: { $0.close() }, accessory.accept) else {
+          throw CaseOutcome.unreachable(
+            "no accessory connected within \(CaseLog.seconds(wait)) (--wait-for-accessory S gives it longer)")
+        }
+        return bearer
+      } catch let outcome as CaseOutcome {
+        throw outcome
+      } catch {
+        throw .failed("the accessory did not connect: \(error)")
+      }
     }
     let bearer: any ATTBearer = capture.map { CapturingBearer(raw, writer: $0) } ?? raw
-    let session = try NCSession(bearer: bearer, clock: clock, timeout: timeout)
+    let session = try NCSession(bearer: bearer, clock: clock, timeout: timeout, log: log)
     opened.withLock { $0.append(session) }
+    log.peerDid("connected")
     return session
   }
 
@@ -542,10 +597,13 @@ public final class NCContext: CaseContext {
   /// The next report of `event` about `uid` (Protocol/events.md), skipping others.
   public func report(_ event: String, uid: UInt32) async throws(CaseOutcome) -> JSON {
     let observer = try observer()
-    while let json = await observer.events.next() {
-      if json["event"]?.string == event, json["uid"]?.integer == Int(uid) { return json }
+    return try await log.awaiting("the accessory's event line reporting \(event) for UID \(uid)") {
+      () throws(CaseOutcome) in
+      while let json = await observer.events.next() {
+        if json["event"]?.string == event, json["uid"]?.integer == Int(uid) { return json }
+      }
+      throw .failed("the accessory's event stream ended before it reported \(event) for UID \(uid)")
     }
-    throw .failed("the accessory's event stream ended before it reported \(event) for UID \(uid)")
   }
 
   /// Requires the accessory to report `uid` added with the title and message the harness

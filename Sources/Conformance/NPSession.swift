@@ -10,10 +10,13 @@ public enum CaseOutcome: Error, Hashable, Sendable, CustomStringConvertible {
   case failed(String)
   /// The case could not run (no stimulus channel, for example). Never a pass.
   case skipped(String)
+  /// The implementation could not be reached at all (nothing listens, nothing connects).
+  /// Before anything was reached, it ends the run: no later case could do better.
+  case unreachable(String)
 
   public var description: String {
     switch self {
-    case .failed(let why): return why
+    case .failed(let why), .unreachable(let why): return why
     case .skipped(let why): return "skipped: \(why)"
     }
   }
@@ -55,22 +58,55 @@ public final class NPContext: CaseContext {
   let clock: any EngineClock
   let timeout: Duration
   let capture: BtsnoopWriter?
+  public let log: CaseLog
+  /// Until a case has reached the phone: how long the first connection may take.
+  let contactWait: Duration?
   private let opened = Locked<[NPSession]>([])
   private let posted = Locked<[UInt32]>([])
 
-  init(phone: PhoneUnderTest, clock: any EngineClock, timeout: Duration, capture: BtsnoopWriter?) {
+  init(
+    phone: PhoneUnderTest, clock: any EngineClock, timeout: Duration, capture: BtsnoopWriter?,
+    contactWait: Duration? = nil
+  ) {
     self.phone = phone
     self.clock = clock
     self.timeout = timeout
     self.capture = capture
+    self.log = CaseLog(clock: clock)
+    self.contactWait = contactWait
   }
 
   /// Opens a link. With `encrypt`, pairs to the encrypted level first; with `mtu`, exchanges
   /// ATT_MTU offering that receive MTU.
   public func open(encrypt: Bool = true, mtu: UInt16? = nil) async throws(CaseOutcome) -> NPSession {
     let raw: any ATTBearer
-    do { raw = try await phone.connect() } catch { throw .failed("cannot connect to the phone: \(error)") }
-    let bearer: any ATTBearer = capture.map { CapturingBearer(raw, writer: $0, role: .peripheral) } ?? raw
+    raw = try await log.awaiting("the phone to take the connection") { () throws(CaseOutcome) in
+      guard let wait = contactWait else {
+        do { return try await phone.connect() } catch { throw .failed("cannot connect to the phone: \(error)") }
+      }
+      // Before any case has reached the phone, nobody may be there yet: try again until the
+      // wait is over (one try with no wait), then the run ends with the last reason.
+      if wait <= .zero {
+        do { return try await phone.connect() } catch { throw .unreachable("cannot connect to the phone: \(error)") }
+      }
+      let deadline = clock.now + wait
+      while true {
+        do {
+          guard
+            let bearer = try await firstWithin(deadline - clock.now, clock: clock, late: { $0.close() }, phone.connect)
+          else { throw CaseOutcome.unreachable("no phone connected within \(CaseLog.seconds(wait))") }
+          return bearer
+        } catch let outcome as CaseOutcome {
+          throw outcome
+        } catch {
+          if clock.now >= deadline { throw .unreachable("cannot connect to the phone: \(error)") }
+          try? await clock.sleep(until: min(deadline, clock.now + .milliseconds(100)))
+        }
+      }
+    }
+    let log = self.log
+    let recorded = RecordingBearer(raw) { pdu in log.peerDid(CaseLog.describe(pdu)) }
+    let bearer: any ATTBearer = capture.map { CapturingBearer(recorded, writer: $0, role: .peripheral) } ?? recorded
     if encrypt {
       do {
         let level = try await bearer.pair(.encrypted)
@@ -83,7 +119,8 @@ public final class NPContext: CaseContext {
         throw .failed("pairing failed: \(error)")
       }
     }
-    let session = NPSession(bearer: bearer, clock: clock, mtu: mtu ?? ATTConnection.defaultMTU, timeout: timeout)
+    let session = NPSession(
+      bearer: bearer, clock: clock, mtu: mtu ?? ATTConnection.defaultMTU, timeout: timeout, log: log)
     opened.withLock { $0.append(session) }
     if mtu != nil {
       do { _ = try await session.connection.exchangeMTU() } catch { throw .failed("Exchange MTU failed: \(error)") }
@@ -163,9 +200,11 @@ public final class NPSession: Sendable {
   public let client: GATTClient
   let notificationSource = Inbox<[UInt8]>()
   let dataSource = Inbox<[UInt8]>()
+  let log: CaseLog
   private let runner: Task<Void, Never>
 
-  init(bearer: any ATTBearer, clock: any EngineClock, mtu: UInt16, timeout: Duration) {
+  init(bearer: any ATTBearer, clock: any EngineClock, mtu: UInt16, timeout: Duration, log: CaseLog) {
+    self.log = log
     connection = ATTConnection(
       bearer: bearer, clock: clock, options: ATTConnection.Options(localMTU: mtu, transactionTimeout: timeout))
     client = GATTClient(connection: connection)
@@ -268,7 +307,10 @@ public final class NPSession: Sendable {
 
   /// The next Notification Source event, decoded (exactly 8 bytes).
   public func nextEvent() async throws(CaseOutcome) -> NotificationSourceEvent {
-    guard let value = await notificationSource.next() else {
+    let next = try await log.awaiting("a Notification Source event") { () throws(CaseOutcome) in
+      await notificationSource.next()
+    }
+    guard let value = next else {
       throw .failed("the link closed while waiting for a Notification Source event")
     }
     do { return try NotificationSourceEvent(decoding: value) } catch {
@@ -297,12 +339,15 @@ public final class NPSession: Sendable {
   /// code of the Error Response.
   public func write(_ handles: ANCSHandles, _ bytes: [UInt8]) async throws(CaseOutcome) -> ATTErrorCode? {
     guard let controlPoint = handles.controlPoint else { throw .failed("the ANCS service has no Control Point") }
-    do {
-      try await client.write(controlPoint.valueHandle, bytes)
-      return nil
-    } catch {
-      if let code = error.errorCode { return code }
-      throw .failed("Control Point write \(Hex.encode(bytes)) failed: \(error)")
+    return try await log.awaiting("the answer to the Control Point write \(Hex.encode(bytes))") {
+      () throws(CaseOutcome) -> ATTErrorCode? in
+      do throws(ATTError) {
+        try await client.write(controlPoint.valueHandle, bytes)
+        return nil
+      } catch {
+        if let code = error.errorCode { return code }
+        throw .failed("Control Point write \(Hex.encode(bytes)) failed: \(error)")
+      }
     }
   }
 
@@ -338,6 +383,12 @@ public final class NPSession: Sendable {
 
   /// Reassembles the next Data Source answer.
   public func receive(_ expectation: DataSourceReassembler.Expectation) async throws(CaseOutcome) -> Answer {
+    try await log.awaiting("the rest of the Data Source answer") { () throws(CaseOutcome) in
+      try await reassemble(expectation)
+    }
+  }
+
+  private func reassemble(_ expectation: DataSourceReassembler.Expectation) async throws(CaseOutcome) -> Answer {
     var reassembler = DataSourceReassembler(expecting: expectation)
     var fragments: [[UInt8]] = []
     while true {

@@ -1,5 +1,6 @@
 import ATT
 import Links
+import Wire
 
 #if canImport(Glibc)
   import Glibc
@@ -54,38 +55,65 @@ public struct ConformanceRunner: Sendable {
   public var timeout: Duration
   /// Where failing cases leave `<ID with '/' as '_'>.btsnoop`; nil for none.
   public var captureDirectory: String?
+  /// How long the run's first connection may take (`judge`); nil: as long as a case may.
+  public var contactWait: Duration?
 
   public init(
     phone: PhoneUnderTest? = nil, accessory: AccessoryUnderTest? = nil, clock: any EngineClock = SystemClock(),
-    timeout: Duration = .seconds(5), captureDirectory: String? = nil
+    timeout: Duration = .seconds(5), captureDirectory: String? = nil, contactWait: Duration? = nil
   ) {
     self.phone = phone
     self.accessory = accessory
     self.clock = clock
     self.timeout = timeout
     self.captureDirectory = captureDirectory
+    self.contactWait = contactWait
   }
 
   /// Runs `cases` in order; `progress` sees each result as it comes.
   public func run(
     _ cases: [ConformanceCase], progress: @Sendable (Int, Int, CaseResult) -> Void = { _, _, _ in }
   ) async -> [CaseResult] {
+    await judge(cases, progress: progress).results
+  }
+
+  /// What a run gave: the results so far, and why it ended early when the implementation
+  /// could not be reached before any case had reached it.
+  public struct Judgement: Sendable {
+    public var results: [CaseResult]
+    public var unreachable: String?
+  }
+
+  /// Runs `cases` in order, as `run`; with `contactWait`, the first connection of the first
+  /// case that needs one may take that long, and when it cannot be made the run ends there
+  /// (with nothing there, every case would fail the same way, each after its whole time).
+  public func judge(
+    _ cases: [ConformanceCase], progress: @Sendable (Int, Int, CaseResult) -> Void = { _, _, _ in }
+  ) async -> Judgement {
     var results: [CaseResult] = []
+    var reached = false
     for (index, testCase) in cases.enumerated() {
-      let result = await run(testCase)
-      progress(index + 1, cases.count, result)
+      let (result, unreachable) = await run(testCase, contactWait: reached ? nil : contactWait)
       results.append(result)
+      if unreachable && !reached && contactWait != nil {
+        return Judgement(results: results, unreachable: result.detail)
+      }
+      progress(index + 1, cases.count, result)
+      if result.verdict != .skipped && !unreachable { reached = true }
     }
-    return results
+    return Judgement(results: results, unreachable: nil)
   }
 
   /// Runs one case.
-  public func run(_ testCase: ConformanceCase) async -> CaseResult {
+  public func run(_ testCase: ConformanceCase) async -> CaseResult { await run(testCase, contactWait: nil).0 }
+
+  /// Runs one case; true when the implementation could not be reached.
+  func run(_ testCase: ConformanceCase, contactWait: Duration?) async -> (CaseResult, Bool) {
     switch testCase.body {
     case .phone where phone == nil:
-      return skipped(testCase, "no phone to judge (NP cases run with `conform phone`)")
+      return (skipped(testCase, "no phone to judge (NP cases run with `conform phone`)"), false)
     case .accessory where accessory == nil:
-      return skipped(testCase, "no accessory to judge (NC cases run with `conform accessory`)")
+      return (skipped(testCase, "no accessory to judge (NC cases run with `conform accessory`)"), false)
     default: break
     }
     let started = clock.now
@@ -105,11 +133,12 @@ public struct ConformanceRunner: Sendable {
     let run: @Sendable () async throws -> Void
     switch testCase.body {
     case .phone(let body):
-      let np = NPContext(phone: phone!, clock: clock, timeout: timeout, capture: writer)
+      let np = NPContext(phone: phone!, clock: clock, timeout: timeout, capture: writer, contactWait: contactWait)
       (context, run) = (np, { try await body(np) })
     case .accessory(let body):
       await accessory?.observer?.drain()
-      let nc = NCContext(accessory: accessory!, clock: clock, timeout: timeout, capture: writer)
+      let nc = NCContext(
+        accessory: accessory!, clock: clock, timeout: timeout, capture: writer, contactWait: contactWait)
       (context, run) = (nc, { try await body(nc) })
     }
     let body: @Sendable () async -> CaseOutcome? = {
@@ -122,7 +151,18 @@ public struct ConformanceRunner: Sendable {
         return .failed("\(error)")
       }
     }
-    let race = await Self.race(clock: clock, until: started + timeout, onTimeout: { context.closeLinks() }, body)
+    // A case that waits on the accessory's own timers has them on top of its own time.
+    // The first connection of a run may take its own wait on top.
+    let budget = testCase.waitsOn.reduce(timeout + (contactWait ?? .zero)) { $0 + (accessory?.timers[$1] ?? .zero) }
+    let peer = testCase.role == .nc ? "accessory" : "phone"
+    // Taken before the links close: closing ends the waits the summary names.
+    let atTimeout = Locked<String>("")
+    let race = await Self.race(
+      clock: clock, until: started + budget,
+      onTimeout: {
+        atTimeout.withLock { $0 = context.log.summary(peer: peer) }
+        context.closeLinks()
+      }, body)
     context.closeLinks()
     // Clean-up talks to the phone's control channel, which may hang too: bounded the same way.
     let cleanUp: @Sendable () async -> CaseOutcome? = {
@@ -134,23 +174,30 @@ public struct ConformanceRunner: Sendable {
 
     var verdict: Verdict
     var detail: String
+    var unreachable = false
     switch race {
     case .finished(nil): (verdict, detail) = (.passed, "")
     case .finished(.failed(let why)): (verdict, detail) = (.failed, why)
     case .finished(.skipped(let why)): (verdict, detail) = (.skipped, why)
+    case .finished(.unreachable(let why)):
+      (verdict, detail) = (.failed, why)
+      unreachable = true
     case .timedOut:
-      let peer = testCase.role == .nc ? "accessory" : "phone"
-      (verdict, detail) = (.failed, "timed out after \(timeout) waiting for the \(peer)")
+      (verdict, detail) = (
+        .failed, "timed out after \(CaseLog.seconds(budget)) waiting for the \(peer): \(atTimeout.withLock { $0 })"
+      )
     }
-    if verdict == .failed {
+    if verdict == .failed && !unreachable {
       detail += captureProblem
     } else if let path = capturePath {
+      // A case that passed, or never reached the implementation (an empty capture).
       unlink(path)
       capturePath = nil
     }
-    return CaseResult(
+    let result = CaseResult(
       id: testCase.id, title: testCase.title, rule: testCase.rule, verdict: verdict, detail: detail,
       duration: clock.now - started, capture: capturePath)
+    return (result, unreachable)
   }
 
   private func skipped(_ testCase: ConformanceCase, _ why: String) -> CaseResult {
@@ -188,4 +235,37 @@ public struct ConformanceRunner: Sendable {
       return result
     }
   }
+}
+
+/// `body`'s result, or nil when `limit` passes first on `clock`. The body is not waited for
+/// after that (it may not heed cancellation, as an accept on a listener does not): a result
+/// it gives later goes to `late`, to close a link nobody took.
+func firstWithin<T: Sendable>(
+  _ limit: Duration, clock: any EngineClock, late: @escaping @Sendable (T) -> Void,
+  _ body: @escaping @Sendable () async throws -> T
+) async throws -> T? {
+  let decided = Locked<Bool>(false)
+  func decide() -> Bool {
+    decided.withLock { done in
+      defer { done = true }
+      return !done
+    }
+  }
+  let result: Result<T, any Error>? = await withCheckedContinuation { continuation in
+    let timer = Task {
+      try? await clock.sleep(until: clock.now + limit)
+      if !Task.isCancelled, decide() { continuation.resume(returning: nil) }
+    }
+    Task {
+      let outcome: Result<T, any Error>
+      do { outcome = .success(try await body()) } catch { outcome = .failure(error) }
+      if decide() {
+        timer.cancel()
+        continuation.resume(returning: outcome)
+      } else if case .success(let value) = outcome {
+        late(value)
+      }
+    }
+  }
+  return try result?.get()
 }

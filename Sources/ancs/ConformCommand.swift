@@ -32,7 +32,9 @@ enum ConformCommand {
     `ancs watch --headless`) are read: from FILE or standard input with --observe, or from
     COMMAND's standard output with --spawn, which also drives the wearer (`positive UID`,
     `negative UID` on COMMAND's standard input). Without them those cases are SKIP.
-    An accessory's own timeout for an unanswered command must be shorter than --timeout.
+    Three cases wait on the accessory's own timers (its liveness check, its re-check of a
+    ringing call, its wait for an unanswered command): state them with --liveness,
+    --call-recheck and --command-timeout, and each of those cases gets that much longer.
 
     Over the air (--bluetooth TRANSPORT, as for ancs phone and ancs watch): judging a phone,
     the harness is a peripheral that advertises the ANCS solicitation and takes the phone's
@@ -49,7 +51,16 @@ enum ConformCommand {
                           as it grows, or a named pipe) or standard input
       --case ID           run only cases whose ID starts with ID (repeatable)
       --list              list the selected cases and exit
-      --timeout S         longest a case may take, in seconds (default 5)
+      --timeout S         longest a case may take, in seconds (default 5), plus the
+                          accessory's timers the case waits on
+      --liveness S        (accessory) its silence before it checks its subscriptions
+                          (default 30, as ancs watch)
+      --call-recheck S    (accessory) how often it checks a ringing call (default 20)
+      --command-timeout S (accessory) its wait for a command's answer (default 10)
+      --wait-for-accessory S  (accessory) how long the first connection may take
+                          (default --timeout); none by then ends the run with exit 2
+      --wait-for-phone S  (phone) how long to keep trying the first connection (default
+                          0: one try; over the air --timeout); none ends the run, exit 2
       --junit FILE        write a JUnit XML report
       --tap               print a TAP report on standard output (the table goes to stderr)
       --json FILE         write a JSON report
@@ -69,13 +80,15 @@ enum ConformCommand {
     examples:
       ancs conform phone --connect unix:/tmp/phone.sock \\
         --spawn "ancs phone --listen unix:/tmp/phone.sock --commands jsonl" --junit report.xml
-      ancs conform accessory --listen unix:/tmp/h.sock \\
-        --spawn "ancs watch --connect unix:/tmp/h.sock --headless --command-timeout 1"
+      ancs conform accessory --listen unix:/tmp/h.sock --command-timeout 1 --liveness 2 \\
+        --call-recheck 2 --spawn "ancs watch --connect unix:/tmp/h.sock --headless \\
+        --command-timeout 1 --liveness 2 --call-recheck 2"
       ancs watch --connect unix:/tmp/h.sock --headless | \\
         ancs conform accessory --listen unix:/tmp/h.sock --observe -
       ancs conform accessory --bluetooth hci-user:0 --peer C0:11:22:33:44:55
 
-    exit codes: 0 every case passed (or skipped), 1 a case failed, 2 bad usage
+    exit codes: 0 every case passed (or skipped), 1 a case failed, 2 bad usage or nothing
+    to judge (no phone or accessory could be reached)
     """
 
   /// What both roles share: which cases, how long, where the reports go.
@@ -126,6 +139,16 @@ enum ConformCommand {
     let peerText = try args.value("--peer")
     let name = try args.value("--name")
     let capture = try args.value("--capture")
+    var timers = AccessoryTimers()
+    var timersGiven: [String] = []
+    for timer in AccessoryTimer.allCases {
+      if let seconds = try args.seconds(timer.option, in: 0.01...3600) {
+        timers[timer] = .milliseconds(Int64(seconds * 1000))
+        timersGiven.append(timer.option)
+      }
+    }
+    let waitForAccessory = try args.seconds("--wait-for-accessory", in: 0...3600)
+    let waitForPhone = try args.seconds("--wait-for-phone", in: 0...3600)
     let common = try Common(&args, overTheAir: bluetooth != nil)
     let logger = args.logger()
     try args.finish()
@@ -136,6 +159,13 @@ enum ConformCommand {
       throw UsageError("--peer, --name and --capture go with --bluetooth TRANSPORT")
     }
     if peerText != nil && role != "accessory" { throw UsageError("--peer is for conform accessory --bluetooth") }
+    if let option = timersGiven.first, role != "accessory" {
+      throw UsageError("\(option) states an accessory's timer: it is for conform accessory")
+    }
+    if waitForAccessory != nil && role != "accessory" {
+      throw UsageError("--wait-for-accessory is for conform accessory")
+    }
+    if waitForPhone != nil && role != "phone" { throw UsageError("--wait-for-phone is for conform phone") }
     if name != nil && role != "phone" { throw UsageError("--name is for conform phone --bluetooth") }
     let peer = try peerText.map(BluetoothCommandLine.address)
 
@@ -170,7 +200,10 @@ enum ConformCommand {
         }
         links = .simulated(try twoProcessAddress(connect))
       }
-      return try await judgePhone(cases, links, spawn: spawn, common)
+      // Over a simulated link a phone that is up takes the connection at once; over the air
+      // it has to find the harness first.
+      let wait = waitForPhone ?? (bluetooth == nil ? 0 : common.timeout)
+      return try await judgePhone(cases, links, spawn: spawn, wait: wait, common)
     case "accessory":
       if connect != nil { throw UsageError("--connect is for conform phone; the accessory role takes --listen") }
       if spawn != nil && observe != nil {
@@ -192,7 +225,9 @@ enum ConformCommand {
         let address = try twoProcessAddress(listen)
         do { accessoryLinks = ListenerLinks(listener: try address.listen()) } catch { throw UsageError("\(error)") }
       }
-      return try await judgeAccessory(cases, accessoryLinks, spawn: spawn, observe: observe, common)
+      return try await judgeAccessory(
+        cases, accessoryLinks, spawn: spawn, observe: observe, timers: timers,
+        wait: waitForAccessory ?? common.timeout, common)
     default:
       throw UsageError("conform needs a role: ancs conform phone --connect ADDRESS or accessory --listen ADDRESS")
     }
@@ -212,15 +247,28 @@ enum ConformCommand {
       }
     }
 
-    func close() {
-      if case .overTheAir(let radio, _) = self { radio.close() }
+    func finish() async {
+      if case .overTheAir(let radio, _) = self { await radio.leave() }
     }
   }
 
-  static func judgePhone(_ cases: [ConformanceCase], _ links: PhoneLinksUnderTest, spawn: String?, _ common: Common)
-    async throws -> Int32
-  {
-    defer { links.close() }
+  static func judgePhone(
+    _ cases: [ConformanceCase], _ links: PhoneLinksUnderTest, spawn: String?, wait: Double, _ common: Common
+  ) async throws -> Int32 {
+    onTerminationSignal { blocking { await links.finish() } }
+    do {
+      let code = try await judge(cases, links, spawn: spawn, wait: wait, common)
+      await links.finish()
+      return code
+    } catch {
+      await links.finish()
+      throw error
+    }
+  }
+
+  private static func judge(
+    _ cases: [ConformanceCase], _ links: PhoneLinksUnderTest, spawn: String?, wait: Double, _ common: Common
+  ) async throws -> Int32 {
     let capturePath = try prepareCaptureDirectory(common.captureDirectory)
     var process: SpawnedPhone?
     var stimulus: JSONLineStimulus?
@@ -251,21 +299,40 @@ enum ConformCommand {
       stimulus = channel
     }
     let phone = PhoneUnderTest(connect: { try await links.next() }, stimulus: stimulus)
-    let runner = ConformanceRunner(phone: phone, timeout: common.duration, captureDirectory: capturePath)
-    let results = await runner.run(cases) { index, total, result in
+    let runner = ConformanceRunner(
+      phone: phone, timeout: common.duration, captureDirectory: capturePath, contactWait: seconds(wait))
+    let judgement = await runner.judge(cases) { index, total, result in
       printError(ConformanceReport.progressLine(index, total, result))
     }
     process?.stop()
     removeIfEmpty(capturePath)
-    return try report(results, common)
+    if let why = judgement.unreachable { throw UsageError("nothing to judge: \(why)") }
+    return try report(judgement.results, common)
   }
 
+  static func seconds(_ value: Double) -> Duration { .milliseconds(Int64((value * 1000).rounded())) }
+
   static func judgeAccessory(
-    _ cases: [ConformanceCase], _ listener: any AccessoryLinks, spawn: String?, observe: String?, _ common: Common
+    _ cases: [ConformanceCase], _ listener: any AccessoryLinks, spawn: String?, observe: String?,
+    timers: AccessoryTimers, wait: Double, _ common: Common
+  ) async throws -> Int32 {
+    onTerminationSignal { blocking { await listener.finish() } }
+    do {
+      let code = try await judge(
+        cases, listener, spawn: spawn, observe: observe, timers: timers, wait: wait, common)
+      await listener.finish()
+      return code
+    } catch {
+      await listener.finish()
+      throw error
+    }
+  }
+
+  private static func judge(
+    _ cases: [ConformanceCase], _ listener: any AccessoryLinks, spawn: String?, observe: String?,
+    timers: AccessoryTimers, wait: Double, _ common: Common
   ) async throws -> Int32 {
     let capturePath = try prepareCaptureDirectory(common.captureDirectory)
-    onTerminationSignal { listener.close() }
-    defer { listener.close() }
     var observer: AccessoryObserver?
     var wearer: (any WearerStimulus)?
     var process: SpawnedProcess?
@@ -291,14 +358,16 @@ enum ConformCommand {
     }
     printError("conform: \(listener.waitingLine)")
     let accessory = AccessoryUnderTest(
-      accept: { try await listener.nextAccessory() }, observer: observer, wearer: wearer)
-    let runner = ConformanceRunner(accessory: accessory, timeout: common.duration, captureDirectory: capturePath)
-    let results = await runner.run(cases) { index, total, result in
+      accept: { try await listener.nextAccessory() }, observer: observer, wearer: wearer, timers: timers)
+    let runner = ConformanceRunner(
+      accessory: accessory, timeout: common.duration, captureDirectory: capturePath, contactWait: seconds(wait))
+    let judgement = await runner.judge(cases) { index, total, result in
       printError(ConformanceReport.progressLine(index, total, result))
     }
     process?.stop()
     removeIfEmpty(capturePath)
-    return try report(results, common)
+    if let why = judgement.unreachable { throw UsageError("nothing to judge: \(why)") }
+    return try report(judgement.results, common)
   }
 
   /// Prints the summary (or TAP) and writes the reports; the exit code.
@@ -393,6 +462,10 @@ final class SpawnedProcess: @unchecked Sendable {
     do { try process.run() } catch {
       throw UsageError("\(failure): \(error.localizedDescription)")
     }
+    // Foundation starts it as the leader of a process group of its own, so ending the group
+    // ends what it started too (a shell's commands). However the harness ends, it ends too.
+    Children.add(process.processIdentifier)
+    onTerminationSignal {}
     readLines(from: output.fileHandleForReading, onLine: onLine, onEnd: onEnd)
   }
 
@@ -418,16 +491,19 @@ final class SpawnedProcess: @unchecked Sendable {
     }
   }
 
-  /// Asks the program to quit, then makes sure it does.
+  /// Asks the program to quit, then makes sure it does: SIGTERM to its process group after
+  /// two seconds, SIGKILL two seconds later.
   func stop() {
     if process.isRunning {
       try? input.fileHandleForWriting.write(contentsOf: Array((quitLine + "\n").utf8))
       try? input.fileHandleForWriting.close()
     }
-    if exited.wait(timeout: .now() + 2) == .timedOut {
-      process.terminate()
-      _ = exited.wait(timeout: .now() + 2)
-    }
+    let quit = exited.wait(timeout: .now() + 2) == .success
+    if quit { exited.signal() }
+    let pid = process.processIdentifier
+    Children.remove(pid)
+    // Also when it quit: what it left running in its group goes with it.
+    Children.end(pid, grace: quit ? 0.2 : 2, exited: quit ? nil : exited)
   }
 }
 
@@ -527,7 +603,8 @@ protocol AccessoryLinks: Sendable {
   /// What the harness prints while it waits for the first accessory.
   var waitingLine: String { get }
   func nextAccessory() async throws -> any ATTBearer
-  func close()
+  /// Closes, leaving a controller as it was found.
+  func finish() async
 }
 
 extension ListenerLinks: AccessoryLinks {

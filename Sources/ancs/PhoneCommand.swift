@@ -115,7 +115,7 @@ enum PhoneCommandLine {
     } else {
       throw UsageError("phone needs --listen or --bluetooth")
     }
-    onTerminationSignal { listener.close() }
+    onTerminationSignal { blocking { await listener.finish() } }
 
     let json = mode == "jsonl"
     let say: @Sendable (String) -> Void = { line in if !json { printLine(line) } }
@@ -135,7 +135,17 @@ enum PhoneCommandLine {
     }
     let accepting = Task {
       while true {
-        guard let bearer = await listener.next() else { return }
+        guard let bearer = await listener.next() else {
+          // A phone that can take no watch any more (its controller refuses to scan) is of no
+          // use: one line, and exit 1.
+          if let failure = listener.failure {
+            await listener.finish()
+            printError("ancs: \(failure)")
+            Children.endAll()
+            exit(1)
+          }
+          return
+        }
         let link: any ATTBearer = writer.map { CapturingBearer(bearer, writer: $0) } ?? bearer
         if listener.oneAtATime {
           await phone.serve(link)
@@ -177,7 +187,7 @@ enum PhoneCommandLine {
     }
     player?.cancel()
     accepting.cancel()
-    listener.close()
+    await listener.finish()
     phone.disconnectAll()
     reporter?.cancel()
     writer?.close()
@@ -269,9 +279,18 @@ protocol PhoneLinks: Sendable {
   var name: String { get }
   /// Serve one link before taking the next (a central connects to one watch at a time).
   var oneAtATime: Bool { get }
-  /// The next watch's link; nil once closed.
+  /// The next watch's link; nil once closed, or when no more can come (`failure` says why).
   func next() async -> (any ATTBearer)?
   func close()
+  /// Closes, leaving a controller as it was found.
+  func finish() async
+  /// Why no link can come any more (a controller that refuses to scan), if that is so.
+  var failure: String? { get }
+}
+
+extension PhoneLinks {
+  func finish() async { close() }
+  var failure: String? { nil }
 }
 
 /// The connections of a simulated-link listener, served side by side.
@@ -287,8 +306,14 @@ struct ListenerLinks: PhoneLinks {
 struct CentralLinks: PhoneLinks {
   let host: any BluetoothRadio
   let filter: ScanFilter
+  private let failed = Locked<String?>(nil)
   var name: String { "\(host.name), looking for \(filter)" }
   var oneAtATime: Bool { true }
+
+  init(host: any BluetoothRadio, filter: ScanFilter) {
+    self.host = host
+    self.filter = filter
+  }
 
   func next() async -> (any ATTBearer)? {
     while host.closedReason == nil && !Task.isCancelled {
@@ -296,12 +321,16 @@ struct CentralLinks: PhoneLinks {
         return try await host.connectLink(scanningFor: filter, timeout: .seconds(60))
       } catch {
         if case .timedOut = error { continue }
-        printError("phone: \(error)")
+        // Stopping (quit, a signal) is no failure.
+        if case .cancelled = error { return nil }
+        if host.closedReason == nil && !Task.isCancelled { failed.withLock { $0 = "\(host.name): \(error)" } }
         return nil
       }
     }
     return nil
   }
 
+  var failure: String? { failed.withLock { $0 } }
   func close() { host.close() }
+  func finish() async { await host.leave() }
 }

@@ -1,18 +1,39 @@
 import Dispatch
 import Foundation
+import Wire
 
 #if canImport(Glibc)
   import Glibc
 #endif
 
-/// Runs `cleanUp` and exits with 0 on SIGINT or SIGTERM (closing a listener removes its
-/// socket file, so nothing is left half-made).
+/// Runs `cleanUp` and exits with 0 on SIGINT, SIGTERM or SIGHUP (closing a listener removes
+/// its socket file, so nothing is left half-made). Every process this one started is ended
+/// too (`Children`). Clean-up gets two seconds: one that hangs (a controller that stopped
+/// answering) cannot keep the process alive, and a second signal ends it at once.
 func onTerminationSignal(_ cleanUp: @escaping @Sendable () -> Void) {
-  for number in [SIGINT, SIGTERM] {
+  let first = terminationCleanUps.withLock { list in
+    list.append(cleanUp)
+    return list.count == 1
+  }
+  guard first else { return }
+  for number in [SIGINT, SIGTERM, SIGHUP] {
     signal(number, SIG_IGN)
     let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
     source.setEventHandler {
-      cleanUp()
+      if terminating.withLock({ ending in
+        defer { ending = true }
+        return ending
+      }) {
+        Children.endAll(grace: 0)
+        _exit(1)
+      }
+      let done = DispatchSemaphore(value: 0)
+      Thread.detachNewThread {
+        for cleanUp in terminationCleanUps.withLock({ $0 }) { cleanUp() }
+        done.signal()
+      }
+      _ = done.wait(timeout: .now() + 2)
+      Children.endAll()
       exit(0)
     }
     source.resume()
@@ -20,8 +41,58 @@ func onTerminationSignal(_ cleanUp: @escaping @Sendable () -> Void) {
   }
 }
 
+private let terminationCleanUps = Locked<[@Sendable () -> Void]>([])
+private let terminating = Locked(false)
+
 /// Keeps the signal sources alive for the life of the process; written only at start-up.
 nonisolated(unsafe) private var signalSources: [any DispatchSourceSignal] = []
+
+/// Runs `body` to its end from a thread that may block (a signal handler's), waiting at most
+/// two seconds for it.
+func blocking(_ body: @escaping @Sendable () async -> Void) {
+  let done = DispatchSemaphore(value: 0)
+  Task {
+    await body()
+    done.signal()
+  }
+  _ = done.wait(timeout: .now() + 2)
+}
+
+/// The processes this one started and still owns, each the leader of a process group of its
+/// own (as Foundation's `Process` starts them on Linux: the group's ID is the child's process
+/// ID), so that ending one ends whatever it started in turn (a shell's children).
+/// However this process ends (its work done, an error, a signal), they end first: SIGTERM,
+/// then SIGKILL after a grace period.
+enum Children {
+  private static let groups = Locked<Set<pid_t>>([])
+
+  static func add(_ group: pid_t) { _ = groups.withLock { $0.insert(group) } }
+  static func remove(_ group: pid_t) { _ = groups.withLock { $0.remove(group) } }
+
+  /// SIGTERM to every group, SIGKILL to those still there after `grace` seconds.
+  static func endAll(grace: Double = 2) {
+    let all = groups.withLock { groups in
+      defer { groups = [] }
+      return groups
+    }
+    for group in all { end(group, grace: grace, exited: nil) }
+  }
+
+  /// Ends one process group: SIGTERM, then SIGKILL after `grace` seconds unless `exited`
+  /// (the leader's end) is signalled first, or the group is gone.
+  static func end(_ group: pid_t, grace: Double, exited: DispatchSemaphore?) {
+    guard group > 0 else { return }
+    kill(-group, SIGTERM)
+    let deadline = DispatchTime.now() + grace
+    if let exited, exited.wait(timeout: deadline) == .success {
+      exited.signal()
+    } else {
+      while DispatchTime.now() < deadline, kill(-group, 0) == 0 { usleep(20_000) }
+    }
+    // Whatever is left of the group (the leader, or what it started and left behind).
+    kill(-group, SIGKILL)
+  }
+}
 
 /// The contents of a UTF-8 text file; errors say what went wrong in a few words.
 func readTextFile(_ path: String) throws -> String {

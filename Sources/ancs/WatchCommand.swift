@@ -116,6 +116,7 @@ enum WatchCommand {
     let logger = args.logger()
     try args.finish()
     let engine: WatchEngine
+    var radio: (any BluetoothRadio)?
     if let bluetooth {
       let host = try await BluetoothCommandLine.open(bluetooth, capture: capture, logger: logger)
       let advertisement = Advertisement(
@@ -123,15 +124,22 @@ enum WatchCommand {
       // A peripheral, as a watch is: advertise the ANCS solicitation, take the phone's
       // connection; the engine then pairs (a Security Request) and goes on as over any link.
       engine = WatchEngine(options: options, logger: logger) { try await host.acceptLink(advertisement, timeout: nil) }
+      radio = host
+      onTerminationSignal { blocking { await host.leave() } }
     } else {
       engine = try socketWatch(
         try twoProcessAddress(text ?? ""), options, capture: capture, logger: logger,
         announce: headless || !stdoutIsTerminal)
     }
-    if !headless && stdoutIsTerminal, let code = await FaceCommandLine.run(engine, face, until: nil) {
-      return code
+    let code: Int32
+    if !headless && stdoutIsTerminal, let shown = await FaceCommandLine.run(engine, face, until: nil) {
+      code = shown
+    } else {
+      code = await runHeadless(engine, expectReconnect: options.reconnect)
     }
-    return await runHeadless(engine, expectReconnect: options.reconnect)
+    // The controller as it was found: no connection, no advertising.
+    await radio?.leave()
+    return code
   }
 
   /// A watch over a simulated link to `address`. As a real watch waits for its phone, a

@@ -15,4 +15,6 @@ do {
   exit(2)
 }
 let code = await CLI.main(arguments)
+// Nothing this process started outlives it.
+Children.endAll()
 exit(code)

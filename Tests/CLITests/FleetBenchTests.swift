@@ -19,6 +19,49 @@ struct FleetBenchTests {
     #expect(!out.contains("FAIL"), "\(out)")
   }
 
+  /// Issue #13 (10): stopped by a signal (a timeout, Ctrl-C), the bench leaves no phone
+  /// process behind.
+  @Test func aSignalLeavesNoPhoneBehind() async throws {
+    let bench = Process()
+    bench.executableURL = URL(fileURLWithPath: ancsPath)
+    bench.arguments = ["bench", "--fleet", "5", "--notifications", "1000000"]
+    bench.standardOutput = FileHandle.nullDevice
+    bench.standardError = FileHandle.nullDevice
+    try bench.run()
+    defer { if bench.isRunning { kill(bench.processIdentifier, SIGKILL) } }
+    let socket = "ancs-fleet-\(bench.processIdentifier).sock"
+    /// The process IDs whose command line names the fleet's socket (its phone).
+    @Sendable func phones() -> [Int32] {
+      let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
+      return entries.compactMap(Int32.init).filter { pid in
+        let line = (try? Data(contentsOf: URL(fileURLWithPath: "/proc/\(pid)/cmdline"))) ?? Data()
+        let text = String(decoding: line, as: UTF8.self)
+        let state = (try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8)) ?? ""
+        return text.contains(socket) && !state.contains(") Z ")
+      }
+    }
+    let started = try await offThread { () -> [Int32] in
+      for _ in 0..<1000 {
+        let found = phones()
+        if !found.isEmpty && FileManager.default.fileExists(atPath: "/tmp/\(socket)") { return found }
+        usleep(10_000)
+      }
+      return []
+    }
+    try #require(!started.isEmpty, "the fleet's phone never started")
+    kill(bench.processIdentifier, SIGTERM)
+    try await offThread { bench.waitUntilExit() }
+    let left = try await offThread { () -> [Int32] in
+      for _ in 0..<500 {
+        if phones().isEmpty { return [] }
+        usleep(10_000)
+      }
+      return phones()
+    }
+    for pid in left { kill(pid, SIGKILL) }
+    #expect(left.isEmpty, "the phone outlived the bench: \(left)")
+  }
+
   /// A fleet that needs more descriptors than the hard limit allows is refused in one line.
   @Test func hardLimitTooLow() async throws {
     let (status, out, err) = try await runAncs(["bench", "--fleet", "200"], openFiles: 100)

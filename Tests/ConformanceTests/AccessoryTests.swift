@@ -33,11 +33,16 @@ func ownWatch(_ configure: (inout WatchOptions) -> Void = { _ in }) -> (WatchEng
   Task {
     for await event in events { observer.push(line: event.json.description) }
   }
+  // Its timers, stated once, as a maker states a real accessory's.
+  var timers = AccessoryTimers()
+  timers.liveness = options.livenessInterval
+  timers.callRecheck = options.callRecheckInterval
+  timers.commandTimeout = options.commandTimeout
   let accessory = AccessoryUnderTest(
     accept: {
       guard let bearer = await connections.next() else { throw StimulusError("the watch stopped connecting") }
       return bearer
-    }, observer: observer, wearer: EngineWearer(engine: engine))
+    }, observer: observer, wearer: EngineWearer(engine: engine), timers: timers)
   Task { await engine.run() }
   return (engine, accessory)
 }
@@ -64,19 +69,21 @@ struct EngineWearer: WearerStimulus {
 /// accessory.
 @Suite(.enabled(if: ancsBuilt, "needs the ancs binary: swift build --build-tests first"), .timeLimit(scaledMinutes(2)))
 struct AccessoryBinaryTests {
-  static let watch =
-    "ancs watch --headless --command-timeout \(scaledSeconds(0.3)) --liveness \(scaledSeconds(0.2)) "
-    + "--call-recheck \(scaledSeconds(0.2)) --title-max 64 --reconnect-delay 0.01"
+  /// The watch's timers, stated to the harness with the same options.
+  static let timers =
+    "--command-timeout \(scaledSeconds(0.3)) --liveness \(scaledSeconds(0.2)) --call-recheck \(scaledSeconds(0.2))"
+  static let watch = "ancs watch --headless \(timers) --title-max 64 --reconnect-delay 0.01"
 
   /// `--spawn`: the harness starts the watch, observes its output and is its wearer.
   @Test func wholeSuitePassesWithASpawnedWatch() async throws {
     let directory = try temporaryDirectory("nc")
     defer { try? FileManager.default.removeItem(atPath: directory) }
     let socket = "unix:\(directory)/harness.sock"
-    let (status, table, log) = try await runAncs([
-      "conform", "accessory", "--listen", socket, "--spawn", "\(Self.watch) --connect \(socket)", "--junit",
-      "\(directory)/report.xml", "--capture-dir", "\(directory)/captures", "--timeout", scaledSeconds(5),
-    ])
+    let (status, table, log) = try await runAncs(
+      [
+        "conform", "accessory", "--listen", socket, "--spawn", "\(Self.watch) --connect \(socket)", "--junit",
+        "\(directory)/report.xml", "--capture-dir", "\(directory)/captures", "--timeout", scaledSeconds(5),
+      ] + Self.timers.split(separator: " ").map(String.init))
     let count = ConformanceCatalog.nc.count
     #expect(status == 0, "\(log.split(separator: "\n").filter { $0.contains("FAIL") })")
     #expect(table.contains("\(count) cases: \(count) passed, 0 failed, 0 skipped"), "\(table)\(log)")
@@ -97,9 +104,9 @@ struct AccessoryBinaryTests {
     // The harness listens first; the watch retries until it can connect (started a moment later).
     let script = """
       (for i in $(seq 200); do [ -S '\(directory)/harness.sock' ] && break; sleep 0.05; done; \
-      \(watch) --connect \(socket) < /dev/null) | \
+      \(watch) --connect \(socket)) | \
       \(binary) conform accessory --listen \(socket) --observe - --json '\(directory)/report.json' \
-      --timeout \(scaledSeconds(5))
+      --timeout \(scaledSeconds(5)) \(Self.timers)
       """
     // In a process group of its own, so a time-out kills the watch too.
     let (status, out, err) = try await runProgram("/usr/bin/setsid", ["/bin/sh", "-c", script])
@@ -108,6 +115,97 @@ struct AccessoryBinaryTests {
     #expect(json["passed"]?.integer == ConformanceCatalog.nc.count - 1, "\(out)")
     #expect(json["skipped"]?.integer == 1)
     #expect(err.contains("SKIP ANCS/NC/CP/BV-03"), "\(err)")
+  }
+
+  /// Issue #13 (11): with nothing there the run stops at once, one line, exit 2, and leaves
+  /// no empty capture behind.
+  @Test func nothingToJudgeEndsTheRun() async throws {
+    let directory = try temporaryDirectory("nothing")
+    defer { try? FileManager.default.removeItem(atPath: directory) }
+    let (phoneStatus, _, phoneLog) = try await runAncs([
+      "conform", "phone", "--connect", "unix:\(directory)/nobody.sock", "--capture-dir", "\(directory)/captures",
+    ])
+    #expect(phoneStatus == 2)
+    #expect(
+      phoneLog.trimmingCharacters(in: .whitespacesAndNewlines)
+        == "ancs: nothing to judge: cannot connect to the phone: unix:\(directory)/nobody.sock: no such socket "
+        + "(is `ancs phone --listen` running?)", "\(phoneLog)")
+    let (status, _, log) = try await runAncs([
+      "conform", "accessory", "--listen", "unix:\(directory)/harness.sock", "--wait-for-accessory", "0.2",
+      "--capture-dir", "\(directory)/captures",
+    ])
+    #expect(status == 2)
+    #expect(log.contains("ancs: nothing to judge: no accessory connected within 0.2 s"), "\(log)")
+    #expect(!log.contains("FAIL"), "\(log)")
+    #expect(!FileManager.default.fileExists(atPath: "\(directory)/captures"), "no empty capture is kept")
+  }
+
+  /// Issue #13 (6): the accessory example of `ancs conform --help` passes as written (its
+  /// socket moved to a temporary directory, `ancs` this binary).
+  @Test func helpAccessoryExamplePassesAsWritten() async throws {
+    let (_, help, _) = try await runAncs(["conform", "--help"])
+    let lines = help.split(separator: "\n").map(String.init)
+    let start = try #require(lines.firstIndex { $0.contains("ancs conform accessory --listen unix:/tmp/h.sock --") })
+    var command = ""
+    for line in lines[start...] {
+      let text = line.trimmingCharacters(in: .whitespaces)
+      command += text.hasSuffix("\\") ? String(text.dropLast()) : text
+      if !text.hasSuffix("\\") { break }
+    }
+    let directory = try temporaryDirectory("example")
+    defer { try? FileManager.default.removeItem(atPath: directory) }
+    command = command.replacingOccurrences(of: "/tmp/h.sock", with: "\(directory)/h.sock")
+      .replacingOccurrences(of: "ancs ", with: "'\(ancsPath)' ")
+    let (status, out, err) = try await runProgram(
+      "/usr/bin/setsid", ["/bin/sh", "-c", "cd '\(directory)' && \(command)"])
+    #expect(status == 0, "\(command)\n\(out)\(err)")
+    #expect(out.contains("0 failed"), "\(out)")
+  }
+
+  /// Issue #13 (10): a spawned accessory that ignores SIGTERM and never connects is ended
+  /// when the harness ends, however it ends: at the end of its run and on a signal.
+  @Test(arguments: [false, true])
+  func aSpawnedAccessoryNeverOutlivesTheHarness(signalled: Bool) async throws {
+    let directory = try temporaryDirectory("spawned")
+    defer { try? FileManager.default.removeItem(atPath: directory) }
+    let pidFile = "\(directory)/pid"
+    // A shell that ignores SIGTERM, says its process ID and becomes a sleep (still ignoring it).
+    let stubborn = "trap '' TERM; echo $$ > \(pidFile); exec sleep 300"
+    let harness = Process()
+    harness.executableURL = URL(fileURLWithPath: ancsPath)
+    harness.arguments = [
+      "conform", "accessory", "--listen", "unix:\(directory)/h.sock", "--spawn", stubborn,
+      "--wait-for-accessory", signalled ? "60" : "0.5",
+    ]
+    harness.standardOutput = FileHandle.nullDevice
+    harness.standardError = FileHandle.nullDevice
+    try harness.run()
+    defer { if harness.isRunning { harness.terminate() } }
+    let pid = try await offThread { () -> Int32 in
+      for _ in 0..<500 {
+        if let text = try? String(contentsOfFile: pidFile, encoding: .utf8),
+          let pid = Int32(text.trimmingCharacters(in: .whitespacesAndNewlines))
+        {
+          return pid
+        }
+        usleep(10_000)
+      }
+      return 0
+    }
+    try #require(pid > 0, "the spawned program never started")
+    if signalled { kill(harness.processIdentifier, SIGTERM) }
+    try await offThread { harness.waitUntilExit() }
+    #expect(harness.terminationStatus == (signalled ? 0 : 2))
+    // Gone within the grace period and a little more (it is reaped once it dies).
+    let gone = try await offThread { () -> Bool in
+      for _ in 0..<600 {
+        if kill(pid, 0) != 0 && errno == ESRCH { return true }
+        usleep(10_000)
+      }
+      return false
+    }
+    if !gone { kill(pid, SIGKILL) }
+    #expect(gone, "the spawned program (pid \(pid)) outlived the harness")
   }
 
   @Test func usageErrors() async throws {

@@ -171,6 +171,10 @@ func runProgram(_ path: String, _ arguments: [String]) async throws -> (status: 
   process.arguments = arguments
   let output = Pipe()
   let errors = Pipe()
+  // Input open until the program ends: a watch in it stops at end of input, as a user's
+  // would at the end of what they type.
+  let input = Pipe()
+  process.standardInput = input
   process.standardOutput = output
   process.standardError = errors
   try process.run()
@@ -178,6 +182,7 @@ func runProgram(_ path: String, _ arguments: [String]) async throws -> (status: 
     let out = output.fileHandleForReading.readDataToEndOfFile()
     let err = errors.fileHandleForReading.readDataToEndOfFile()
     process.waitUntilExit()
+    try? input.fileHandleForWriting.close()
     return (process.terminationStatus, String(decoding: out, as: UTF8.self), String(decoding: err, as: UTF8.self))
   }
 }

@@ -15,8 +15,8 @@ import Wire
   /// Cases that check what the accessory shows (observe), and the action case, which waits
   /// for the call to be shown first.
   static let showing = [
-    "NS/BV-03", "NS/BV-04", "NS/BV-06", "CP/BV-03", "DS/BV-01", "DS/BV-02", "DS/BV-03", "DS/BI-01", "DS/BV-04",
-    "DS/BV-05",
+    "NS/BV-03", "NS/BV-04", "NS/BV-06", "CP/BV-03", "DS/BV-01", "DS/BV-02", "DS/BV-03", "DS/BI-01", "DS/BI-02",
+    "DS/BV-04", "DS/BV-05",
   ].map(nc)
 
   /// Fault name → the NC cases it must fail, no more, no fewer.
@@ -68,6 +68,27 @@ import Wire
       ids(results, .failed) == Self.all.filter(expected.contains),
       "fault \(name): \(results.filter { $0.verdict == .failed }.map { "\($0.id): \($0.detail)" })")
     #expect(ids(results, .skipped) == [])
+  }
+
+  /// Issue #13 (6, 7): a case that waits on one of the accessory's own timers says which,
+  /// with the value stated for it, what it expected and what the accessory last did.
+  @Test(arguments: [
+    ("no-liveness-probe", "DISC/BV-05", "again (its liveness check, after the phone dropped them silently, --liveness"),
+    ("no-call-recheck", "NS/BV-06", "(its check that the ringing call still exists, --call-recheck"),
+    ("no-command-timeout", "CP/BI-02", "(once it gives up on UID"),
+  ])
+  func aTimedOutCaseSaysWhatItWaitedFor(_ fault: String, _ id: String, _ reason: String) async throws {
+    var faults = WatchFaults()
+    try faults.enable(fault)
+    let (engine, accessory) = ownWatch { $0.faults = faults }
+    defer { engine.stop() }
+    let testCase = try #require(ConformanceCatalog.nc.first { $0.id == Self.nc(id) })
+    // 6 s as the sweep above: it runs beside it, and the watch must first get as far as the wait.
+    let result = await ConformanceRunner(accessory: accessory, timeout: scaled(.seconds(6))).run(testCase)
+    #expect(result.verdict == .failed)
+    #expect(result.detail.hasPrefix("timed out after "), "\(result.detail)")
+    #expect(result.detail.contains(reason), "\(result.detail)")
+    #expect(result.detail.contains("; the accessory last "), "\(result.detail)")
   }
 
   /// The table is complete both ways, and together the faults fail every NC case.

@@ -26,12 +26,52 @@ struct HostCommandTests {
     while fake.commands.count > 0, let command = await fake.commands.next() { opcodes.append(command.opcode) }
     #expect(
       opcodes == [
-        Reset.opcode, SetEventMask.opcode, LESetEventMask.opcode, LEReadBufferSize.opcode, ReadBDADDR.opcode,
-        LESetRandomAddress.opcode,
+        Reset.opcode, LESetScanEnable.opcode, LESetAdvertisingEnable.opcode, SetEventMask.opcode,
+        LESetEventMask.opcode, LEReadBufferSize.opcode, ReadBDADDR.opcode, LESetRandomAddress.opcode,
       ])
     #expect(setup.randomAddress.isRandomStatic)
     #expect(setup.aclDataPacketLength == 27 && setup.totalNumACLDataPackets == 2)
     #expect(host.aclBuffers == (27, 2))
+  }
+
+  /// Issue #13 (9): a controller left scanning or advertising by a host that quit. Turning
+  /// each off may be refused (it was off); set-up goes on.
+  @Test("set-up turns scanning and advertising off after Reset; a refusal does not stop it")
+  func setUpCopesWithALeftoverController() async throws {
+    var settings = FakeController.Settings()
+    settings.failing = [LESetScanEnable.opcode: .commandDisallowed, LESetAdvertisingEnable.opcode: .commandDisallowed]
+    let fake = FakeController(settings)
+    let host = HCIHost(stream: fake)
+    let setup = try await host.setUp()
+    #expect(setup.randomAddress.isRandomStatic)
+    var sent: [HCICommandPacket] = []
+    while fake.commands.count > 0, let command = await fake.commands.next() { sent.append(command) }
+    let scan = try #require(sent.first { $0.opcode == LESetScanEnable.opcode })
+    #expect(try LESetScanEnable(packet: scan).scanEnable == false)
+    let advertising = try #require(sent.first { $0.opcode == LESetAdvertisingEnable.opcode })
+    #expect(try LESetAdvertisingEnable(packet: advertising).advertisingEnable == false)
+  }
+
+  /// Issue #13 (9): on its way out the host ends its connections and stops scanning and
+  /// advertising, then closes; a controller that no longer answers cannot hold it up.
+  @Test("leave: Disconnect each connection, scanning and advertising off, then closed")
+  func leaveRestoresTheController() async throws {
+    let (fake, host, connection) = try await connectedHost(role: .central)
+    await host.leave()
+    var opcodes: [HCIOpcode] = []
+    while fake.commands.count > 0, let command = await fake.commands.next() { opcodes.append(command.opcode) }
+    #expect(opcodes == [Disconnect.opcode, LESetScanEnable.opcode, LESetAdvertisingEnable.opcode])
+    #expect(host.closedReason != nil)
+    #expect(try await connection.receive() == nil)
+
+    var silent = FakeController.Settings()
+    silent.silent = [Disconnect.opcode]
+    let (_, stuck, _) = try await connectedHost(role: .central, silent)
+    let clock = ContinuousClock()
+    let started = clock.now
+    await stuck.leave(within: .milliseconds(200))
+    #expect(stuck.closedReason != nil)
+    #expect(clock.now - started < .seconds(5), "bounded by its limit")
   }
 
   @Test("an LE buffer length of 0 falls back to Read Buffer Size")
@@ -76,22 +116,23 @@ struct HostCommandTests {
   @Test("a command without an answer times out on the injected clock, naming the command")
   func commandTimeout() async throws {
     var settings = FakeController.Settings()
-    settings.silent = [LESetAdvertisingEnable.opcode]
+    // A command set-up does not send (set-up would wait for it on a clock that never moves).
+    settings.silent = [ReadBufferSize.opcode]
     let clock = ManualClock()
     let (fake, host) = try await startHost(settings, clock: clock)
-    let waiting = Task { try await host.execute(LESetAdvertisingEnable(advertisingEnable: true)) }
+    let waiting = Task { try await host.execute(ReadBufferSize()) }
     await clock.waitForSleepers(1)
     clock.advance(by: .seconds(2))
     let result = await waiting.result
     #expect(
       throws: HCIHostError.commandTimeout(
-        command: "HCI_LE_Set_Advertising_Enable", opcode: LESetAdvertisingEnable.opcode, timeout: .seconds(2))
+        command: ReadBufferSize.packetName, opcode: ReadBufferSize.opcode, timeout: .seconds(2))
     ) {
       try result.get()
     }
     // The credit is assumed back: the next command goes out and completes.
     try await host.execute(Reset())
-    #expect(await fake.nextCommand()?.opcode == LESetAdvertisingEnable.opcode)
+    #expect(await fake.nextCommand()?.opcode == ReadBufferSize.opcode)
     #expect(await fake.nextCommand()?.opcode == Reset.opcode)
   }
 

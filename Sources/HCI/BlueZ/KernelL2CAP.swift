@@ -18,10 +18,15 @@ public protocol BluetoothRadio: AnyObject, Sendable {
   /// Scans for `filter` and connects to the advertiser found.
   func connectLink(scanningFor filter: ScanFilter, timeout: Duration) async throws(HCIHostError) -> any ATTBearer
   func close()
+  /// Leaves the controller as it was found (no connection, no scanning, no advertising), then
+  /// closes; bounded in time.
+  func leave() async
 }
 
 extension HCIHost: BluetoothRadio {
   public var name: String { stream.name }
+
+  public func leave() async { await leave(within: .seconds(1)) }
 
   public func acceptLink(_ advertisement: Advertisement, timeout: Duration?) async throws(HCIHostError)
     -> any ATTBearer
@@ -94,6 +99,9 @@ public final class KernelL2CAP: BluetoothRadio {
 
   /// Stops any accept, scan or connect in progress; connections already made stay up until
   /// their bearers close.
+  /// The kernel's host ends its own connections and advertising when the socket closes.
+  public func leave() async { close() }
+
   public func close() {
     let waits = state.withLock { state -> [WakePipe] in
       state.closed = state.closed ?? "closed by the host"

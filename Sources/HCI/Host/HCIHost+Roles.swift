@@ -73,6 +73,12 @@ extension HCIHost {
   @discardableResult
   public func setUp(randomAddress: BDAddress? = nil) async throws(HCIHostError) -> ControllerSetup {
     try await execute(Reset())
+    // A host that quit may have left the controller scanning or advertising, and not every
+    // controller undoes that on Reset (Bumble's virtual one keeps both): then LE Set Scan
+    // Parameters or LE Set Advertising Parameters would be refused with Command Disallowed.
+    // Both are turned off here; a refusal (already off) is fine.
+    _ = try? await execute(LESetScanEnable(scanEnable: false))
+    _ = try? await execute(LESetAdvertisingEnable(advertisingEnable: false))
     try await execute(SetEventMask(eventMask: SetEventMask.leHost))
     // LE Extended Advertising Report (bit 12) too: controllers with extended advertising send it
     // even to a legacy scanner.
@@ -99,6 +105,23 @@ extension HCIHost {
       totalNumACLDataPackets: finalCount)
     logger.info("\(stream.name): controller ready: \(setup)")
     return setup
+  }
+
+  /// Leaves the controller as this host found it, then closes: every connection ended
+  /// (HCI Disconnect, Remote User Terminated Connection), scanning and advertising off; each
+  /// step's refusal is fine, and the whole is bounded by `within`, so a controller that no
+  /// longer answers cannot hold the program up.
+  public func leave(within limit: Duration = .seconds(1)) async {
+    if closedReason == nil {
+      let handles = state.withLock { Array($0.connections.keys) }
+      _ = await withDeadline(clock.now + limit, on: clock) { () async -> Bool? in
+        for handle in handles { try? await self.start(Disconnect(connectionHandle: handle)) }
+        _ = try? await self.execute(LESetScanEnable(scanEnable: false))
+        _ = try? await self.execute(LESetAdvertisingEnable(advertisingEnable: false))
+        return true
+      }
+    }
+    close()
   }
 
   /// A fresh random static address.
@@ -167,6 +190,7 @@ extension HCIHost {
     let deadline = clock.now + timeout
     try await execute(LESetScanParameters(scanType: active ? 0x01 : 0x00, ownAddressType: .random))
     try await execute(LESetScanEnable(scanEnable: true, filterDuplicates: false))
+    logger.info("\(stream.name): scanning for \(filter)")
     let found = await withDeadline(deadline, on: clock) {
       while let report = await reports.next() {
         if filter.matches(report) { return report }
