@@ -103,6 +103,31 @@ struct PhoneConsoleTerminalTests {
     #expect(second.contains("second-exit-0"), "\(second)")
   }
 
+  /// The history file keeps the newest 1000 lines.
+  @Test func theHistoryFileIsCapped() async throws {
+    let home = temporaryPath("home")
+    try FileManager.default.createDirectory(atPath: home, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(atPath: home) }
+    // libedit's format: a header, then one line per entry with spaces as \040.
+    let file = home + "/.ancs_phone_history"
+    let entries = (0..<1500).map { "#\\040note\\040\($0)\n" }
+    try ("_HiStOrY_V2_\n" + entries.joined()).write(toFile: file, atomically: true, encoding: .utf8)
+    let command = "\(quoted(ancsPath)) phone --listen unix:\(temporaryPath("phone.sock")); echo ancs-exit-$?"
+    let tmux = try Tmux()
+    defer { tmux.kill() }
+    try await tmux.start(command, width: 100, height: 30, environment: ["HOME": home])
+    _ = try await tmux.waitForScreen("the prompt") { Self.lastLine($0) == "phone>" }
+    try await tmux.keys("Up")
+    _ = try await tmux.waitForScreen("the newest line") { Self.lastLine($0) == "phone> # note 1499" }
+    try await tmux.keys("C-u", "battery 7", "Enter")
+    _ = try await tmux.waitForScreen("the battery") { $0.contains("battery 7%") }
+    try await tmux.keys("quit", "Enter")
+    _ = try await tmux.waitForScreen("the end") { $0.contains("ancs-exit-0") }
+    let lines = try String(contentsOfFile: file, encoding: .utf8).split(separator: "\n")
+    #expect(lines.count == 1001, "a header and 1000 lines, not \(lines.count)")
+    #expect(lines.dropFirst().first == "#\\040note\\040502" && lines.suffix(2) == ["battery\\0407", "quit"])
+  }
+
   /// Ctrl-D on an empty line ends the console's input, as end of file does: the phone goes
   /// on serving, and says so. Ctrl-C then stops it with the terminal as it was.
   @Test func endOfInputThenInterrupt() async throws {
