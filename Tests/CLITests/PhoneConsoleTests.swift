@@ -19,20 +19,19 @@ struct PhoneConsoleTerminalTests {
 
   static func count(_ text: String, in screen: String) -> Int { screen.components(separatedBy: text).count - 1 }
 
+  /// Says whether the terminal was left as the shell had it (tty-cooked) or not (tty-raw).
+  static let terminalState = "stty -a | grep -qw -e -icanon -e -echo && echo tty-raw || echo tty-cooked"
+
   @Test func completeRecallSearchAndKeepTheHistory() async throws {
-    let home = temporaryPath("home")
-    try FileManager.default.createDirectory(atPath: home, withIntermediateDirectories: true)
+    let home = try temporaryHome()
     defer { try? FileManager.default.removeItem(atPath: home) }
     let socket = temporaryPath("phone.sock")
     let phone = "\(quoted(ancsPath)) phone --listen unix:\(socket)"
     // Twice: the second run starts with the first one's history.
-    let command =
-      "\(phone); echo ancs-exit-$?; stty -a | grep -qw -e -icanon -e -echo && echo tty-raw || echo tty-cooked; "
-      + "\(phone); echo second-exit-$?"
+    let command = "\(phone); echo ancs-exit-$?; \(Self.terminalState); \(phone); echo second-exit-$?"
     let tmux = try Tmux()
     defer { tmux.kill() }
-    try await tmux.start(command, width: 100, height: 60, environment: ["HOME": home])
-    _ = try await tmux.waitForScreen("the prompt") { Self.lastLine($0) == "phone>" }
+    try await tmux.startConsole(command, home: home, height: 60)
 
     // Tab completes the command, then the app.
     try await tmux.keys("po", "Tab")
@@ -105,8 +104,7 @@ struct PhoneConsoleTerminalTests {
 
   /// The history file keeps the newest 1000 lines.
   @Test func theHistoryFileIsCapped() async throws {
-    let home = temporaryPath("home")
-    try FileManager.default.createDirectory(atPath: home, withIntermediateDirectories: true)
+    let home = try temporaryHome()
     defer { try? FileManager.default.removeItem(atPath: home) }
     // libedit's format: a header, then one line per entry with spaces as \040.
     let file = home + "/.ancs_phone_history"
@@ -115,8 +113,7 @@ struct PhoneConsoleTerminalTests {
     let command = "\(quoted(ancsPath)) phone --listen unix:\(temporaryPath("phone.sock")); echo ancs-exit-$?"
     let tmux = try Tmux()
     defer { tmux.kill() }
-    try await tmux.start(command, width: 100, height: 30, environment: ["HOME": home])
-    _ = try await tmux.waitForScreen("the prompt") { Self.lastLine($0) == "phone>" }
+    try await tmux.startConsole(command, home: home, height: 30)
     try await tmux.keys("Up")
     _ = try await tmux.waitForScreen("the newest line") { Self.lastLine($0) == "phone> # note 1499" }
     try await tmux.keys("C-u", "battery 7", "Enter")
@@ -131,16 +128,13 @@ struct PhoneConsoleTerminalTests {
   /// Ctrl-D on an empty line ends the console's input, as end of file does: the phone goes
   /// on serving, and says so. Ctrl-C then stops it with the terminal as it was.
   @Test func endOfInputThenInterrupt() async throws {
-    let home = temporaryPath("home")
-    try FileManager.default.createDirectory(atPath: home, withIntermediateDirectories: true)
+    let home = try temporaryHome()
     defer { try? FileManager.default.removeItem(atPath: home) }
     let command =
-      "\(quoted(ancsPath)) phone --listen unix:\(temporaryPath("phone.sock")); echo ancs-exit-$?; "
-      + "stty -a | grep -qw -e -icanon -e -echo && echo tty-raw || echo tty-cooked"
+      "\(quoted(ancsPath)) phone --listen unix:\(temporaryPath("phone.sock")); echo ancs-exit-$?; \(Self.terminalState)"
     let tmux = try Tmux()
     defer { tmux.kill() }
-    try await tmux.start(command, width: 100, height: 30, environment: ["HOME": home])
-    _ = try await tmux.waitForScreen("the prompt") { Self.lastLine($0) == "phone>" }
+    try await tmux.startConsole(command, home: home, height: 30)
     try await tmux.keys("C-d")
     _ = try await tmux.waitForScreen("the end of input") {
       Self.lastLine($0) == "phone: end of console input; still serving (Ctrl-C or SIGTERM stops the phone)"
@@ -152,8 +146,7 @@ struct PhoneConsoleTerminalTests {
     // Interrupted while a line is being typed: the terminal is given back too.
     let again = try Tmux()
     defer { again.kill() }
-    try await again.start(command, width: 100, height: 30, environment: ["HOME": home])
-    _ = try await again.waitForScreen("the prompt") { Self.lastLine($0) == "phone>" }
+    try await again.startConsole(command, home: home, height: 30)
     try await again.keys("post chat \"half")
     _ = try await again.waitForScreen("the line") { Self.lastLine($0) == "phone> post chat \"half" }
     try await again.keys("C-c")
@@ -162,12 +155,26 @@ struct PhoneConsoleTerminalTests {
   }
 }
 
+extension Tmux {
+  /// Starts `command` at 100 columns with HOME at `home`, and waits for the console's prompt.
+  func startConsole(_ command: String, home: String, height: Int) async throws {
+    try await start(command, width: 100, height: height, environment: ["HOME": home])
+    _ = try await waitForScreen("the prompt") { PhoneConsoleTerminalTests.lastLine($0) == "phone>" }
+  }
+}
+
+/// A new, empty directory to be HOME (where the history file goes); the caller removes it.
+func temporaryHome() throws -> String {
+  let home = temporaryPath("home")
+  try FileManager.default.createDirectory(atPath: home, withIntermediateDirectories: true)
+  return home
+}
+
 /// Piped input is read as it always was: no prompt, no escape sequences, no history.
 @Suite(.enabled(if: ancsBuilt, "the ancs binary is not built (run swift build first)"), .timeLimit(.minutes(1)))
 struct PhoneConsolePipeTests {
   @Test func pipedCommandsAreReadPlain() async throws {
-    let home = temporaryPath("home")
-    try FileManager.default.createDirectory(atPath: home, withIntermediateDirectories: true)
+    let home = try temporaryHome()
     defer { try? FileManager.default.removeItem(atPath: home) }
     let socket = temporaryPath("phone.sock")
     let (status, out, err) = try await runAncs(
