@@ -1,7 +1,7 @@
 # ancs-sim: one command from a fresh clone to green tests (`make test`), one for the demo.
 SHELL := /bin/bash
 SWIFT ?= swift
-DEBIAN_PACKAGES := libncurses-dev libbluetooth-dev libssl-dev pkg-config tmux tshark python3-venv
+DEBIAN_PACKAGES := libncurses-dev libedit-dev libbluetooth-dev libssl-dev pkg-config tmux tshark python3-venv
 
 .PHONY: test demo build release bench fleet deps lint clean fuzz fuzz-ci sanitize sanitize-thread sanitize-address
 # Seconds per target for `make fuzz`; executions per target for `make fuzz-ci`.

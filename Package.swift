@@ -26,13 +26,17 @@ let package = Package(
       name: "CNcurses", path: "Sources/CNcurses", pkgConfig: "ncursesw", providers: [.apt(["libncurses-dev"])]),
     .target(name: "WatchDisplay", dependencies: ["Watch", "ANCS", "CNcurses", "Wire"]),
     .systemLibrary(
+      name: "CEdit", path: "Sources/CEdit", pkgConfig: "libedit", providers: [.apt(["libedit-dev"])]),
+    .systemLibrary(
       name: "COpenSSL", path: "Sources/COpenSSL", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
     .systemLibrary(
       name: "CBluetooth", path: "Sources/CBluetooth", providers: [.apt(["libbluetooth-dev"])]),
     .target(name: "HCI", dependencies: ["ATT", "CBluetooth", "COpenSSL", "Links", "Wire"]),
     .executableTarget(
       name: "ancs",
-      dependencies: ["ANCS", "ATT", "GATT", "HCI", "Links", "Phone", "Watch", "WatchDisplay", "Wire", "Conformance"]),
+      dependencies: [
+        "ANCS", "ATT", "CEdit", "GATT", "HCI", "Links", "Phone", "Watch", "WatchDisplay", "Wire", "Conformance",
+      ]),
     .testTarget(name: "WireTests", dependencies: ["Wire"]),
     .testTarget(name: "ANCSTests", dependencies: ["ANCS", "Wire"]),
     .testTarget(name: "ATTTests", dependencies: ["ATT", "Links", "Wire"]),

@@ -120,17 +120,8 @@ func printLine(_ line: String) { writeLine(line, to: 1) }
 /// Writes a line to standard error (unbuffered).
 func printError(_ line: String) { writeLine(line, to: 2) }
 
+/// Through the line editor when it is drawing on that terminal (LineEditor.take).
 func writeLine(_ line: String, to fd: Int32) {
-  var text = line + "\n"
-  text.withUTF8 { buffer in
-    guard var pointer = buffer.baseAddress else { return }
-    var left = buffer.count
-    while left > 0 {
-      let written = write(fd, pointer, left)
-      if written < 0 && errno == EINTR { continue }
-      if written <= 0 { return }
-      pointer += written
-      left -= written
-    }
-  }
+  if LineEditor.take(line, for: fd) { return }
+  writeAll(line + "\n", to: fd)
 }

@@ -20,6 +20,10 @@ enum PhoneCommandLine {
     play a scenario. It serves until `quit`, Ctrl-C or SIGTERM; end of input alone does not
     stop it.
 
+    At a terminal the console edits the line (emacs keys), recalls earlier lines with Up and
+    Down, searches them with Ctrl-R and completes commands, apps, keys and UIDs with Tab; the
+    last 1000 lines are kept in ~/.ancs_phone_history. Piped input is read as it comes.
+
     options:
       --listen ADDRESS     unix:PATH (a socket file, mode 0600) or tcp:HOST:PORT
                            (loopback when HOST is omitted: tcp::5000)
@@ -43,7 +47,8 @@ enum PhoneCommandLine {
       --loop               play the scenario again and again
       --quirk NAME[=N]     reproduce a documented iOS misbehaviour (repeatable):
     \(Quirks.catalog.map { "                       \($0.name)\($0.defaultCount.map { _ in "=N" } ?? ""): \($0.summary)" }.joined(separator: "\n"))
-      --commands MODE      console (default): readable commands and feedback;
+      --commands MODE      console (default): readable commands and feedback (line
+                           editing at a terminal, as above);
                            jsonl: one JSON command per input line, one JSON answer per
                            output line, phone events as JSON lines too
       --no-events          print no phone events (watch connected, answered, ...); with
@@ -115,7 +120,10 @@ enum PhoneCommandLine {
     } else {
       throw UsageError("phone needs --listen or --bluetooth")
     }
-    onTerminationSignal { blocking { await listener.finish() } }
+    onTerminationSignal {
+      LineEditor.restoreTerminal()
+      blocking { await listener.finish() }
+    }
 
     let json = mode == "jsonl"
     let say: @Sendable (String) -> Void = { line in if !json { printLine(line) } }
@@ -168,8 +176,13 @@ enum PhoneCommandLine {
       }
     }
     let console = PhoneConsole(phone: phone)
+    // A person at a terminal edits lines (LineEditor); piped input is read as it comes.
+    let editor =
+      json || !LineEditor.isInteractive
+      ? nil
+      : LineEditor.start(historyFile: LineEditor.defaultHistoryFile) { console.completion(of: $0, cursor: $1) }
     var quitRequested = false
-    for await line in standardInputLines() {
+    for await line in editor?.1 ?? standardInputLines() {
       guard let output = json ? await console.run(jsonLine: line) : await console.run(line: line) else { continue }
       if json {
         printLine(output.json.description)
@@ -181,6 +194,7 @@ enum PhoneCommandLine {
         break
       }
     }
+    await editor?.0.stop()
     if !quitRequested {
       // End of input: keep serving until a signal ends the process.
       await accepting.value
