@@ -67,6 +67,8 @@ build() {
       mapfile -t sources < <(find "Sources/$module" -name '*.swift' | sort)
       "$SWIFTC" "${FLAGS[@]}" -parse-as-library -suppress-warnings -module-name "$module" \
         -emit-module -emit-module-path "$OUT/modules/$module.swiftmodule" -emit-object -o "$object" "${sources[@]}"
+      # swiftc leaves an object that came out the same untouched, old: it would stay stale.
+      touch "$object"
       rebuilt=1
     fi
     objects+=("$object")
