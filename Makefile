@@ -62,7 +62,8 @@ sanitize-thread sanitize-address: sanitize-%: deps
 
 # One phone process serving FLEET_WATCHES watches over Unix sockets through a scenario of
 # FLEET_NOTIFICATIONS posts and removals (BENCHMARKS.md, "A fleet of watches"); exits 1
-# unless every watch ends with the phone's exact set and the open files come back.
+# unless every watch ends with the phone's exact set and the open files come back. Its
+# progress goes to stderr: one line rewritten on a terminal, a line every 15 s otherwise.
 FLEET_WATCHES ?= 1000
 FLEET_NOTIFICATIONS ?= 10000
 fleet: deps
@@ -70,7 +71,9 @@ fleet: deps
 	.build/release/ancs bench --fleet $(FLEET_WATCHES) --notifications $(FLEET_NOTIFICATIONS)
 
 # libFuzzer targets (Fuzz/), built with swiftc into .build-fuzz/ and run one at a time,
-# their corpora seeded from Protocol/vectors (scripts/fuzz.sh; README.md, "Fuzzing").
+# their corpora seeded from Protocol/vectors (scripts/fuzz.sh; README.md, "Fuzzing"). Each
+# target's progress goes to stderr (a line every FUZZ_PROGRESS_SECONDS=15 in a log), its
+# row of the table to stdout when it ends.
 fuzz:
 	scripts/fuzz.sh run --seconds $(FUZZ_SECONDS)
 

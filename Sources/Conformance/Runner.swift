@@ -66,12 +66,15 @@ public struct ConformanceRunner: Sendable {
     self.captureDirectory = captureDirectory
   }
 
-  /// Runs `cases` in order; `progress` sees each result as it comes.
+  /// Runs `cases` in order; `started` sees each case (its number from 1, and the count) as it
+  /// begins, `progress` each result as it comes.
   public func run(
-    _ cases: [ConformanceCase], progress: @Sendable (Int, Int, CaseResult) -> Void = { _, _, _ in }
+    _ cases: [ConformanceCase], started: @Sendable (Int, Int, ConformanceCase) -> Void = { _, _, _ in },
+    progress: @Sendable (Int, Int, CaseResult) -> Void = { _, _, _ in }
   ) async -> [CaseResult] {
     var results: [CaseResult] = []
     for (index, testCase) in cases.enumerated() {
+      started(index + 1, cases.count, testCase)
       let result = await run(testCase)
       progress(index + 1, cases.count, result)
       results.append(result)

@@ -120,8 +120,11 @@ func printLine(_ line: String) { writeLine(line, to: 1) }
 /// Writes a line to standard error (unbuffered).
 func printError(_ line: String) { writeLine(line, to: 2) }
 
-func writeLine(_ line: String, to fd: Int32) {
-  var text = line + "\n"
+func writeLine(_ line: String, to fd: Int32) { writeText(line + "\n", to: fd) }
+
+/// Writes `text` as it is, unbuffered, retrying short writes.
+func writeText(_ text: String, to fd: Int32) {
+  var text = text
   text.withUTF8 { buffer in
     guard var pointer = buffer.baseAddress else { return }
     var left = buffer.count
