@@ -22,8 +22,9 @@ let package = Package(
     .target(name: "Phone", dependencies: ["ANCS", "ATT", "GATT", "Wire"]),
     .target(name: "Watch", dependencies: ["ANCS", "ATT", "GATT", "Wire"]),
     .target(name: "Conformance", dependencies: ["ANCS", "ATT", "GATT", "Links", "Wire"]),
-    .systemLibrary(
-      name: "CNcurses", path: "Sources/CNcurses", pkgConfig: "ncursesw", providers: [.apt(["libncurses-dev"])]),
+    // No pkgConfig: ncursesw's .pc file gives only -D_DEFAULT_SOURCE -D_XOPEN_SOURCE=600,
+    // which SwiftPM drops with a warning; the shim defines what the headers need.
+    .systemLibrary(name: "CNcurses", path: "Sources/CNcurses", providers: [.apt(["libncurses-dev"])]),
     .target(name: "WatchDisplay", dependencies: ["Watch", "ANCS", "CNcurses", "Wire"]),
     .systemLibrary(
       name: "CEdit", path: "Sources/CEdit", pkgConfig: "libedit", providers: [.apt(["libedit-dev"])]),

@@ -14,6 +14,12 @@
 # .build-fuzz/findings/TARGET/ and the run exits 1 after the others. Every target keeps its
 # corpus in .build-fuzz/corpus/TARGET, so later runs start where earlier ones stopped.
 # Replay an input: .build-fuzz/bin/TARGET FILE.
+#
+# While a target runs, standard error shows how far it has come, from libFuzzer's latest
+# status line (executions, exec/s, coverage, corpus): on a terminal one line rewritten
+# every second; otherwise (a CI log) a line when the target starts and one every
+# FUZZ_PROGRESS_SECONDS (default 15). Each target's row of the table (standard output)
+# follows when it ends; libFuzzer's own output is in .build-fuzz/logs/TARGET.log.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -23,6 +29,7 @@ OUT=${FUZZ_DIR:-.build-fuzz}
 export SWIFT_BACKTRACE=enable=no LSAN_OPTIONS=suppressions=Fuzz/lsan.supp
 SWIFTC=${SWIFTC:-swiftc}
 TIMEOUT=${FUZZ_TIMEOUT:-10}
+PROGRESS_SECONDS=${FUZZ_PROGRESS_SECONDS:-15}
 # Project modules in dependency order; every target links all of them.
 MODULES=(Wire ANCS ATT GATT Phone Watch)
 FLAGS=(-O -gline-tables-only -swift-version 6 -sanitize=fuzzer,address -wmo -I "$OUT/modules")
@@ -67,6 +74,8 @@ build() {
       mapfile -t sources < <(find "Sources/$module" -name '*.swift' | sort)
       "$SWIFTC" "${FLAGS[@]}" -parse-as-library -suppress-warnings -module-name "$module" \
         -emit-module -emit-module-path "$OUT/modules/$module.swiftmodule" -emit-object -o "$object" "${sources[@]}"
+      # swiftc leaves an object that came out the same untouched, old: it would stay stale.
+      touch "$object"
       rebuilt=1
     fi
     objects+=("$object")
@@ -96,11 +105,51 @@ seed() {
 # libFuzzer's final statistics line for $2 in log $1.
 stat() { sed -n "s/^stat::$2: *//p" "$1" | tail -1; }
 
+# Milliseconds as m:ss.
+clock() { printf '%d:%02d' $(($1 / 60000)) $(($1 / 1000 % 60)); }
+
+# The latest of libFuzzer's status lines in log $1 (`#N pulse  cov: C ft: F corp: K/B lim: L
+# exec/s: E rss: R`, also on NEW and REDUCE), as `N$2 execs, E exec/s, cov C, corpus K`.
+latest_status() {
+  tail -c 16384 "$1" 2>/dev/null | tr '\r' '\n' | grep -a '^#[0-9]' | tail -1 |
+    sed -E "s|^#([0-9]+).*cov: ([0-9]+).*corp: ([0-9]+).*exec/s: ([0-9]+).*|\\1$2 execs, \\4 exec/s, cov \\2, corpus \\3|;t;d" ||
+    true
+}
+
+# Shows how far target $1 (log $2, process $3, started at $4 ns, given $5 as "seconds N" or
+# "runs N") has come until the process ends: `fuzz: TARGET 0:23/1:00: 1048576 execs, ...`, or
+# `fuzz: TARGET 0:23: 123456/200000 execs, ...`; a line rewritten every second on a terminal,
+# a plain line at the start and every PROGRESS_SECONDS otherwise.
+follow() {
+  local target=$1 log=$2 pid=$3 start=$4 seconds= runs= last=-1 terminal=0 width=80 kind limit
+  read -r kind limit <<<"$5"
+  if [[ $kind == seconds ]]; then seconds=/$(clock $((limit * 1000))); else runs=/$limit; fi
+  if [[ -t 2 ]]; then
+    terminal=1
+    width=$(stty size <&2 2>/dev/null | cut -d' ' -f2) || true
+    ((${width:-0} > 1)) || width=80
+  fi
+  while kill -0 "$pid" 2>/dev/null; do
+    local milliseconds=$((($(date +%s%N) - start) / 1000000))
+    local every=$((terminal ? 1000 : PROGRESS_SECONDS * 1000))
+    if ((last < 0 || milliseconds - last >= every)); then
+      local line status
+      status=$(latest_status "$log" "$runs")
+      line="fuzz: $target $(clock "$milliseconds")$seconds${status:+: $status}"
+      if ((terminal)); then printf '\r%s\033[K' "${line:0:width-1}" >&2; else echo "$line" >&2; fi
+      last=$milliseconds
+    fi
+    sleep 0.2
+  done
+  ((terminal)) && printf '\r\033[K' >&2
+  return 0
+}
+
 run() {
-  local limit=() label=
+  local limit=() label= budget=
   case ${1:-} in
-    --seconds) limit=(-max_total_time="$2") label="$2 s each" ;;
-    --runs) limit=(-runs="$2") label="$2 runs each" ;;
+    --seconds) limit=(-max_total_time="$2") label="$2 s each" budget="seconds $2" ;;
+    --runs) limit=(-runs="$2") label="$2 runs each" budget="runs $2" ;;
     *) echo "usage: scripts/fuzz.sh run --seconds N|--runs N [TARGET...]" >&2 && exit 2 ;;
   esac
   shift 2
@@ -116,9 +165,17 @@ run() {
   printf '%-20s %12s %9s %8s %7s  %s\n' target executions exec/s seconds corpus result
   for target in "${selected[@]}"; do
     mkdir -p "$OUT/corpus/$target" "$OUT/seeds/$target" "$OUT/findings/$target"
-    local log=$OUT/logs/$target.log start=$(date +%s%N) status=0
+    local log=$OUT/logs/$target.log start=$(date +%s%N) status=0 pid
+    : >"$log"
     "$OUT/bin/$target" "${limit[@]}" -timeout="$TIMEOUT" -max_len="$(max_len "$target")" -print_final_stats=1 \
-      -artifact_prefix="$OUT/findings/$target/" "$OUT/corpus/$target" "$OUT/seeds/$target" >"$log" 2>&1 || status=$?
+      -artifact_prefix="$OUT/findings/$target/" "$OUT/corpus/$target" "$OUT/seeds/$target" >"$log" 2>&1 &
+    pid=$!
+    # A background job ignores the terminal's Ctrl-C: it ends with the script, however that ends.
+    trap 'kill "$pid" 2>/dev/null' EXIT
+    trap 'exit 130' INT TERM
+    follow "$target" "$log" "$pid" "$start" "$budget"
+    wait "$pid" || status=$?
+    trap - EXIT INT TERM
     local result=ok
     if ((status)); then
       result="FAILED (exit $status): $(grep -m1 -o 'Test unit written to .*' "$log" || echo "see $log")"

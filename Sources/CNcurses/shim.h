@@ -1,5 +1,9 @@
-// ncursesw for Swift. SwiftPM drops pkg-config's -D flags, so the wide-character API is
-// switched on here; the macros and globals Swift cannot import are wrapped in functions.
+// ncursesw for Swift, without pkg-config: ncursesw.pc's only flags are -D_DEFAULT_SOURCE
+// -D_XOPEN_SOURCE=600, which SwiftPM drops (with a warning). Of those, curses.h needs only
+// _XOPEN_SOURCE >= 500, to turn on NCURSES_WIDECHAR, so the wide-character API is switched
+// on here directly, and the X/Open functions the C library declares only under
+// _XOPEN_SOURCE are declared below. The macros and globals Swift cannot import are wrapped
+// in functions.
 #ifndef ANCS_CNCURSES_SHIM_H
 #define ANCS_CNCURSES_SHIM_H
 

@@ -4,13 +4,23 @@ import Wire
 public enum ConformanceReport {
   /// `[ 3/37] PASS ANCS/NP/SVC/BV-03  Control Point takes writes with response (2 ms)`.
   public static func progressLine(_ index: Int, _ total: Int, _ result: CaseResult) -> String {
-    let width = String(total).count
-    let number = String(repeating: " ", count: max(0, width - String(index).count)) + String(index)
     var line =
-      "[\(number)/\(total)] \(result.verdict.rawValue) \(result.id)  \(result.title) (\(milliseconds(result.duration)) ms)"
+      "\(counter(index, total)) \(result.verdict.rawValue) \(result.id)  \(result.title) (\(milliseconds(result.duration)) ms)"
     if !result.detail.isEmpty { line += "\n        \(result.detail)" }
     if let capture = result.capture { line += "\n        capture: \(capture)" }
     return line
+  }
+
+  /// `[ 3/37] RUN  ANCS/NP/SVC/BV-03  Control Point takes writes with response`: a case begins
+  /// (its verdict's line follows when it ends).
+  public static func startLine(_ index: Int, _ total: Int, _ testCase: ConformanceCase) -> String {
+    "\(counter(index, total)) RUN  \(testCase.id)  \(testCase.title)"
+  }
+
+  /// `[ 3/37]`, the number padded to the width of the count.
+  static func counter(_ index: Int, _ total: Int) -> String {
+    let width = String(total).count
+    return "[" + String(repeating: " ", count: max(0, width - String(index).count)) + "\(index)/\(total)]"
   }
 
   /// A table of every case, then the counts.

@@ -70,11 +70,13 @@ public struct ConformanceRunner: Sendable {
     self.contactWait = contactWait
   }
 
-  /// Runs `cases` in order; `progress` sees each result as it comes.
+  /// Runs `cases` in order; `started` sees each case (its number from 1, and the count) as it
+  /// begins, `progress` each result as it comes.
   public func run(
-    _ cases: [ConformanceCase], progress: @Sendable (Int, Int, CaseResult) -> Void = { _, _, _ in }
+    _ cases: [ConformanceCase], started: @Sendable (Int, Int, ConformanceCase) -> Void = { _, _, _ in },
+    progress: @Sendable (Int, Int, CaseResult) -> Void = { _, _, _ in }
   ) async -> [CaseResult] {
-    await judge(cases, progress: progress).results
+    await judge(cases, started: started, progress: progress).results
   }
 
   /// What a run gave: the results so far, and why it ended early when the implementation
@@ -88,11 +90,13 @@ public struct ConformanceRunner: Sendable {
   /// case that needs one may take that long, and when it cannot be made the run ends there
   /// (with nothing there, every case would fail the same way, each after its whole time).
   public func judge(
-    _ cases: [ConformanceCase], progress: @Sendable (Int, Int, CaseResult) -> Void = { _, _, _ in }
+    _ cases: [ConformanceCase], started: @Sendable (Int, Int, ConformanceCase) -> Void = { _, _, _ in },
+    progress: @Sendable (Int, Int, CaseResult) -> Void = { _, _, _ in }
   ) async -> Judgement {
     var results: [CaseResult] = []
     var reached = false
     for (index, testCase) in cases.enumerated() {
+      started(index + 1, cases.count, testCase)
       let (result, unreachable) = await run(testCase, contactWait: reached ? nil : contactWait)
       results.append(result)
       if unreachable && !reached && contactWait != nil {

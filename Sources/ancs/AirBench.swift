@@ -50,11 +50,11 @@ struct AirBench {
     options.mtu = UInt16(parameters.mtu)
     options.reconnect = false
     let engine = WatchEngine(options: options, clock: still) { peripheral }
-    let progress = Progress()
+    let milestones = TraceMilestones()
     peripheral.beforeEachReceive { [weak engine] in
       guard let engine else { return }
       let shown = engine.state.notifications.count { $0.fetched && !$0.appName.isEmpty }
-      progress.watchShows(shown, after: trace.lastReceived(over: .centralToPeripheral))
+      milestones.watchShows(shown, after: trace.lastReceived(over: .centralToPeripheral))
     }
     // The last step of the watch's setup: following the phone's time and battery.
     let followed = [BluetoothUUID(0x1805), 0x180F].compactMap { phone.server.handles(of: $0)?.first?.value }
@@ -62,19 +62,19 @@ struct AirBench {
       let done = phone.server.sessions.contains { session in
         followed.allSatisfy { session.cccd(for: $0).contains(.notifications) }
       }
-      if done { progress.setUpDone() }
+      if done { milestones.setUpDone() }
     }
     let running = Task {
       await engine.run()
-      progress.finish()
+      milestones.finish()
     }
     let count = notifications.count
-    var changes = progress.changes.makeAsyncIterator()
+    var changes = milestones.changes.makeAsyncIterator()
     // Live posts go on the quiet link: after the sync and after the rest of the setup.
-    var reached = await progress.wait(&changes) { $0.shown.count >= count && $0.setUpDone }
+    var reached = await milestones.wait(&changes) { $0.shown.count >= count && $0.setUpDone }
     for (index, notification) in notifications.enumerated() where reached {
       await PDUTrace.$origin.withValue(.idle) { _ = await phone.post(notification) }
-      reached = await progress.wait(&changes) { $0.shown.count > count + index }
+      reached = await milestones.wait(&changes) { $0.shown.count > count + index }
     }
     engine.stop()
     await running.value
@@ -82,7 +82,7 @@ struct AirBench {
     await serving.value
     for end in [central, peripheral] { end.beforeEachReceive {} }
     guard reached else { throw BenchFailure("the watch stopped before it showed every notification") }
-    return results(trace.records, progress.shownAfter, count: count)
+    return results(trace.records, milestones.shownAfter, count: count)
   }
 
   /// Every notification the scenario posts (post and call steps), in step order.
@@ -130,7 +130,7 @@ struct AirBench {
 
 /// How far a traced run has come: for each number of notifications the watch shows, the
 /// PDU whose arrival made it show that many; and whether the watch's setup is over.
-final class Progress: Sendable {
+final class TraceMilestones: Sendable {
   struct State {
     var shown: [Int] = []
     var setUpDone = false

@@ -71,7 +71,8 @@ enum CLI {
     memory per session, notifications shown per second across the fleet, the time for one
     notification to reach every watch, and open files; it exits 1 unless every watch ends
     with exactly the phone's notifications and the phone's open files return to their
-    baseline once all have disconnected.
+    baseline once all have disconnected. Its progress goes to standard error: one line
+    rewritten in place on a terminal, otherwise a line per phase and one every 15 s.
 
     options:
       --seconds S          time per case (default 1.0)

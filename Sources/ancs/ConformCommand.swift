@@ -42,6 +42,9 @@ enum ConformCommand {
     does); judging an accessory, the harness is a central that scans for a device soliciting
     ANCS (or --peer BDADDR) and connects to it for each case. Both pair Just Works.
 
+    Progress goes to standard error: a line per case with its verdict, and one as the case
+    begins on a terminal or over the air; standard output keeps the summary (or the TAP).
+
     options:
       --connect ADDRESS   (phone) unix:PATH or tcp:HOST:PORT where the phone listens
       --listen ADDRESS    (accessory) unix:PATH or tcp:HOST:PORT to listen on
@@ -99,8 +102,11 @@ enum ConformCommand {
     var tap: Bool
     var json: String?
     var captureDirectory: String
+    /// Judging over the air (--bluetooth), where a case may take many seconds.
+    var overTheAir: Bool
 
     init(_ args: inout Arguments, overTheAir: Bool) throws(UsageError) {
+      self.overTheAir = overTheAir
       prefixes = args.values("--case")
       timeout = try args.seconds("--timeout", in: 0.1...600) ?? (overTheAir ? 20 : 5)
       junit = try args.value("--junit")
@@ -301,9 +307,7 @@ enum ConformCommand {
     let phone = PhoneUnderTest(connect: { try await links.next() }, stimulus: stimulus)
     let runner = ConformanceRunner(
       phone: phone, timeout: common.duration, captureDirectory: capturePath, contactWait: seconds(wait))
-    let judgement = await runner.judge(cases) { index, total, result in
-      printError(ConformanceReport.progressLine(index, total, result))
-    }
+    let judgement = await run(cases, on: runner, common)
     process?.stop()
     removeIfEmpty(capturePath)
     if let why = judgement.unreachable { throw UsageError("nothing to judge: \(why)") }
@@ -361,13 +365,28 @@ enum ConformCommand {
       accept: { try await listener.nextAccessory() }, observer: observer, wearer: wearer, timers: timers)
     let runner = ConformanceRunner(
       accessory: accessory, timeout: common.duration, captureDirectory: capturePath, contactWait: seconds(wait))
-    let judgement = await runner.judge(cases) { index, total, result in
-      printError(ConformanceReport.progressLine(index, total, result))
-    }
+    let judgement = await run(cases, on: runner, common)
     process?.stop()
     removeIfEmpty(capturePath)
     if let why = judgement.unreachable { throw UsageError("nothing to judge: \(why)") }
     return try report(judgement.results, common)
+  }
+
+  /// Runs the cases, each shown on standard error: its verdict's line when it ends, and a
+  /// line when it begins, on a terminal (where the verdict's line then takes its place) or
+  /// over the air (where a case may take many seconds). Standard output stays for the report.
+  static func run(_ cases: [ConformanceCase], on runner: ConformanceRunner, _ common: Common) async
+    -> ConformanceRunner.Judgement
+  {
+    let output = ProgressOutput()
+    let announce = output.isTerminal || common.overTheAir
+    let results = await runner.judge(cases) { index, total, testCase in
+      if announce { output.update(ConformanceReport.startLine(index, total, testCase), phase: testCase.id) }
+    } progress: { index, total, result in
+      output.print(ConformanceReport.progressLine(index, total, result))
+    }
+    output.finish()
+    return results
   }
 
   /// Prints the summary (or TAP) and writes the reports; the exit code.

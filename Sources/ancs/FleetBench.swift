@@ -49,13 +49,19 @@ struct FleetBench {
     let phone = try SpawnedPhone(
       ancsArguments: ["phone", "--listen", "unix:\(path)", "--commands", "jsonl", "--no-events"])
     defer { phone.stop() }
-    let run = FleetRun(self, phone: phone, path: path)
+    let progress = ProgressOutput()
+    let run = FleetRun(self, phone: phone, path: path, output: progress)
+    let shown = run.progress
+    let ticker = progress.ticking(every: progress.isTerminal ? .milliseconds(500) : .seconds(1)) { shown.status() }
     var failure: String?
     do {
       try await run.measure()
     } catch {
       failure = "\(error)"
     }
+    ticker.cancel()
+    await ticker.value
+    progress.finish("fleet \(ProgressLine.clock(progress.elapsed)) " + (failure == nil ? "done" : "failed"))
     print("| fleet: \(sessions) watches, one phone process, \(notifications) notifications | result |")
     print("|---|---|")
     for (name, value) in run.rows { print("| \(name) | \(value) |") }
@@ -103,13 +109,16 @@ final class FleetRun {
   /// Both processes before the first watch connects.
   var baseline = (phone: ProcessFigures(), own: ProcessFigures())
   let clock = ContinuousClock()
+  /// How far the run has come, on standard error.
+  let progress: FleetProgress
 
-  init(_ bench: FleetBench, phone: SpawnedPhone, path: String) {
+  init(_ bench: FleetBench, phone: SpawnedPhone, path: String, output: ProgressOutput) {
     self.bench = bench
     self.phone = phone
     self.stimulus = JSONLineStimulus(channel: phone)
     self.path = path
     self.tracker = FleetTracker(sessions: bench.sessions)
+    self.progress = FleetProgress(bench, tracker: tracker, output: output)
   }
 
   var sessions: Int { bench.sessions }
@@ -119,11 +128,17 @@ final class FleetRun {
   func measure() async throws {
     let stimulus = stimulus
     try await within(FleetBench.patience, "the phone's first answer") { try await stimulus.ready() }
+    progress.enter(.warmUp)
     try await warmUp()
+    progress.enter(.connect)
     try await connect()
+    progress.enter(.scenario(began: progress.output.elapsed, posted: 0))
     try await scenario()
+    progress.enter(.latency(sample: 0))
     try await latency()
+    progress.enter(.verify)
     try await verify()
+    progress.enter(.disconnect)
     try await disconnect()
   }
 
@@ -198,6 +213,7 @@ final class FleetRun {
     for index in 0..<bench.notifications {
       if index >= ahead { try await tracker.reach(.shown(uids[index - ahead]), within: FleetBench.patience) }
       uids.append(try await stimulus.post(FleetBench.notification(index)))
+      progress.posted(index + 1)
       if index >= window && FleetBench.removes(index - window) {
         try await stimulus.remove(uid: uids[index - window])
         removed.append(uids[index - window])
@@ -230,6 +246,7 @@ final class FleetRun {
     var all: [Double] = []
     var first: [Double] = []
     for index in 0..<bench.latencySamples {
+      progress.set(.latency(sample: index + 1))
       let start = clock.now
       var notification = FleetBench.notification(index)
       notification.title = "Latency \(index + 1)"
@@ -375,6 +392,69 @@ func within<T: Sendable>(
   }
 }
 
+/// What a fleet run shows while it goes (`ProgressOutput`): the phase, and its counts.
+final class FleetProgress: Sendable {
+  enum Phase: Sendable {
+    case warmUp
+    case connect
+    /// Since `began` (on the output's time); `posted` so far.
+    case scenario(began: Duration, posted: Int)
+    case latency(sample: Int)
+    case verify
+    case disconnect
+  }
+
+  let output: ProgressOutput
+  private let tracker: FleetTracker
+  private let sessions: Int
+  private let notifications: Int
+  private let samples: Int
+  private let phase = Locked(Phase.warmUp)
+
+  init(_ bench: FleetBench, tracker: FleetTracker, output: ProgressOutput) {
+    self.output = output
+    self.tracker = tracker
+    (sessions, notifications, samples) = (bench.sessions, bench.notifications, bench.latencySamples)
+  }
+
+  /// Starts a phase and shows it at once.
+  func enter(_ next: Phase) {
+    set(next)
+    let (name, text) = status()
+    output.update(text, phase: name)
+  }
+
+  /// The phase's counts move on; shown at the next tick.
+  func set(_ next: Phase) { phase.withLock { $0 = next } }
+
+  /// In the scenario: `count` notifications posted so far.
+  func posted(_ count: Int) {
+    phase.withLock { if case .scenario(let began, _) = $0 { $0 = .scenario(began: began, posted: count) } }
+  }
+
+  /// The phase's name, and the line for now, e.g. `fleet 1:12 scenario: 3200/10000 posted,
+  /// 3150/10000 on every watch, 44/s, ETA 1:25`.
+  func status() -> (phase: String, text: String) {
+    let elapsed = output.elapsed
+    let (name, detail): (String, String)
+    switch phase.withLock({ $0 }) {
+    case .warmUp: (name, detail) = ("warm-up", "one watch connects and leaves")
+    case .connect: (name, detail) = ("connect", "\(tracker.connected)/\(sessions) watches subscribed")
+    case .scenario(let began, let posted):
+      let everywhere = min(tracker.shownByAll, notifications)
+      (name, detail) = (
+        "scenario",
+        "\(posted)/\(notifications) posted, "
+          + ProgressLine.count(everywhere, of: notifications, after: elapsed - began, unit: "on every watch")
+      )
+    case .latency(let sample): (name, detail) = ("latency", "sample \(sample)/\(samples)")
+    case .verify: (name, detail) = ("verify", "every watch's list against the phone's")
+    case .disconnect: (name, detail) = ("disconnect", "\(sessions) watches leave")
+    }
+    return (name, "fleet \(ProgressLine.clock(elapsed)) \(name): \(detail)")
+  }
+}
+
 /// What the fleet's watches report, tallied for the bench to await: how many are connected,
 /// and per UID how many watches show it and how many have removed it.
 final class FleetTracker: Sendable {
@@ -399,6 +479,8 @@ final class FleetTracker: Sendable {
     var tallies: [UInt32: Tally] = [:]
     var connected = 0
     var added = 0
+    /// UIDs every watch shows (or showed).
+    var shownByAll = 0
     var lastAdded: ContinuousClock.Instant?
     var problems: [String] = []
     var stopping = false
@@ -422,7 +504,10 @@ final class FleetTracker: Sendable {
         var tally = state.tallies[notification.uid, default: Tally()]
         tally.shown += 1
         if tally.shown == 1 { tally.firstShown = now }
-        if tally.shown == sessions { tally.allShown = now }
+        if tally.shown == sessions {
+          tally.allShown = now
+          state.shownByAll += 1
+        }
         state.tallies[notification.uid] = tally
       case .removed(let uid): state.tallies[uid, default: Tally()].removed += 1
       case .error(let message): state.problems.append("watch \(watch): \(message)")
@@ -441,6 +526,9 @@ final class FleetTracker: Sendable {
   func expectDisconnects() { state.withLock { $0.stopping = true } }
 
   var added: Int { state.withLock { $0.added } }
+  var connected: Int { state.withLock { $0.connected } }
+  /// How many UIDs every watch has shown.
+  var shownByAll: Int { state.withLock { $0.shownByAll } }
   var lastAdded: ContinuousClock.Instant? { state.withLock { $0.lastAdded } }
   var problems: [String] { state.withLock { $0.problems } }
   func tally(_ uid: UInt32) -> Tally { state.withLock { $0.tallies[uid] ?? Tally() } }

@@ -62,6 +62,22 @@ struct FleetBenchTests {
     #expect(left.isEmpty, "the phone outlived the bench: \(left)")
   }
 
+  /// Standard error is a pipe here, not a terminal: the progress is plain lines, one as
+  /// each phase begins (the run is too short for the periodic ones) and one at the end, with
+  /// no carriage return or escape; standard output keeps only the table and the checks.
+  @Test func progressOnStandardErrorAsPlainLines() async throws {
+    let (status, out, err) = try await runAncs(["bench", "--fleet", "2", "--notifications", "60"])
+    #expect(status == 0, "exit \(status)\n\(out)\n\(err)")
+    #expect(!err.contains("\r") && !err.contains("\u{1B}"), "\(err.debugDescription)")
+    let lines = err.split(separator: "\n").map(String.init)
+    let phases = lines.compactMap { $0.wholeMatch(of: /fleet \d+:\d\d ([a-z-]+)(: .*)?/)?.output.1 }.map(String.init)
+    #expect(phases.count == lines.count, "every line is progress: \(lines)")
+    #expect(phases == ["warm-up", "connect", "scenario", "latency", "verify", "disconnect", "done"], "\(lines)")
+    #expect(lines.contains { $0.hasSuffix("connect: 0/2 watches subscribed") }, "\(lines)")
+    #expect(lines.contains { $0.contains("scenario: 0/60 posted, 0/60 on every watch") }, "\(lines)")
+    #expect(!out.contains("fleet 0:") && out.contains("check: 2 × 60 notifications shown"), "\(out)")
+  }
+
   /// A fleet that needs more descriptors than the hard limit allows is refused in one line.
   @Test func hardLimitTooLow() async throws {
     let (status, out, err) = try await runAncs(["bench", "--fleet", "200"], openFiles: 100)

@@ -199,6 +199,24 @@ import Wire
 }
 
 @Suite(.timeLimit(scaledMinutes(2))) struct ReportTests {
+  /// The runner tells each case as it begins, and then its result: what `ancs conform`
+  /// shows on standard error as a run goes.
+  @Test func eachCaseIsAnnouncedBeforeItsResult() async {
+    let cases = Array(ConformanceCatalog.np.prefix(3))
+    let lines = Locked<[String]>([])
+    // No phone: every NP case is skipped at once.
+    _ = await ConformanceRunner().run(cases) { index, total, testCase in
+      lines.withLock { $0.append(ConformanceReport.startLine(index, total, testCase)) }
+    } progress: { index, total, result in
+      let number = ConformanceReport.progressLine(index, total, result).prefix { $0 != " " }
+      lines.withLock { $0.append("\(number) done") }
+    }
+    let expected = cases.enumerated().flatMap { index, testCase in
+      ["[\(index + 1)/3] RUN  \(testCase.id)  \(testCase.title)", "[\(index + 1)/3] done"]
+    }
+    #expect(lines.withLock { $0 } == expected)
+  }
+
   let results = [
     CaseResult(id: "ANCS/NP/A/BV-01", title: "ok", rule: "r", verdict: .passed, detail: "", duration: .milliseconds(3)),
     CaseResult(

@@ -27,6 +27,7 @@ struct ConformOverTheAirTests {
       #expect(run.status == 0, "\(run.failures)")
       #expect(report.failed == 0 && report.skipped == 0 && report.passed == report.cases.count, "\(run.failures)")
       #expect(report.cases.count >= 40)
+      #expect(run.started == report.cases.map(\.0), "a line on stderr as each case begins")
     }
   }
 
@@ -45,6 +46,7 @@ struct ConformOverTheAirTests {
       #expect(run.status == 0, "\(run.failures)")
       #expect(report.failed == 0 && report.skipped == 0 && report.passed == report.cases.count, "\(run.failures)")
       #expect(report.cases.count >= 25)
+      #expect(run.started == report.cases.map(\.0), "a line on stderr as each case begins")
     }
   }
 
@@ -115,14 +117,17 @@ private func withRadio(_ body: (String, String, String) async throws -> Void) as
   }
 }
 
-/// Runs `ancs ARGUMENTS` to its end (killed if the test is cancelled): its exit status, and
-/// the FAIL lines of its output for failure messages.
-private func conform(_ arguments: [String]) async throws -> (status: Int32, failures: [String]) {
+/// Runs `ancs ARGUMENTS` to its end (killed if the test is cancelled): its exit status, the
+/// FAIL lines of its standard error for failure messages, and the IDs of the cases whose
+/// start it announced there (`[ 3/42] RUN  ID  title`), in order.
+private func conform(_ arguments: [String]) async throws -> (status: Int32, failures: [String], started: [String]) {
   let process = try AncsProcess(arguments)
   let output = try await killingOnCancel(process.process) {
     process.process.waitUntilExit()
     return process.stderr
   }
-  let failures = output.split(separator: "\n").filter { $0.contains("FAIL") }.map(String.init)
-  return (process.process.terminationStatus, failures)
+  let lines = output.split(separator: "\n")
+  let failures = lines.filter { $0.contains("FAIL") }.map(String.init)
+  let started = lines.compactMap { $0.firstMatch(of: /^\[ *\d+\/\d+\] RUN  (\S+)/)?.output.1 }.map(String.init)
+  return (process.process.terminationStatus, failures, started)
 }
