@@ -261,15 +261,19 @@ enum ConformCommand {
   static func judgePhone(
     _ cases: [ConformanceCase], _ links: PhoneLinksUnderTest, spawn: String?, wait: Double, _ common: Common
   ) async throws -> Int32 {
-    onTerminationSignal { blocking { await links.finish() } }
-    do {
-      let code = try await judge(cases, links, spawn: spawn, wait: wait, common)
-      await links.finish()
-      return code
-    } catch {
-      await links.finish()
-      throw error
-    }
+    try await finishing(links.finish) { try await judge(cases, links, spawn: spawn, wait: wait, common) }
+  }
+
+  /// Runs `body`, then `finish` (which leaves a controller as it was found) however the run
+  /// ends: its result, an error, or a signal.
+  static func finishing(_ finish: @escaping @Sendable () async -> Void, _ body: () async throws -> Int32)
+    async throws -> Int32
+  {
+    onTerminationSignal { blocking(finish) }
+    let result: Result<Int32, any Error>
+    do { result = .success(try await body()) } catch { result = .failure(error) }
+    await finish()
+    return try result.get()
   }
 
   private static func judge(
@@ -320,15 +324,8 @@ enum ConformCommand {
     _ cases: [ConformanceCase], _ listener: any AccessoryLinks, spawn: String?, observe: String?,
     timers: AccessoryTimers, wait: Double, _ common: Common
   ) async throws -> Int32 {
-    onTerminationSignal { blocking { await listener.finish() } }
-    do {
-      let code = try await judge(
-        cases, listener, spawn: spawn, observe: observe, timers: timers, wait: wait, common)
-      await listener.finish()
-      return code
-    } catch {
-      await listener.finish()
-      throw error
+    try await finishing(listener.finish) {
+      try await judge(cases, listener, spawn: spawn, observe: observe, timers: timers, wait: wait, common)
     }
   }
 

@@ -105,7 +105,7 @@ private struct Report {
 
 /// Runs `body` with the two controllers of a fresh virtual radio (hci-tcp transports) and a
 /// scratch directory for bond files and reports.
-private func withRadio(_ body: (String, String, String) async throws -> Void) async throws {
+func withRadio(_ body: (String, String, String) async throws -> Void) async throws {
   try await withBumblePeer(role: "radio") { radio in
     let ready = try #require(await radio.line(startingWith: "ready "))
     let ports = ready.split(separator: " ").dropFirst().map(String.init)

@@ -14,14 +14,7 @@ import Testing
 struct ControllerReuseTests {
   @Test(arguments: ["quit", "kill"])
   func theNextPhoneOnTheControllerWorks(ending: String) async throws {
-    try await withBumblePeer(role: "radio") { radio in
-      let ready = try #require(await radio.line(startingWith: "ready "))
-      let ports = ready.split(separator: " ").dropFirst().map(String.init)
-      try #require(ports.count == 2)
-      let directory = NSTemporaryDirectory() + "ancs-reuse-\(getpid())-\(ending)"
-      try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-      defer { try? FileManager.default.removeItem(atPath: directory) }
-      let controller = "hci-tcp:127.0.0.1:\(ports[0])"
+    try await withRadio { controller, watchController, directory in
       // A phone that scans for a device that is not there, until it ends.
       let first = try AncsProcess([
         "phone", "--bluetooth", controller, "--bonds", "\(directory)/first.json", "--commands", "jsonl",
@@ -49,7 +42,7 @@ struct ControllerReuseTests {
       ])
       defer { phone.kill() }
       let watch = try AncsProcess([
-        "watch", "--bluetooth", "hci-tcp:127.0.0.1:\(ports[1])", "--bonds", "\(directory)/watch.json", "--headless",
+        "watch", "--bluetooth", watchController, "--bonds", "\(directory)/watch.json", "--headless",
       ])
       defer { watch.kill() }
       #expect(await watch.line(containing: #""event":"connected""#) != nil, "\(watch.stderr)\n\(phone.stderr)")
