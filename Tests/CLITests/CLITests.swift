@@ -234,6 +234,23 @@ struct CLITests {
     #expect(await watch.nextLine() == nil, "no event: the phone was never reached")
   }
 
+  /// Issue #13 (9): a phone whose controller refuses to scan (LE Set Scan Parameters:
+  /// Command Disallowed) is of no use; it says so in one line and exits 1 instead of
+  /// running on.
+  @Test func aPhoneWhoseControllerRefusesToScanStops() async throws {
+    let controller = try RefusingController(refused: [0x200B])
+    let bonds = temporaryPath("bonds.json")
+    defer { try? FileManager.default.removeItem(atPath: bonds) }
+    // Input stays open: only the failure may end it.
+    let phone = try Command(["phone", "--bluetooth", "hci-tcp:127.0.0.1:\(controller.port)", "--bonds", bonds])
+    defer { phone.terminate() }
+    #expect(try await phone.exitCode() == 1)
+    let stderr = await phone.wholeStderr()
+    let lines = stderr.split(separator: "\n")
+    #expect(lines.count == 1, "\(stderr)")
+    #expect(stderr.contains("HCI_LE_Set_Scan_Parameters") && stderr.contains("commandDisallowed"), "\(stderr)")
+  }
+
   @Test func headlessDemoPlaysAScenario() async throws {
     let path = temporaryPath("demo.json")
     try #"""
