@@ -257,7 +257,7 @@ private struct PhoneSide {
     case .performNotificationAction:
       return
     }
-    var reassembler = DataSourceReassembler(expecting: expectation)
+    var reassembler = DataSourceReassembler(expecting: expectation, policy: .strict)
     var result: DataSourceResponse?
     do {
       for fragment in fragments where result == nil { result = try reassembler.feed(fragment) }

@@ -44,8 +44,9 @@ public struct DataSourceReassembler: Sendable {
     /// than `fragmentCapacity` and than the largest earlier fragment of the same response.
     public var optionalAttributes: Set<UInt8>
     /// How much the phone puts in one notification, when known: ATT_MTU - 3 on the link, or
-    /// less for a phone seen to fill fewer (`fillSize`). Without it optional attributes wait
-    /// for `finish()`.
+    /// less for a phone seen to fill fewer (`fillSize`). Without it only the earlier
+    /// notifications of an answer tell a short one, and an answer in one notification that
+    /// lacks optional attributes waits for `finish()`.
     public var fragmentCapacity: Int?
     /// `finish()` on a response that ends on a tuple boundary but lacks requested tuples
     /// returns it with `missing` filled in (true) or fails with `missingAttributes` (false).
@@ -70,8 +71,20 @@ public struct DataSourceReassembler: Sendable {
       self.enforceMaximumLength = enforceMaximumLength
     }
 
-    /// Waits for every requested tuple, validates everything.
+    /// Waits for every requested tuple, validates everything. For judging a phone.
     public static let strict = Policy()
+
+    /// What real iPhones need, the default: PositiveActionLabel, NegativeActionLabel and
+    /// MessageSize may be left out (iOS 8 Mail answers lack a PositiveActionLabel that was
+    /// asked for), and `finish()` returns an answer that stopped on a tuple boundary with
+    /// what is missing listed; everything else is validated as under `strict`. Give
+    /// `fragmentCapacity` (ATT_MTU - 3) when the link's MTU is known, so a short last
+    /// notification ends an answer at once; see `awaitsOnlyOptional` for the rest.
+    public static let standard = Policy(
+      optionalAttributes: [
+        NotificationAttributeID.positiveActionLabel.rawValue, NotificationAttributeID.negativeActionLabel.rawValue,
+        NotificationAttributeID.messageSize.rawValue,
+      ], acceptPartial: true)
   }
 
   public let expectation: Expectation
@@ -99,7 +112,7 @@ public struct DataSourceReassembler: Sendable {
     case app(identifier: String)
   }
 
-  public init(expecting expectation: Expectation, policy: Policy = .strict) {
+  public init(expecting expectation: Expectation, policy: Policy = .standard) {
     self.expectation = expectation
     self.policy = policy
     switch expectation {
@@ -169,8 +182,9 @@ public struct DataSourceReassembler: Sendable {
     if case .anything = expectation { return complete(missing: []) }
     if requestedSeen == requested.count { return complete(missing: []) }
     // A phone that fills fewer bytes than ATT_MTU - 3 (20-byte chunks) shows it by its
-    // earlier fragments: one of that size is not its last.
-    let capacity = policy.fragmentCapacity.map { min($0, fillSize ?? $0) }
+    // earlier fragments: one of that size is not its last. They tell it without a known
+    // capacity too.
+    let capacity = policy.fragmentCapacity.map { min($0, fillSize ?? $0) } ?? fillSize
     let shortFragment = capacity.map { fragment.count < $0 } ?? false
     let missing = requested.filter { !seen.contains($0.id) }.map(\.id)
     if shortFragment && missing.allSatisfy(policy.optionalAttributes.contains) {

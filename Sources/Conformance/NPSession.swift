@@ -389,7 +389,8 @@ public final class NPSession: Sendable {
   }
 
   private func reassemble(_ expectation: DataSourceReassembler.Expectation) async throws(CaseOutcome) -> Answer {
-    var reassembler = DataSourceReassembler(expecting: expectation)
+    // Strict: a phone must send every tuple asked for.
+    var reassembler = DataSourceReassembler(expecting: expectation, policy: .strict)
     var fragments: [[UInt8]] = []
     while true {
       guard let fragment = await dataSource.next() else {
