@@ -63,7 +63,6 @@ public struct WatchMachine: Sendable {
   /// is added to the notification instead of being dropped as a stray.
   struct LateTuples: Sendable {
     var uid: UInt32
-    var missing: [UInt8]
     /// The size of the fragment the answer was taken as ending with.
     var lastFragmentSize: Int
     var reassembler: DataSourceReassembler
@@ -556,7 +555,7 @@ public struct WatchMachine: Sendable {
     // Only optional tuples are left: any fragment that ends on a tuple boundary ends it.
     policy.fragmentCapacity = .max
     lateTuples = LateTuples(
-      uid: uid, missing: missing.map(\.id.rawValue), lastFragmentSize: lastFragmentSize,
+      uid: uid, lastFragmentSize: lastFragmentSize,
       reassembler: DataSourceReassembler(
         expecting: .notificationAttributes(.init(notificationUID: uid, attributes: missing)), policy: policy))
   }
@@ -566,7 +565,9 @@ public struct WatchMachine: Sendable {
   private mutating func lateContinuation(_ bytes: [UInt8], _ out: inout [Action]) -> Bool {
     guard var late = lateTuples, let first = bytes.first else { return false }
     let started = late.reassembler.byteCount > 0
-    guard started || late.missing.contains(first) else { return false }
+    // The tuples still missing are what its reassembler expects.
+    let missing = late.reassembler.expectation.notificationRequest?.attributes.map(\.id.rawValue) ?? []
+    guard started || missing.contains(first) else { return false }
     // The phone was not done: that fragment was not its last, so it fills at least as much.
     phoneFill = max(phoneFill ?? 0, late.lastFragmentSize)
     let uid = late.uid
