@@ -74,7 +74,6 @@ public final class CaseLog: Sendable {
   }
 
   static func handle(_ value: UInt16) -> String {
-    let digits = Array("0123456789ABCDEF")
-    return "0x" + (0..<4).reversed().map { String(digits[Int(value >> (4 * UInt16($0))) & 15]) }.joined()
+    "0x" + Hex.encode([UInt8(value >> 8), UInt8(value & 0xFF)], separator: "").uppercased()
   }
 }
