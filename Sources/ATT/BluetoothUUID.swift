@@ -99,6 +99,7 @@ extension BluetoothUUID {
   public static let secondaryService: BluetoothUUID = 0x2801
   public static let include: BluetoothUUID = 0x2802
   public static let characteristic: BluetoothUUID = 0x2803
+  public static let characteristicExtendedProperties: BluetoothUUID = 0x2900
   public static let clientCharacteristicConfiguration: BluetoothUUID = 0x2902
   public static let genericAttributeService: BluetoothUUID = 0x1801
   public static let serviceChanged: BluetoothUUID = 0x2A05

@@ -40,6 +40,14 @@ public struct CharacteristicDefinition: Sendable {
   /// The least security level for reading or writing the value and its CCCD. Below it the
   /// server answers Insufficient Encryption (0x0F) or Insufficient Authentication (0x05).
   public var security: SecurityLevel
+  /// The error a link below `security` gets, when not the one the level implies
+  /// (an iPhone answers Insufficient Authentication, 0x05, on an unpaired link where only
+  /// encryption is wanted).
+  public var refusal: ATTErrorCode?
+  /// The Characteristic Extended Properties descriptor's value (bit 0 Reliable Write, bit 1
+  /// Writable Auxiliaries, Vol 3 Part G 3.3.3.1); when set, the declaration carries the
+  /// Extended Properties bit and the descriptor follows the value, before any CCCD.
+  public var extendedProperties: UInt16?
   /// The value for reads; called on every read with the session that reads.
   public var read: (@Sendable (GATTSession) -> [UInt8])?
   /// Called on every write (request or command).
@@ -50,6 +58,7 @@ public struct CharacteristicDefinition: Sendable {
 
   public init(
     uuid: BluetoothUUID, properties: CharacteristicProperties, security: SecurityLevel = .unencrypted,
+    refusal: ATTErrorCode? = nil, extendedProperties: UInt16? = nil,
     read: (@Sendable (GATTSession) -> [UInt8])? = nil,
     write: (@Sendable (GATTSession, [UInt8]) async -> WriteOutcome)? = nil,
     subscribed: (@Sendable (GATTSession, CCCDValue) async -> Void)? = nil
@@ -57,16 +66,23 @@ public struct CharacteristicDefinition: Sendable {
     self.uuid = uuid
     self.properties = properties
     self.security = security
+    self.refusal = refusal
+    self.extendedProperties = extendedProperties
     self.read = read
     self.write = write
     self.subscribed = subscribed
   }
 
   /// A read-only characteristic with a fixed value.
-  public static func constant(_ uuid: BluetoothUUID, _ value: [UInt8], security: SecurityLevel = .unencrypted)
-    -> CharacteristicDefinition
-  {
-    CharacteristicDefinition(uuid: uuid, properties: .read, security: security, read: { _ in value })
+  public static func constant(
+    _ uuid: BluetoothUUID, _ value: [UInt8], security: SecurityLevel = .unencrypted, refusal: ATTErrorCode? = nil
+  ) -> CharacteristicDefinition {
+    CharacteristicDefinition(uuid: uuid, properties: .read, security: security, refusal: refusal, read: { _ in value })
+  }
+
+  /// The properties as declared: with the Extended Properties bit when the descriptor is there.
+  var declaredProperties: CharacteristicProperties {
+    extendedProperties == nil ? properties : properties.union(.extendedProperties)
   }
 }
 
@@ -98,6 +114,8 @@ public struct Attribute: Sendable {
     case characteristicDeclaration
     case value(CharacteristicDefinition)
     case cccd(valueHandle: UInt16, CharacteristicDefinition)
+    /// A descriptor with a fixed, read-only value (Characteristic Extended Properties).
+    case constantDescriptor
   }
   public var handle: UInt16
   public var type: BluetoothUUID
@@ -145,12 +163,22 @@ public struct GATTDatabase: Sendable {
       let declaration = try take()
       let value = try take()
       let declared =
-        [characteristic.properties.rawValue, UInt8(truncatingIfNeeded: value), UInt8(truncatingIfNeeded: value >> 8)]
+        [
+          characteristic.declaredProperties.rawValue, UInt8(truncatingIfNeeded: value),
+          UInt8(truncatingIfNeeded: value >> 8),
+        ]
         + characteristic.uuid.littleEndian
       added.append(
         Attribute(
           handle: declaration, type: .characteristic, storedValue: declared, role: .characteristicDeclaration))
       added.append(Attribute(handle: value, type: characteristic.uuid, storedValue: [], role: .value(characteristic)))
+      if let extended = characteristic.extendedProperties {
+        added.append(
+          Attribute(
+            handle: try take(), type: .characteristicExtendedProperties,
+            storedValue: [UInt8(truncatingIfNeeded: extended), UInt8(truncatingIfNeeded: extended >> 8)],
+            role: .constantDescriptor))
+      }
       var cccd: UInt16?
       if !characteristic.properties.isDisjoint(with: [.notify, .indicate]) {
         let handle = try take()

@@ -187,7 +187,12 @@ extension Phone {
       if faults.contains(.utf8Split), let maximum = request.maxLength { value = Array(text.utf8.prefix(Int(maximum))) }
       tuples.append(NotificationAttribute(request.id, value))
     }
-    if quirks.omitTuple && !tuples.isEmpty { tuples.removeLast() }
+    if let omitted = quirks.omitTuple, quirks.omitTupleApps?.contains(notification.appIdentifier) ?? true {
+      switch omitted {
+      case .last: if !tuples.isEmpty { tuples.removeLast() }
+      case .attribute(let id): tuples.removeAll { $0.id.rawValue == id }
+      }
+    }
     if quirks.reverseTuples { tuples.reverse() }
     // FAULT tuples-sorted: breaks "Tuples come in the order the attributes were requested".
     if faults.contains(.tuplesSorted) { tuples.sort { $0.id.rawValue < $1.id.rawValue } }

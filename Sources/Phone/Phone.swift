@@ -52,6 +52,8 @@ public final class Phone: Sendable {
 
   public let server: GATTServer
   public let quirks: Quirks
+  /// The database layout and the iOS generation.
+  public let settings: PhoneSettings
   /// Test-only fault switches (Faults.swift); none by default.
   public let faults: PhoneFaults
   let wallClock: any WallClock
@@ -60,39 +62,47 @@ public final class Phone: Sendable {
   private let hub = EventHub<PhoneEvent>()
 
   public init(
-    quirks: Quirks = Quirks(), faults: PhoneFaults = [], wallClock: any WallClock = SystemWallClock(),
-    logger: Logger = .none
+    quirks: Quirks = Quirks(), faults: PhoneFaults = [], settings: PhoneSettings = PhoneSettings(),
+    wallClock: any WallClock = SystemWallClock(), logger: Logger = .none
   ) throws {
     self.quirks = quirks
     self.faults = faults
+    self.settings = settings
     // FAULT reuse-uid: breaks "never reuses a UID while it runs".
     if faults.contains(.reuseUID) { state.withLock { $0.center.reusesRemovedUIDs = true } }
     self.wallClock = wallClock
     self.logger = logger
-    server = try GATTServer(services: [], logger: logger)
+    let iPhone = settings.layout == .iPhone
+    server = try GATTServer(leading: iPhone ? [Self.genericAccessService(settings)] : [], services: [], logger: logger)
     if let flood = quirks.flood {
       // The flood is on the phone from the start: every session reports it as pre-existing.
       state.withLock { state in
         for index in 0..<flood { _ = state.center.post(Self.floodNotification(index)) }
       }
     }
-    try server.add(ancsDefinition())
-    try server.add(
-      ServiceDefinition(
-        uuid: Self.currentTimeService,
-        characteristics: [
-          CharacteristicDefinition(
-            uuid: 0x2A2B, properties: [.read, .notify], read: { [unowned self] _ in currentTime() }),
-          CharacteristicDefinition(
-            uuid: 0x2A0F, properties: .read, read: { [unowned self] _ in localTimeInformation() }),
-        ]))
-    try server.add(
-      ServiceDefinition(
-        uuid: Self.batteryService,
-        characteristics: [
-          CharacteristicDefinition(
-            uuid: 0x2A19, properties: [.read, .notify], read: { [unowned self] _ in [state.withLock { $0.battery }] })
-        ]))
+    let currentTime = ServiceDefinition(
+      uuid: Self.currentTimeService,
+      characteristics: [
+        CharacteristicDefinition(
+          uuid: 0x2A2B, properties: [.read, .notify], read: { [unowned self] _ in self.currentTime() }),
+        CharacteristicDefinition(
+          uuid: 0x2A0F, properties: .read, read: { [unowned self] _ in localTimeInformation() }),
+      ])
+    // An iPhone answers Battery Level on an unpaired link with Insufficient Authentication.
+    let battery = ServiceDefinition(
+      uuid: Self.batteryService,
+      characteristics: [
+        CharacteristicDefinition(
+          uuid: 0x2A19, properties: [.read, .notify], security: iPhone ? .encrypted : .unencrypted,
+          refusal: iPhone ? .insufficientAuthentication : nil,
+          read: { [unowned self] _ in [state.withLock { $0.battery }] })
+      ])
+    let services =
+      iPhone
+      ? Self.appleServices() + [battery, currentTime] + [Self.deviceInformationService(settings)].compactMap { $0 }
+        + [ancsDefinition(), Self.mediaService()]
+      : [ancsDefinition(), currentTime, battery]
+    for service in services { try server.add(service) }
   }
 
   func ancsDefinition() -> ServiceDefinition {
@@ -122,23 +132,25 @@ public final class Phone: Sendable {
       sourceSecurity = .authenticated
       dataSecurity = .authenticated
     }
-    return ServiceDefinition(
-      uuid: Self.ancsService,
-      characteristics: [
-        CharacteristicDefinition(
-          uuid: BluetoothUUID(ANCSUUID.notificationSource)!, properties: sourceProperties, security: sourceSecurity,
-          subscribed: { [unowned self] session, value in await notificationSourceConfigured(session, value) }),
-        CharacteristicDefinition(
-          uuid: BluetoothUUID(controlUUID)!, properties: controlProperties, security: controlSecurity,
-          write: { [unowned self] session, bytes in await controlPoint(session, bytes) }),
-        CharacteristicDefinition(
-          uuid: BluetoothUUID(ANCSUUID.dataSource)!, properties: dataProperties, security: dataSecurity),
-      ])
+    let source = CharacteristicDefinition(
+      uuid: BluetoothUUID(ANCSUUID.notificationSource)!, properties: sourceProperties, security: sourceSecurity,
+      subscribed: { [unowned self] session, value in await notificationSourceConfigured(session, value) })
+    // An iPhone's Control Point has a descriptor of its own, taken to be Extended Properties.
+    let control = CharacteristicDefinition(
+      uuid: BluetoothUUID(controlUUID)!, properties: controlProperties, security: controlSecurity,
+      extendedProperties: settings.layout == .iPhone ? Self.reliableWrite : nil,
+      write: { [unowned self] session, bytes in await controlPoint(session, bytes) })
+    let data = CharacteristicDefinition(
+      uuid: BluetoothUUID(ANCSUUID.dataSource)!, properties: dataProperties, security: dataSecurity)
+    // An iPhone lists the Control Point first; the minimal layout keeps 1.0's order.
+    let characteristics = settings.layout == .iPhone ? [control, source, data] : [source, control, data]
+    return ServiceDefinition(uuid: Self.ancsService, characteristics: characteristics)
   }
 
   /// Value handles of Notification Source, Control Point, Data Source as published now.
   var ancsHandles: (source: UInt16, control: UInt16, data: UInt16)? {
     guard let handles = server.handles(of: Self.ancsService), handles.count == 3 else { return nil }
+    if settings.layout == .iPhone { return (handles[1].value, handles[0].value, handles[2].value) }
     return (handles[0].value, handles[1].value, handles[2].value)
   }
 

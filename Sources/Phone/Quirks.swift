@@ -11,8 +11,10 @@ public struct Quirks: Hashable, Sendable {
   public var flood: Int?
   /// Data Source tuples come in reverse request order.
   public var reverseTuples = false
-  /// The last requested tuple is left out of every notification-attributes answer.
-  public var omitTuple = false
+  /// A tuple left out of every notification-attributes answer that asked for it.
+  public var omitTuple: OmittedTuple?
+  /// The apps whose answers `omitTuple` applies to; nil: every app.
+  public var omitTupleApps: Set<String>?
   /// An empty Data Source notification follows every answer.
   public var emptyPacket = false
   /// Cut values end in "…" inside the byte budget.
@@ -30,11 +32,23 @@ public struct Quirks: Hashable, Sendable {
 
   public init() {}
 
+  /// Which tuple the quirk omit-tuple leaves out.
+  public enum OmittedTuple: Hashable, Sendable {
+    /// The last one requested.
+    case last
+    /// The tuple of this AttributeID, wherever it was requested.
+    case attribute(UInt8)
+  }
+
   public struct Definition: Sendable {
     public var name: String
     public var summary: String
-    /// The default N for quirks that take one.
+    /// The default N for quirks that take a count.
     public var defaultCount: Int?
+    /// What `=VALUE` names ("N", "ID"), when the quirk takes one.
+    public var valueName: String? { defaultCount != nil ? "N" : optionalValue }
+    /// A value the quirk takes but need not have (omit-tuple=ID).
+    var optionalValue: String?
     let apply: @Sendable (inout Quirks, Int?) -> Void
   }
 
@@ -53,8 +67,12 @@ public struct Quirks: Hashable, Sendable {
     Definition(name: "reverse-tuples", summary: "Data Source tuples in reverse request order", defaultCount: nil) {
       q, _ in q.reverseTuples = true
     },
-    Definition(name: "omit-tuple", summary: "the last requested tuple is left out", defaultCount: nil) { q, _ in
-      q.omitTuple = true
+    Definition(
+      name: "omit-tuple", summary: "the last requested tuple is left out; =ID: the tuple of that AttributeID",
+      defaultCount: nil, optionalValue: "ID"
+    ) { q, id in
+      q.omitTuple = id.map { .attribute(UInt8($0)) } ?? .last
+      q.omitTupleApps = nil
     },
     Definition(name: "empty-packet", summary: "an empty Data Source packet after every answer", defaultCount: nil) {
       q, _ in q.emptyPacket = true
@@ -92,8 +110,10 @@ public struct Quirks: Hashable, Sendable {
     guard let definition = Self.catalog.first(where: { $0.name == parts.first }) else { throw UnknownQuirk(text: text) }
     var count = definition.defaultCount
     if parts.count == 2 {
-      guard definition.defaultCount != nil, let n = Int(parts[1]), n >= 0, n <= 100_000 else {
-        throw UnknownQuirk(text: text + " (only drop-subscriptions, flood and service-changed take =N, 0-100000)")
+      let limit = definition.defaultCount != nil ? 100_000 : 255
+      guard definition.valueName != nil, let n = Int(parts[1]), n >= 0, n <= limit else {
+        throw UnknownQuirk(
+          text: text + " (drop-subscriptions, flood and service-changed take =N, 0-100000; omit-tuple =ID, 0-255)")
       }
       count = n
     }

@@ -15,8 +15,9 @@ enum PhoneCommandLine {
     usage: ancs phone --listen ADDRESS [options]
            ancs phone --bluetooth TRANSPORT [--peer BDADDR] [options]
 
-    Runs a simulated iPhone: an ANCS server with the Current Time and Battery services,
-    waiting for watches on ADDRESS. Type commands on standard input (`help` lists them), or
+    Runs a simulated iPhone: an ANCS server in the GATT database of a real iPhone (GAP,
+    Continuity, Nearby, Battery, Current Time, Device Information, ANCS and the Apple Media
+    Service's shape, in an iPhone's order and handles), waiting for watches on ADDRESS. Type commands on standard input (`help` lists them), or
     play a scenario. It serves until `quit`, Ctrl-C or SIGTERM; end of input alone does not
     stop it.
 
@@ -45,8 +46,14 @@ enum PhoneCommandLine {
                            delete it to forget them
       --scenario FILE      play a scenario file (Protocol/scenario.md); `demo` is built in
       --loop               play the scenario again and again
+      --ios VERSION        behave as this iOS generation (Protocol/iPhone.md, iOS profiles):
+                           the ATT MTU it asks for, Device Information, the quirks of
+                           its era; default \(IOSProfile.current.name); `--ios list` lists them
+      --gatt-layout LAYOUT iphone (default) or minimal: only Service Changed, ANCS,
+                           Current Time and Battery, no security on Battery, and the
+                           watch's MTU offer decides (the database of ancs-sim 1.0)
       --quirk NAME[=N]     reproduce a documented iOS misbehaviour (repeatable):
-    \(Quirks.catalog.map { "                       \($0.name)\($0.defaultCount.map { _ in "=N" } ?? ""): \($0.summary)" }.joined(separator: "\n"))
+    \(Quirks.catalog.map { "                       \($0.name)\($0.valueName.map { "[=\($0)]" } ?? ""): \($0.summary)" }.joined(separator: "\n"))
       --commands MODE      console (default): readable commands and feedback (line
                            editing at a terminal, as above);
                            jsonl: one JSON command per input line, one JSON answer per
@@ -75,6 +82,11 @@ enum PhoneCommandLine {
       printLine(usage)
       return 0
     }
+    let profileName = try args.value("--ios")
+    if profileName == "list" {
+      printLine(profileList())
+      return 0
+    }
     let text = try args.value("--listen")
     let bluetooth = try BluetoothCommandLine.settings(&args, role: "phone")
     let peerText = try args.value("--peer")
@@ -87,7 +99,12 @@ enum PhoneCommandLine {
     let peer = try peerText.map(BluetoothCommandLine.address)
     let scenarioName = try args.value("--scenario")
     let loop = args.flag("--loop")
-    let quirks = try quirkSet(args.values("--quirk"))
+    let profile = try profileName.map(iOSProfile) ?? .current
+    let layoutName = try args.value("--gatt-layout") ?? GATTLayout.iPhone.rawValue
+    guard let layout = GATTLayout(rawValue: layoutName) else {
+      throw UsageError("--gatt-layout takes iphone or minimal, not '\(layoutName)'")
+    }
+    let quirks = try quirkSet(args.values("--quirk"), profile: profile)
     var faults = PhoneFaults()
     for name in args.values("--fault") {
       do { try faults.enable(name) } catch { throw UsageError("\(error)") }
@@ -106,7 +123,8 @@ enum PhoneCommandLine {
     // Everything is checked before anything is opened.
     let scenario = try scenarioName.map(loadScenario)
     let writer = try bluetooth == nil ? capture.map(captureWriter) : nil
-    let phone = try Phone(quirks: quirks, faults: faults, logger: logger)
+    let phone = try Phone(
+      quirks: quirks, faults: faults, settings: PhoneSettings(layout: layout, profile: profile), logger: logger)
     registerCommonApps(phone)
     // Every watch holds a descriptor: allow as many as the hard limit does (the soft limit
     // is often 1024, short of a fleet of a thousand watches).
@@ -219,12 +237,21 @@ enum PhoneCommandLine {
     }
   }
 
-  static func quirkSet(_ names: [String]) throws(UsageError) -> Quirks {
-    var quirks = Quirks()
-    for name in names {
-      do { try quirks.enable(name) } catch { throw UsageError("\(error)") }
-    }
-    return quirks
+  /// The profile's quirks and the named ones.
+  static func quirkSet(_ names: [String], profile: IOSProfile = .current) throws(UsageError) -> Quirks {
+    do { return try profile.quirks(adding: names) } catch { throw UsageError("\(error)") }
+  }
+
+  static func iOSProfile(_ name: String) throws(UsageError) -> IOSProfile {
+    do { return try IOSProfile.named(name) } catch { throw UsageError("\(error)") }
+  }
+
+  /// What `--ios list` prints: a line per profile, its quirks under it.
+  static func profileList() -> String {
+    IOSProfile.catalog.map { profile in
+      let name = "iOS \(profile.name)".padding(toLength: 8, withPad: " ", startingAt: 0)
+      return "\(name)\(profile.summary)" + (profile.quirkNote.map { "\n        quirks: \($0)" } ?? "")
+    }.joined(separator: "\n")
   }
 
   /// A built-in scenario by name, or a file; any problem is a usage error naming the file.

@@ -126,7 +126,8 @@ import Wire
   /// A phone that never sets PreExisting: exactly the PreExisting cases fail.
   @Test func preExistingFlagMissing() async throws {
     let phone = try faultyPhone { phone in
-      let handle = phone.server.handles(of: BluetoothUUID(ANCSUUID.service)!)![0].value
+      let source = BluetoothUUID(ANCSUUID.notificationSource)!
+      let handle = phone.server.database.attributes.first { $0.type == source }!.handle
       return { pdu in
         // A Notification Source notification (opcode, handle, 8-byte event): clear bit 2.
         guard pdu.count == 11, pdu[0] == 0x1B, UInt16(pdu[1]) | UInt16(pdu[2]) << 8 == handle else { return pdu }

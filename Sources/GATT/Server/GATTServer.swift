@@ -13,11 +13,16 @@ public final class GATTServer: Sendable {
   let logger: Logger
 
   /// Builds the database from `services`, in order, handles from 1.
-  /// - Parameter serviceChanged: first publish the Generic Attribute service with the
-  ///   Service Changed characteristic (indicate), so clients learn of later changes.
-  public init(services: [ServiceDefinition], serviceChanged: Bool = true, logger: Logger = .none) throws(DatabaseError)
-  {
+  /// - Parameters:
+  ///   - leading: services put before the Generic Attribute service (an iPhone has GAP first).
+  ///   - serviceChanged: publish the Generic Attribute service with the Service Changed
+  ///     characteristic (indicate) before `services`, so clients learn of later changes.
+  public init(
+    leading: [ServiceDefinition] = [], services: [ServiceDefinition], serviceChanged: Bool = true,
+    logger: Logger = .none
+  ) throws(DatabaseError) {
     var database = GATTDatabase()
+    for service in leading { try database.add(service) }
     var changed: CharacteristicHandles?
     if serviceChanged {
       let service = ServiceDefinition(

@@ -240,36 +240,38 @@ public final class GATTSession: ATTServerHandler, Sendable {
     let attribute = server.withDatabase { db in db.index(of: handle).map { db.attributes[$0] } }
     guard let attribute else { return .invalidHandle }
     switch attribute.role {
-    case .serviceDeclaration, .characteristicDeclaration:
+    case .serviceDeclaration, .characteristicDeclaration, .constantDescriptor:
       return .writeNotPermitted
     case .value(let characteristic):
       guard characteristic.properties.contains(.write), characteristic.write != nil else { return .writeNotPermitted }
-      return securityError(characteristic.security)
+      return securityError(characteristic)
     case .cccd(_, let characteristic):
-      return securityError(characteristic.security)
+      return securityError(characteristic)
     }
   }
 
-  /// The error a link below `required` gets: Insufficient Authentication when an
-  /// authenticated key is needed, Insufficient Encryption when only encryption is missing.
-  private func securityError(_ required: SecurityLevel) -> ATTErrorCode? {
-    let level = connection.securityLevel
-    if level >= required { return nil }
+  /// The error a link below the characteristic's level gets: its chosen refusal, else
+  /// Insufficient Authentication when an authenticated key is needed, Insufficient
+  /// Encryption when only encryption is missing.
+  private func securityError(_ characteristic: CharacteristicDefinition) -> ATTErrorCode? {
+    let required = characteristic.security
+    if connection.securityLevel >= required { return nil }
+    if let refusal = characteristic.refusal { return refusal }
     return required == .authenticated ? .insufficientAuthentication : .insufficientEncryption
   }
 
   private func readValue(_ attribute: Attribute) -> Result<[UInt8], ATTErrorCode> {
     switch attribute.role {
-    case .serviceDeclaration, .characteristicDeclaration:
+    case .serviceDeclaration, .characteristicDeclaration, .constantDescriptor:
       return .success(attribute.storedValue)
     case .value(let characteristic):
       guard characteristic.properties.contains(.read), let read = characteristic.read else {
         return .failure(.readNotPermitted)
       }
-      if let error = securityError(characteristic.security) { return .failure(error) }
+      if let error = securityError(characteristic) { return .failure(error) }
       return .success(read(self))
     case .cccd(let valueHandle, let characteristic):
-      if let error = securityError(characteristic.security) { return .failure(error) }
+      if let error = securityError(characteristic) { return .failure(error) }
       let value = cccd(for: valueHandle).rawValue
       return .success([UInt8(truncatingIfNeeded: value), UInt8(truncatingIfNeeded: value >> 8)])
     }
@@ -279,17 +281,17 @@ public final class GATTSession: ATTServerHandler, Sendable {
     let attribute = server.withDatabase { db in db.index(of: handle).map { db.attributes[$0] } }
     guard let attribute else { return .refused(.invalidHandle) }
     switch attribute.role {
-    case .serviceDeclaration, .characteristicDeclaration:
+    case .serviceDeclaration, .characteristicDeclaration, .constantDescriptor:
       return .refused(.writeNotPermitted)
     case .value(let characteristic):
       let allowed: CharacteristicProperties = command ? .writeWithoutResponse : .write
       guard characteristic.properties.contains(allowed), let write = characteristic.write else {
         return .refused(.writeNotPermitted)
       }
-      if let error = securityError(characteristic.security) { return .refused(error) }
+      if let error = securityError(characteristic) { return .refused(error) }
       return await write(self, value)
     case .cccd(let valueHandle, let characteristic):
-      if let error = securityError(characteristic.security) { return .refused(error) }
+      if let error = securityError(characteristic) { return .refused(error) }
       guard value.count == 2 else { return .refused(.invalidAttributeValueLength) }
       let requested = CCCDValue(rawValue: UInt16(value[0]) | UInt16(value[1]) << 8)
       var supported: CCCDValue = []

@@ -1,0 +1,139 @@
+import ANCS
+import ATT
+import GATT
+import Links
+import Phone
+import Testing
+import Wire
+
+/// An accessory's view of a phone: a GATT client over a memory link, the phone serving it.
+struct Accessory {
+  let client: GATTClient
+  let connection: ATTConnection
+  let link: MemoryBearer
+  let tasks: [Task<Void, Never>]
+
+  init(_ phone: Phone, mtu: UInt16 = 517) {
+    let (central, peripheral) = MemoryLink.pair()
+    connection = ATTConnection(bearer: peripheral, options: .init(localMTU: mtu))
+    client = GATTClient(connection: connection)
+    link = peripheral
+    let connection = connection
+    tasks = [Task { await phone.serve(central) }, Task { await connection.run() }]
+  }
+
+  func close() async {
+    link.close()
+    for task in tasks { await task.value }
+  }
+
+  /// Every primary service, as (UUID, first handle, last handle).
+  func services() async throws -> [(BluetoothUUID, UInt16, UInt16)] {
+    try await client.discoverAllPrimaryServices().map { ($0.uuid, $0.range.start, $0.range.end) }
+  }
+}
+
+@Suite struct IPhoneDatabaseTests {
+  static let ancs = BluetoothUUID(ANCSUUID.service)!
+
+  /// The services and handle ranges of the PacketLogger dump in Protocol/iPhone.md.
+  @Test func theDefaultPhoneHasTheServicesAndHandlesOfAnIPhone() async throws {
+    let phone = try Phone()
+    let accessory = Accessory(phone)
+    let found = try await accessory.services()
+    let expected: [(String, UInt16, UInt16)] = [
+      ("1800", 0x0001, 0x0005), ("1801", 0x0006, 0x0009),
+      ("D0611E78-BBB4-4591-A5F8-487910AE4366", 0x000A, 0x000E),
+      ("9FA480E0-4967-4542-9390-D343DC5D04AE", 0x000F, 0x0013), ("180F", 0x0014, 0x0017),
+      ("1805", 0x0018, 0x001D), ("180A", 0x001E, 0x0022),
+      (ANCSUUID.service, 0x0023, 0x002C), ("89D3502B-0F36-433A-8EF4-C502AD55F8DC", 0x002D, 0x0038),
+    ]
+    #expect(found.map(\.0) == expected.map { BluetoothUUID($0.0)! })
+    #expect(found.map(\.1) == expected.map(\.1))
+    #expect(found.map(\.2) == expected.map(\.2))
+    await accessory.close()
+  }
+
+  /// Control Point first with a descriptor of its own, then Notification Source, Data Source.
+  @Test func ancsListsTheControlPointFirstWithItsDescriptor() async throws {
+    let phone = try Phone()
+    let accessory = Accessory(phone)
+    let service = try #require(try await accessory.client.discoverPrimaryServices(Self.ancs).first)
+    let characteristics = try await accessory.client.discoverCharacteristics(of: service)
+    #expect(
+      characteristics.map(\.uuid)
+        == [ANCSUUID.controlPoint, ANCSUUID.notificationSource, ANCSUUID.dataSource].map { BluetoothUUID($0)! })
+    #expect(characteristics.map(\.declarationHandle) == [0x0024, 0x0027, 0x002A])
+    #expect(characteristics.map(\.valueHandle) == [0x0025, 0x0028, 0x002B])
+    #expect(characteristics[0].properties.contains(.extendedProperties))
+    let descriptors = try await accessory.client.discoverDescriptors(of: characteristics[0])
+    #expect(descriptors.map(\.handle) == [0x0026])
+    #expect(descriptors.map(\.uuid) == [.characteristicExtendedProperties])
+    #expect(try await accessory.client.read(0x0026) == [0x01, 0x00])
+    let sourceDescriptors = try await accessory.client.discoverDescriptors(of: characteristics[1])
+    #expect(sourceDescriptors.map(\.uuid) == [.clientCharacteristicConfiguration])
+    #expect(sourceDescriptors.map(\.handle) == [0x0029])
+    await accessory.close()
+  }
+
+  /// An iPhone answers Battery Level on an unpaired link with Insufficient Authentication;
+  /// once encrypted it reads.
+  @Test func batteryLevelNeedsPairingAndSaysInsufficientAuthentication() async throws {
+    let phone = try Phone()
+    let accessory = Accessory(phone)
+    let level = try #require(phone.server.database.attributes.first { $0.type == BluetoothUUID.bit16(0x2A19) }).handle
+    do {
+      _ = try await accessory.client.read(level)
+      Issue.record("Battery Level read on an unpaired link")
+    } catch {
+      #expect(error.errorCode == .insufficientAuthentication)
+    }
+    _ = try await accessory.link.pair(.encrypted)
+    #expect(try await accessory.client.read(level) == [phone.battery])
+    await accessory.close()
+  }
+
+  /// GAP and Device Information read without pairing: the phone's name and Apple's.
+  @Test func deviceNameAndDeviceInformationRead() async throws {
+    let phone = try Phone()
+    let accessory = Accessory(phone)
+    func value(_ uuid: UInt16) async throws -> String {
+      let handle = try #require(phone.server.database.attributes.first { $0.type == BluetoothUUID.bit16(uuid) }).handle
+      return String(decoding: try await accessory.client.read(handle), as: UTF8.self)
+    }
+    #expect(try await value(0x2A00) == "iPhone")
+    #expect(try await value(0x2A29) == "Apple Inc.")
+    #expect(try await value(0x2A24) == IOSProfile.current.modelNumber)
+    await accessory.close()
+  }
+
+  /// `--gatt-layout minimal`: the 1.0 database, Notification Source first, no extra services.
+  @Test func theMinimalLayoutKeepsTheSmallDatabase() async throws {
+    let phone = try Phone(settings: PhoneSettings(layout: .minimal))
+    let accessory = Accessory(phone)
+    let found = try await accessory.services()
+    #expect(found.map(\.0) == [.genericAttributeService, Self.ancs, 0x1805, 0x180F])
+    let service = try #require(try await accessory.client.discoverPrimaryServices(Self.ancs).first)
+    let characteristics = try await accessory.client.discoverCharacteristics(of: service)
+    #expect(characteristics.first?.uuid == BluetoothUUID(ANCSUUID.notificationSource)!)
+    await accessory.close()
+  }
+
+  /// iOS 8 had no Device Information; the rest keep the iPhone order.
+  @Test func anIOS8PhoneHasNoDeviceInformation() async throws {
+    let phone = try Phone(settings: PhoneSettings(profile: try IOSProfile.named("8")))
+    let accessory = Accessory(phone)
+    let found = try await accessory.services()
+    #expect(!found.contains { $0.0 == 0x180A })
+    #expect(found.map(\.0).suffix(2) == [Self.ancs, BluetoothUUID("89D3502B-0F36-433A-8EF4-C502AD55F8DC")!])
+    await accessory.close()
+  }
+
+  @Test func profilesAreNamedByTheirMajorVersion() throws {
+    #expect(try IOSProfile.named("18.5") == IOSProfile.current)
+    #expect(try IOSProfile.named("iOS 9").mtu == 158)
+    #expect(try IOSProfile.named("12").mtu == 185)
+    #expect(throws: IOSProfile.UnknownProfile.self) { try IOSProfile.named("7") }
+    #expect(throws: IOSProfile.UnknownProfile.self) { try IOSProfile.named("") }
+  }
+}
