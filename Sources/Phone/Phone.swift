@@ -6,6 +6,10 @@ import Wire
 /// What happened on the phone, for its console and for tests.
 public enum PhoneEvent: Hashable, Sendable {
   case connected(session: Int, link: String)
+  /// The phone's first steps on a new link are done, as an iPhone's: the ATT MTU agreed in
+  /// the Exchange MTU it started, and the accessory's GAP Device Name (nil when it
+  /// publishes none, or the read failed: `problem` says why).
+  case identified(session: Int, mtu: Int, name: String?, problem: String?)
   /// The watch enabled Notification Source notifications: an ANCS session began.
   case sessionStarted(session: Int, preExisting: Int)
   case sessionEnded(session: Int)
@@ -165,7 +169,8 @@ public final class Phone: Sendable {
 
   /// Serves one watch over `bearer` until the link closes.
   public func serve(_ bearer: any ATTBearer, clock: any EngineClock = SystemClock()) async {
-    let connection = ATTConnection(bearer: bearer, clock: clock, logger: logger)
+    let connection = ATTConnection(
+      bearer: bearer, clock: clock, options: .init(localMTU: settings.mtu), logger: logger)
     let gatt = server.attach(connection)
     let id = state.withLock { state in
       defer { state.nextSession += 1 }
@@ -173,11 +178,44 @@ public final class Phone: Sendable {
       return state.nextSession
     }
     emit(.connected(session: id, link: bearer.name))
-    await connection.run()
+    if settings.layout == .iPhone {
+      await withTaskGroup(of: Void.self) { group in
+        group.addTask { await connection.run() }
+        group.addTask { await self.greet(connection, session: id) }
+      }
+    } else {
+      await connection.run()
+    }
     server.detach(connection)
     let started = state.withLock { $0.sessions.removeValue(forKey: ObjectIdentifier(gatt))?.started ?? false }
     if started { emit(.sessionEnded(session: id)) }
     emit(.disconnected(session: id))
+  }
+
+  /// What an iPhone does first on a link (Protocol/iPhone.md, Behaviour on the link): it
+  /// starts Exchange MTU, then reads the accessory's Device Name.
+  private func greet(_ connection: ATTConnection, session id: Int) async {
+    do {
+      try await connection.exchangeMTU()
+    } catch {
+      // The link went, or the accessory never answered (ATT then closes the link).
+      logger.info("session \(id): Exchange MTU failed: \(error)")
+      return
+    }
+    var name: String?
+    var problem: String?
+    do {
+      let found = try await GATTClient(connection: connection).read(type: 0x2A00)
+      if let value = found.first?.value {
+        name = String(decoding: value, as: UTF8.self)
+      } else {
+        problem = "no Device Name published"
+      }
+    } catch {
+      if connection.closedReason != nil { return }
+      problem = error.errorCode.map { "Device Name read answered \($0)" } ?? "Device Name read failed: \(error)"
+    }
+    emit(.identified(session: id, mtu: connection.mtu, name: name, problem: problem))
   }
 
   /// Number of connected watches.

@@ -41,6 +41,8 @@ public final class WatchEngine: Sendable {
   }
 
   public let options: WatchOptions
+  /// The watch's own small database, which a phone reads: GAP with its Device Name.
+  let server: GATTServer
   let connect: Connector
   let clock: any EngineClock
   let logger: Logger
@@ -65,6 +67,14 @@ public final class WatchEngine: Sendable {
     self.connect = connect
     self.clock = clock
     self.logger = logger
+    // GAP Appearance 0x00C0, Generic Watch (Bluetooth Assigned Numbers, Appearance Values).
+    let gap = ServiceDefinition(
+      uuid: 0x1800,
+      characteristics: [
+        .constant(0x2A00, Array(options.deviceName.utf8.prefix(248))), .constant(0x2A01, [0xC0, 0x00]),
+      ])
+    // Two services cannot need more than a handful of handles.
+    server = try! GATTServer(leading: [gap], services: [], serviceChanged: false)
     shared = Locked(Shared(machine: WatchMachine(options: options)))
     (jobs, jobQueue) = AsyncStream.makeStream()
   }
@@ -148,6 +158,7 @@ public final class WatchEngine: Sendable {
   private func session(_ bearer: any ATTBearer) async throws {
     let connection = ATTConnection(bearer: bearer, clock: clock, options: .init(localMTU: options.mtu), logger: logger)
     let client = GATTClient(connection: connection)
+    server.attach(connection)
     let (controls, control) = AsyncStream<Control>.makeStream()
     let runner = Task {
       await connection.run()
@@ -159,6 +170,7 @@ public final class WatchEngine: Sendable {
     }
     defer {
       connection.close()
+      server.detach(connection)
       // What is still queued for this link (answers, deferred writes) is void from now on.
       shared.withLock {
         $0.context = nil

@@ -40,6 +40,8 @@ public struct WatchOptions: Sendable {
   public var callRecheckInterval: Duration = .seconds(20)
   /// Security level asked for before touching ANCS.
   public var security: SecurityLevelRequest = .encrypted
+  /// The GAP Device Name the watch publishes (a phone reads it and shows it).
+  public var deviceName = "ancs-sim watch"
   /// Receive MTU offered in Exchange MTU.
   public var mtu: UInt16 = 517
   /// Reconnect back-off: first delay, doubled per attempt up to the maximum.

@@ -270,6 +270,9 @@ enum PhoneCommandLine {
   static func describe(_ event: PhoneEvent) -> String? {
     switch event {
     case .connected(let session, let link): return "watch \(session) connected (\(link))"
+    case .identified(let session, let mtu, let name, let problem):
+      let named = name.map { "is \"\($0)\"" } ?? "has no name (\(problem ?? "none published"))"
+      return "watch \(session) \(named), ATT MTU \(mtu)"
     case .sessionStarted(let session, let count):
       return "watch \(session) subscribed: ANCS session started, \(count) pre-existing notification(s) reported"
     case .sessionEnded(let session): return "watch \(session) ended its ANCS session"
@@ -287,6 +290,10 @@ enum PhoneCommandLine {
     switch event {
     case .connected(let session, let link):
       return .object([("event", .string("connected")), ("session", .number(Double(session))), ("link", .string(link))])
+    case .identified(let session, let mtu, let name, let problem):
+      return .object(
+        [("event", .string("identified")), ("session", .number(Double(session))), ("mtu", .number(Double(mtu)))]
+          + (name.map { [("name", JSON.string($0))] } ?? []) + (problem.map { [("problem", JSON.string($0))] } ?? []))
     case .sessionStarted(let session, let count):
       return .object([
         ("event", .string("sessionStarted")), ("session", .number(Double(session))),

@@ -20,7 +20,9 @@ enum WatchCommand {
     options:
       --connect ADDRESS       unix:PATH or tcp:HOST:PORT of a running `ancs phone`
     \(BluetoothCommandLine.usage)
-      --name NAME             with --bluetooth: the name advertised (default ancs-sim watch)
+      --name NAME             the watch's GAP Device Name, which the phone reads and
+                              shows, and with --bluetooth the name advertised
+                              (default ancs-sim watch)
       --headless              JSON lines on stdout instead of the watch face
     \(FaceCommandLine.usage(column: 26))
       --title-max N           byte maximum asked for titles (default 65535; also
@@ -108,9 +110,11 @@ enum WatchCommand {
         "watch needs --connect unix:PATH or tcp:HOST:PORT, or --bluetooth TRANSPORT; try 'ancs watch --help'")
     }
     if text != nil && bluetooth != nil { throw UsageError("--connect and --bluetooth: give one, not both") }
-    if name != nil && bluetooth == nil { throw UsageError("--name goes with --bluetooth TRANSPORT") }
+    // "The Device Name characteristic value shall be 0 to 248 octets" (Vol 3 Part C 12.1).
+    if let name, name.utf8.count > 248 { throw UsageError("--name takes at most 248 bytes of UTF-8") }
     let headless = args.flag("--headless")
-    let options = try options(&args)
+    var options = try options(&args)
+    if let name { options.deviceName = name }
     let face = try FaceCommandLine.settings(&args)
     let capture = try args.value("--capture")
     let logger = args.logger()
@@ -120,7 +124,7 @@ enum WatchCommand {
     if let bluetooth {
       let host = try await BluetoothCommandLine.open(bluetooth, capture: capture, logger: logger)
       let advertisement = Advertisement(
-        name: name ?? "ancs-sim watch", solicitedServices: [BluetoothCommandLine.ancs])
+        name: options.deviceName, solicitedServices: [BluetoothCommandLine.ancs])
       // A peripheral, as a watch is: advertise the ANCS solicitation, take the phone's
       // connection; the engine then pairs (a Security Request) and goes on as over any link.
       engine = WatchEngine(options: options, logger: logger) { try await host.acceptLink(advertisement, timeout: nil) }

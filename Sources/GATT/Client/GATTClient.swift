@@ -216,6 +216,25 @@ public final class GATTClient: Sendable {
     return value
   }
 
+  /// The values of the characteristics of this type in `range` (Read Using Characteristic
+  /// UUID, Vol 3 Part G 4.8.2: one Read By Type Request), as (value handle, value); empty
+  /// when there is none (Attribute Not Found).
+  public func read(type: BluetoothUUID, in range: HandleRange = HandleRange(0x0001, 0xFFFF)) async throws(ATTError)
+    -> [(handle: UInt16, value: [UInt8])]
+  {
+    let answer: ATTPDU
+    do {
+      answer = try await connection.request(.readByTypeRequest(ReadByTypeRequest(range: range, type: type)))
+    } catch {
+      if error.errorCode == .attributeNotFound { return [] }
+      throw error
+    }
+    guard case .readByTypeResponse(let response) = answer else {
+      throw .invalidResponse("expected Read By Type Response")
+    }
+    return response.entries.map { ($0.handle, $0.value) }
+  }
+
   /// Write with response.
   public func write(_ handle: UInt16, _ value: [UInt8]) async throws(ATTError) {
     let answer = try await connection.request(.writeRequest(WriteRequest(handle: handle, value: value)))
