@@ -13,6 +13,10 @@ public enum PhoneCommand: Hashable, Sendable {
   case battery(UInt8)
   case time(ANCSDate)
   case disconnect
+  /// Allows notification sharing for one watch (by its number), or every watch.
+  case allow(watch: Int?)
+  /// Revokes notification sharing for one watch, or every watch.
+  case revoke(watch: Int?)
   case help
   case quit
 }
@@ -29,7 +33,7 @@ public struct ConsoleError: Error, Hashable, Sendable, CustomStringConvertible {
 extension PhoneCommand {
   /// The command words, in help order.
   public static let commandNames = [
-    "post", "modify", "remove", "call", "list", "battery", "time", "disconnect", "help", "quit",
+    "post", "modify", "remove", "call", "list", "battery", "time", "disconnect", "allow", "revoke", "help", "quit",
   ]
 
   /// Keys of `post` (positive and negative also as positiveAction and negativeAction).
@@ -102,6 +106,16 @@ extension PhoneCommand {
     case "disconnect":
       try noArguments()
       return .disconnect
+    case "allow", "revoke":
+      try noPairs("\(word) [WATCH]")
+      var watch: Int?
+      if let text = plain.first {
+        guard plain.count == 1, let number = Int(text), number > 0 else {
+          throw ConsoleError("\(word) takes a watch's number or nothing (every watch): \(word) 1")
+        }
+        watch = number
+      }
+      return word == "allow" ? .allow(watch: watch) : .revoke(watch: watch)
     case "help", "?":
       return .help
     case "quit", "exit", "q":
@@ -369,6 +383,8 @@ extension PhoneCommand {
     case .battery(let level): return "battery \(level)"
     case .time(let date): return "time \(date)"
     case .disconnect: return "disconnect"
+    case .allow(let watch): return "allow" + (watch.map { " \($0)" } ?? "")
+    case .revoke(let watch): return "revoke" + (watch.map { " \($0)" } ?? "")
     case .help: return "help"
     case .quit: return "quit"
     }
@@ -431,6 +447,16 @@ extension PhoneCommand {
       let date = try fields.required("date", "yyyyMMddTHHmmss")
       return .time(
         try ScenarioReader.fixedDate(try ScenarioReader.string(date, at: root.key("date")), at: root.key("date")))
+    case "allow", "revoke":
+      try fields.only(["cmd", "watch"], "in \(cmd == "allow" ? "an" : "a") \(cmd) command")
+      var watch: Int?
+      if let value = fields["watch"] {
+        guard let number = value.integer, number > 0, number <= Int(Int32.max) else {
+          throw ScenarioIssue(path: root.key("watch"), reason: "expected a watch's number (1 or more), found \(value)")
+        }
+        watch = Int(number)
+      }
+      return cmd == "allow" ? .allow(watch: watch) : .revoke(watch: watch)
     case "list", "disconnect", "help", "quit":
       try fields.only(["cmd"], "in a \(cmd) command")
       return ["list": .list, "disconnect": .disconnect, "help": .help, "quit": .quit][cmd]!
@@ -553,6 +579,23 @@ public struct PhoneConsole: Sendable {
       phone.disconnectAll()
       return done(
         "disconnect", ["disconnected \(count) watch" + (count == 1 ? "" : "es")], [("watches", .number(Double(count)))])
+    case .allow(let watch), .revoke(let watch):
+      let allow: Bool
+      if case .allow = command { allow = true } else { allow = false }
+      let cmd = allow ? "allow" : "revoke"
+      if let watch, phone.sharing[watch] == nil {
+        return failed(cmd, "no watch \(watch) is connected; the phone's events name them (watch 1 connected ...)")
+      }
+      let changed = allow ? await phone.allowSharing(session: watch) : await phone.revokeSharing(session: watch)
+      let what = allow ? "may receive notifications" : "may no longer receive notifications"
+      let lines =
+        changed.isEmpty
+        ? [
+          (watch.map { "nothing to \(cmd): watch \($0)" } ?? "no watch changed; every watch that comes")
+            + (allow ? " may receive notifications" : " may not receive notifications")
+        ]
+        : changed.map { "watch \($0) \(what)" }
+      return done(cmd, lines, [("watches", .array(changed.map { .number(Double($0)) }))])
     case .help:
       return done("help", Self.help.split(separator: "\n", omittingEmptySubsequences: false).map(String.init))
     case .quit:
@@ -692,6 +735,11 @@ public struct PhoneConsole: Sendable {
       battery LEVEL    set the battery level, 0-100, e.g. battery 42
       time DATE        set the phone's clock, e.g. time 20261129T120000
       disconnect       drop every watch's link (the watch reconnects)
+      allow [WATCH]    let a watch (by its number; without one every watch, those that
+                       come later too) receive notifications, as "Allow" in iOS's
+                       prompt does, e.g. allow 1
+      revoke [WATCH]   stop sharing notifications with a watch (without a number: every
+                       watch, now and later), the link staying up
       help             this text
       quit             stop the phone
     Categories: other, incomingCall, missedCall, voicemail, social, schedule, email, news,

@@ -24,6 +24,8 @@ public struct IOSProfile: Hashable, Sendable {
   public var deviceInformation: Bool
   /// Device Information's Model Number String.
   public var modelNumber: String
+  /// Whether the user is asked before an accessory receives notifications (iOS 13 and later).
+  public var asksToShare: Bool
   /// Quirks of that era; `--quirk` adds to them.
   public var quirks: Quirks
   /// The quirks in words, for `--ios list`.
@@ -33,17 +35,17 @@ public struct IOSProfile: Hashable, Sendable {
   public static let catalog: [IOSProfile] = [
     IOSProfile(
       name: "8", summary: "ATT MTU 158; no Device Information", mtu: 158, deviceInformation: false,
-      modelNumber: "iPhone7,2", quirks: iOS8Quirks,
+      modelNumber: "iPhone7,2", asksToShare: false, quirks: iOS8Quirks,
       quirkNote: "Mail and Calendar answers leave out the PositiveActionLabel asked for"),
     IOSProfile(
       name: "9", summary: "ATT MTU 158; Device Information published", mtu: 158, deviceInformation: true,
-      modelNumber: "iPhone8,1", quirks: Quirks()),
+      modelNumber: "iPhone8,1", asksToShare: false, quirks: Quirks()),
     IOSProfile(
       name: "12", summary: "ATT MTU 185", mtu: 185, deviceInformation: true, modelNumber: "iPhone11,2",
-      quirks: Quirks()),
+      asksToShare: false, quirks: Quirks()),
     IOSProfile(
-      name: "18", summary: "ATT MTU 185; a current iPhone (the default)", mtu: 185, deviceInformation: true,
-      modelNumber: "iPhone17,3", quirks: Quirks()),
+      name: "18", summary: "ATT MTU 185; asks the user to share notifications; a current iPhone (the default)",
+      mtu: 185, deviceInformation: true, modelNumber: "iPhone17,3", asksToShare: true, quirks: Quirks()),
   ]
 
   /// iOS 8 Mail and Calendar leave out the PositiveActionLabel an accessory asks for.
@@ -88,10 +90,14 @@ public struct PhoneSettings: Hashable, Sendable {
   public var profile: IOSProfile = .current
   /// GAP Device Name, as an accessory reads it.
   public var deviceName = "iPhone"
+  /// Whether accessories may receive notifications without the user's say
+  /// (`ancs phone` takes the profile's: ask on iOS 13 and later).
+  public var sharing: SharingPolicy = .allow
 
-  public init(layout: GATTLayout = .iPhone, profile: IOSProfile = .current) {
+  public init(layout: GATTLayout = .iPhone, profile: IOSProfile = .current, sharing: SharingPolicy = .allow) {
     self.layout = layout
     self.profile = profile
+    self.sharing = sharing
   }
 
   /// The Receive MTU the phone offers: the profile's with the iPhone layout; with the

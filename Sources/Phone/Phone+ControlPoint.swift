@@ -9,6 +9,14 @@ extension Phone {
   /// lists every rule.
   func controlPoint(_ gatt: GATTSession, _ bytes: [UInt8]) async -> WriteOutcome {
     let id = sessionID(gatt)
+    // Sharing not allowed: "Write Not Permitted" whatever the command (PebbleOS#2093).
+    guard mayShare(gatt) else {
+      emit(
+        .refused(
+          session: id, command: "a command (notifications not shared with it)",
+          code: ATTErrorCode.writeNotPermitted.rawValue))
+      return .refused(.writeNotPermitted)
+    }
     var bytes = bytes
     // FAULT app-identifier-without-nul-accepted: breaks "an AppIdentifier with no NUL fails
     // with missingTerminator" (0xA1): the identifier runs to the end, DisplayName is asked.

@@ -22,6 +22,11 @@ public enum PhoneEvent: Hashable, Sendable {
   case disconnected(session: Int)
   /// A quirk did something visible on the wire.
   case quirk(String)
+  /// An accessory subscribed to ANCS; the user must allow it to receive notifications
+  /// (`allow N`), as iOS 13 and later ask.
+  case sharingRequested(session: Int, name: String?)
+  /// The user allowed or revoked notification sharing for this accessory.
+  case sharingChanged(session: Int, allowed: Bool)
 }
 
 /// The simulated iPhone: a notification center served as ANCS, with the Current Time and
@@ -40,6 +45,14 @@ public final class Phone: Sendable {
     var backlog: [[UInt8]]?
     var answers = 0
     var commands = 0
+    /// The user allowed this accessory to receive notifications (Sharing.swift).
+    var shared: Bool
+    /// Notification Source is enabled but sharing is not allowed: the session starts when it is.
+    var waitingForSharing = false
+    /// The user was asked about this accessory already.
+    var asked = false
+    /// The accessory's GAP Device Name, once read.
+    var name: String?
   }
 
   struct State {
@@ -52,6 +65,12 @@ public final class Phone: Sendable {
     var retracted: Set<UInt32> = []
     /// Seconds added to the wall clock (a scenario's or console's "time" step).
     var timeShift: Int64 = 0
+    /// The user's answers about sharing, by accessory name, kept while the phone runs (an
+    /// iPhone remembers them per bonded device).
+    var sharingDecisions: [String: Bool] = [:]
+    /// The policy for watches still to come: the settings', until `allow` or `revoke` for
+    /// every watch changes it.
+    var sharingPolicy = SharingPolicy.allow
   }
 
   public let server: GATTServer
@@ -72,6 +91,7 @@ public final class Phone: Sendable {
     self.quirks = quirks
     self.faults = faults
     self.settings = settings
+    state.withLock { $0.sharingPolicy = settings.sharing }
     // FAULT reuse-uid: breaks "never reuses a UID while it runs".
     if faults.contains(.reuseUID) { state.withLock { $0.center.reusesRemovedUIDs = true } }
     self.wallClock = wallClock
@@ -174,7 +194,8 @@ public final class Phone: Sendable {
     let gatt = server.attach(connection)
     let id = state.withLock { state in
       defer { state.nextSession += 1 }
-      state.sessions[ObjectIdentifier(gatt)] = Session(id: state.nextSession, gatt: gatt)
+      state.sessions[ObjectIdentifier(gatt)] = Session(
+        id: state.nextSession, gatt: gatt, shared: state.sharingPolicy == .allow)
       return state.nextSession
     }
     emit(.connected(session: id, link: bearer.name))
@@ -216,6 +237,7 @@ public final class Phone: Sendable {
       problem = error.errorCode.map { "Device Name read answered \($0)" } ?? "Device Name read failed: \(error)"
     }
     emit(.identified(session: id, mtu: connection.mtu, name: name, problem: problem))
+    if let name { await named(id, name) }
   }
 
   /// Number of connected watches.
@@ -384,16 +406,36 @@ public final class Phone: Sendable {
       let (ended, id) = state.withLock { state -> (Bool, Int) in
         let ended = state.sessions[key]?.started ?? false
         state.sessions[key]?.started = false
+        state.sessions[key]?.waitingForSharing = false
         return (ended, state.sessions[key]?.id ?? 0)
       }
       if ended { emit(.sessionEnded(session: id)) }
       return
     }
-    // "At session start the phone reports every existing notification" with PreExisting.
-    // The report and the start of live events are one step: a change is either in the
-    // report or announced after it, never both, never before it.
+    // Until the user allows sharing the subscription is taken and nothing is sent.
+    let (blocked, ask, id, name) = state.withLock { state -> (Bool, Bool, Int, String?) in
+      guard var session = state.sessions[key], !session.shared else { return (false, false, 0, nil) }
+      session.waitingForSharing = true
+      let ask = state.sharingPolicy == .ask && !session.asked
+      session.asked = true
+      state.sessions[key] = session
+      return (true, ask, session.id, session.name)
+    }
+    if blocked {
+      if ask { emit(.sharingRequested(session: id, name: name)) }
+      return
+    }
+    await startSession(gatt)
+  }
+
+  /// Starts an ANCS session: "at session start the phone reports every existing
+  /// notification" with PreExisting. The report and the start of live events are one step:
+  /// a change is either in the report or announced after it, never both, never before it.
+  func startSession(_ gatt: GATTSession) async {
+    let key = ObjectIdentifier(gatt)
     let (id, events) = state.withLock { state -> (Int, [NotificationSourceEvent]) in
       state.sessions[key]?.started = true
+      state.sessions[key]?.waitingForSharing = false
       state.sessions[key]?.backlog = []
       // FAULT no-preexisting-flag: breaks "reports every existing notification as Added
       // with the PreExisting flag".

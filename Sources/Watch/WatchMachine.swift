@@ -44,7 +44,12 @@ public struct WatchMachine: Sendable {
     case verify(uid: UInt32)
     case app(String)
     case action(uid: UInt32, action: ActionID)
+    /// Does the phone share its notifications with us? A fetch of a UID no phone has.
+    case sharingCheck
   }
+
+  /// The UID of the sharing check: never one a phone has given (UIDs count up from 0).
+  static let sharingCheckUID: UInt32 = 0xFFFF_FFFF
 
   struct InFlight: Sendable {
     var command: Command
@@ -92,6 +97,10 @@ public struct WatchMachine: Sendable {
   var lastCallCheck: [UInt32: Duration] = [:]
   /// Apps named by their identifier because their name could not be had this session.
   var fallbackApps: Set<String> = []
+  /// When the next sharing check is due; nil when none is.
+  var sharingCheckAt: Duration?
+  /// Sharing was stopped in a session that had notifications: once it is back, a new session.
+  var sharingLostMidSession = false
   /// FAULT empty-packet-starts-answer: an empty notification was taken as an answer's start.
   var emptyAnswerStarted = false
   var faults: WatchFaults { options.faults }
@@ -111,6 +120,9 @@ public struct WatchMachine: Sendable {
       startSession(&out)
     case .notificationSource(let bytes):
       lastHeard = now
+      // Events come only from a phone that shares its notifications.
+      sharingCheckAt = nil
+      if sharedAgain(&out) { return out }
       notificationSource(bytes, &out)
     case .dataSource(let bytes):
       lastHeard = now
@@ -176,6 +188,32 @@ public struct WatchMachine: Sendable {
     probing = false
     sessionStart = now
     lastHeard = now
+    sharingCheckAt = now + options.sharingCheckDelay
+    sharingLostMidSession = false
+  }
+
+  /// The phone shares (again). True when a session in which it had stopped must give way to
+  /// a new one: the events of the time it did not share are lost, so nothing of this
+  /// session is fetched any more, and the subscriptions are written again.
+  private mutating func sharedAgain(_ out: inout [Action]) -> Bool {
+    guard sharingChanged(to: true, &out), sharingLostMidSession else { return false }
+    sharingLostMidSession = false
+    urgent.removeAll()
+    background.removeAll()
+    verifications = []
+    out.append(.resubscribe)
+    return true
+  }
+
+  /// Records whether the phone shares its notifications; true when that changed.
+  @discardableResult
+  private mutating func sharingChanged(to allowed: Bool, _ out: inout [Action]) -> Bool {
+    guard state.sharingAllowed != allowed else { return false }
+    let known = state.sharingAllowed != nil
+    state.sharingAllowed = allowed
+    // A phone that shares from the start is not news; one that stops or starts again is.
+    if known || !allowed { out.append(.emit(.sharing(allowed: allowed))) }
+    return known
   }
 
   private mutating func linkChanged(_ link: LinkState, _ out: inout [Action]) {
@@ -334,6 +372,12 @@ public struct WatchMachine: Sendable {
       // FAULT swapped-actions: breaks "ActionID 0 positive, 1 negative".
       let sent = faults.contains(.swappedActions) ? ActionID(rawValue: action.rawValue ^ 1) : action
       command = .action(uid: uid, action: sent)
+    } else if let due = sharingCheckAt, now >= due {
+      sharingCheckAt = nil
+      command = .sharingCheck
+    } else if state.sharingAllowed == false {
+      // Nothing is fetched from a phone that refuses every command; the check asks again.
+      return
     } else if !apps.isEmpty {
       command = .app(apps.removeFirst())
     } else if !verifications.isEmpty {
@@ -367,6 +411,11 @@ public struct WatchMachine: Sendable {
       flight.reassembler = DataSourceReassembler(
         expecting: .notificationAttributes(.init(notificationUID: uid, attributes: [AttributeRequest(.appIdentifier)])),
         policy: policy)
+    case .sharingCheck:
+      flight.reassembler = DataSourceReassembler(
+        expecting: .notificationAttributes(
+          .init(notificationUID: Self.sharingCheckUID, attributes: [AttributeRequest(.appIdentifier)])),
+        policy: policy)
     case .app(let identifier):
       flight.reassembler = DataSourceReassembler(
         expecting: .appAttributes(.init(appIdentifier: identifier)), policy: policy)
@@ -378,6 +427,22 @@ public struct WatchMachine: Sendable {
 
   private mutating func written(_ code: UInt8?, _ out: inout [Action]) {
     guard inFlight != nil else { return }
+    // Write Not Permitted, whatever the command: the phone does not share its notifications.
+    if code == 0x03 {
+      notShared(&out)
+      return
+    }
+    if case .sharingCheck? = inFlight?.command {
+      // Any other answer means the phone took the command: it shares.
+      if sharedAgain(&out) {
+        inFlight = nil
+        return
+      }
+      if code != nil {
+        inFlight = nil
+        return
+      }
+    }
     guard let code else {
       if case .action(let uid, let action)? = inFlight?.command {
         out.append(.emit(.action(uid: uid, action: action)))
@@ -423,6 +488,25 @@ public struct WatchMachine: Sendable {
       }
     case .action(let uid, let action):
       out.append(.emit(.error("\(action.name ?? "?") action on UID \(uid) refused with \(name)")))
+    case .sharingCheck:
+      break
+    }
+  }
+
+  /// The phone answered Write Not Permitted: it does not share its notifications with this
+  /// watch (the user has not allowed it, or revoked it). The command is dropped, and the
+  /// check made again until the phone shares.
+  private mutating func notShared(_ out: inout [Action]) {
+    guard let flight = inFlight.take() else { return }
+    if !announced.isEmpty { sharingLostMidSession = true }
+    sharingChanged(to: false, &out)
+    sharingCheckAt = now + options.sharingRecheckInterval
+    switch flight.command {
+    case .sharingCheck: break
+    case .notification(let uid, _):
+      // Fetched again once the phone shares (in the new session, if it must start one).
+      if position(of: uid) != nil { background.prepend(uid) }
+    default: giveUp(flight, &out)
     }
   }
 
@@ -494,7 +578,7 @@ public struct WatchMachine: Sendable {
       // The wearer is told: the phone may or may not have done it (a Removed or Modified
       // event, or the next session's report, will say).
       out.append(.emit(.error("\(action.name ?? "?") action on UID \(uid) not confirmed by the phone")))
-    case .verify:
+    case .verify, .sharingCheck:
       break
     }
   }
@@ -536,7 +620,7 @@ public struct WatchMachine: Sendable {
         awaitingApp.insert(uid)
         if !apps.contains(app) { apps.append(app) }
       }
-    case (.verify, _):
+    case (.verify, _), (.sharingCheck, _):
       break
     case (.app(let identifier), .appAttributes(let attributes)):
       let name = attributes[.displayName]?.text ?? ""
@@ -708,7 +792,7 @@ extension WatchMachine.Command: CustomStringConvertible {
   var uid: UInt32? {
     switch self {
     case .notification(let uid, _), .verify(let uid), .action(let uid, _): return uid
-    case .app: return nil
+    case .app, .sharingCheck: return nil
     }
   }
 
@@ -719,6 +803,7 @@ extension WatchMachine.Command: CustomStringConvertible {
       return ControlPointCommand.getNotificationAttributes(
         .init(notificationUID: uid, attributes: [AttributeRequest(.appIdentifier)])
       ).encoded()
+    case .sharingCheck: return WatchMachine.Command.verify(uid: WatchMachine.sharingCheckUID).encoded
     case .app(let identifier): return ControlPointCommand.getAppAttributes(.init(appIdentifier: identifier)).encoded()
     case .action(let uid, let action):
       return ControlPointCommand.performNotificationAction(.init(notificationUID: uid, actionID: action)).encoded()
@@ -729,6 +814,7 @@ extension WatchMachine.Command: CustomStringConvertible {
     switch self {
     case .notification(let uid, _): return "Get Notification Attributes for UID \(uid)"
     case .verify(let uid): return "check of UID \(uid)"
+    case .sharingCheck: return "sharing check"
     case .app(let identifier): return "Get App Attributes for \(identifier)"
     case .action(let uid, let action): return "\(action.name ?? "?") action on UID \(uid)"
     }

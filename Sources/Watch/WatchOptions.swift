@@ -38,6 +38,12 @@ public struct WatchOptions: Sendable {
   /// Incoming calls are re-checked this often, so a lost Removed event cannot leave a call
   /// ringing forever.
   public var callRecheckInterval: Duration = .seconds(20)
+  /// A session with no event this long after subscribing is checked: a Control Point write
+  /// for a UID no phone has (Write Not Permitted means the phone does not share its
+  /// notifications with this watch; 0xA2 that it does and has none).
+  public var sharingCheckDelay: Duration = .seconds(2)
+  /// While the phone does not share, the check is made again this often.
+  public var sharingRecheckInterval: Duration = .seconds(10)
   /// Security level asked for before touching ANCS.
   public var security: SecurityLevelRequest = .encrypted
   /// The GAP Device Name the watch publishes (a phone reads it and shows it).

@@ -75,6 +75,9 @@ public struct WatchState: Hashable, Sendable {
   public var link: LinkState = .connecting
   public var time: PhoneTime?
   public var battery: UInt8?
+  /// False while the phone does not share its notifications with this watch (the user has
+  /// not allowed it, or revoked it); nil until known.
+  public var sharingAllowed: Bool?
 
   public init() {}
 
@@ -93,6 +96,9 @@ public enum WatchEvent: Hashable, Sendable {
   case disconnected(reason: String)
   case time(ANCSDate)
   case battery(UInt8)
+  /// The phone does (true) or does not (false: its Control Point answered Write Not
+  /// Permitted) share its notifications with this watch.
+  case sharing(allowed: Bool)
 
   /// The JSON object of Protocol/events.md.
   public var json: JSON {
@@ -110,6 +116,7 @@ public enum WatchEvent: Hashable, Sendable {
     case .disconnected(let reason): return .object([("event", .string("disconnected")), ("reason", .string(reason))])
     case .time(let date): return .object([("event", .string("time")), ("time", .string(date.description))])
     case .battery(let level): return .object([("event", .string("battery")), ("level", .number(Double(level)))])
+    case .sharing(let allowed): return .object([("event", .string("sharing")), ("allowed", .bool(allowed))])
     }
   }
 

@@ -159,6 +159,10 @@ private struct Face {
       drawDisconnected()
       return
     }
+    if state.sharingAllowed == false {
+      drawNotShared()
+      return
+    }
     guard !visible.isEmpty else {
       drawEmpty()
       return
@@ -273,6 +277,20 @@ private struct Face {
         (font[character]?[row] ?? "   ").map { $0 == "#" ? pixel : String(repeating: " ", count: scale) }.joined()
       }.joined(separator: gap)
     }
+  }
+
+  /// The phone refuses to share its notifications (iOS asks its user first).
+  mutating func drawNotShared() {
+    var lines: [(String, Style)] = [
+      ("\(symbols.disconnected) Notifications not shared", Style(bold: true, tint: .bad)), ("", .plain),
+    ]
+    for text in ["Allow this watch on the phone", "to receive its notifications"] { lines.append((text, .plain)) }
+    lines += [("", .plain), ("Checking again every few seconds", .dim)]
+    if !visible.isEmpty {
+      lines += [("", .plain), ("\(visible.count) notification\(visible.count == 1 ? "" : "s") kept", .dim)]
+    }
+    drawCentered(lines, in: layout.body)
+    drawHint(["? keys \(symbols.dot) q quit"])
   }
 
   mutating func drawDisconnected() {

@@ -278,6 +278,8 @@ public struct FaceUI: Hashable, Sendable {
       say(message, kind: .error, now: now)
     case .connected:
       everConnected = true
+    case .sharing(let allowed):
+      if allowed { say("The phone shares its notifications again", short: "Notifications shared", now: now) }
     case .modified, .disconnected, .time, .battery:
       break
     }

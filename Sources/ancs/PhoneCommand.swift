@@ -52,6 +52,13 @@ enum PhoneCommandLine {
       --gatt-layout LAYOUT iphone (default) or minimal: only Service Changed, ANCS,
                            Current Time and Battery, no security on Battery, and the
                            watch's MTU offer decides (the database of ancs-sim 1.0)
+      --share-notifications POLICY
+                           ask: each watch that subscribes must be allowed at the
+                           console (`allow N`) before it gets a notification, as iOS 13
+                           and later ask; until then its Control Point writes are
+                           answered Write Not Permitted. allow: every watch gets them;
+                           deny: none until allowed. Default: ask at the console,
+                           allow with --commands jsonl or --ios 12 and older
       --quirk NAME[=N]     reproduce a documented iOS misbehaviour (repeatable):
     \(Quirks.catalog.map { "                       \($0.name)\($0.valueName.map { "[=\($0)]" } ?? ""): \($0.summary)" }.joined(separator: "\n"))
       --commands MODE      console (default): readable commands and feedback (line
@@ -70,7 +77,7 @@ enum PhoneCommandLine {
     \(PhoneFaults.catalog.map { "                       \($0.name)" }.joined(separator: "\n"))
 
     example:
-      ancs phone --listen unix:/tmp/phone.sock --scenario demo
+      ancs phone --listen unix:/tmp/phone.sock --scenario demo --share-notifications allow
       echo '{"cmd":"post","app":"com.example.chat","title":"Hi"}' | ancs phone --listen tcp::5000 --commands jsonl
 
     exit codes: 0 after quit or a signal, 2 for bad usage, a bad scenario or an address in use
@@ -105,11 +112,17 @@ enum PhoneCommandLine {
       throw UsageError("--gatt-layout takes iphone or minimal, not '\(layoutName)'")
     }
     let quirks = try quirkSet(args.values("--quirk"), profile: profile)
+    let mode = try args.value("--commands") ?? "console"
+    // A person at the console is asked, as iOS asks; a script has nobody to ask.
+    let sharingName =
+      try args.value("--share-notifications") ?? (profile.asksToShare && mode == "console" ? "ask" : "allow")
+    guard let sharing = SharingPolicy(rawValue: sharingName) else {
+      throw UsageError("--share-notifications takes allow, ask or deny, not '\(sharingName)'")
+    }
     var faults = PhoneFaults()
     for name in args.values("--fault") {
       do { try faults.enable(name) } catch { throw UsageError("\(error)") }
     }
-    let mode = try args.value("--commands") ?? "console"
     guard mode == "console" || mode == "jsonl" else {
       throw UsageError("--commands takes console or jsonl, not '\(mode)'")
     }
@@ -124,7 +137,8 @@ enum PhoneCommandLine {
     let scenario = try scenarioName.map(loadScenario)
     let writer = try bluetooth == nil ? capture.map(captureWriter) : nil
     let phone = try Phone(
-      quirks: quirks, faults: faults, settings: PhoneSettings(layout: layout, profile: profile), logger: logger)
+      quirks: quirks, faults: faults, settings: PhoneSettings(layout: layout, profile: profile, sharing: sharing),
+      logger: logger)
     registerCommonApps(phone)
     // Every watch holds a descriptor: allow as many as the hard limit does (the soft limit
     // is often 1024, short of a fleet of a thousand watches).
@@ -278,11 +292,18 @@ enum PhoneCommandLine {
     case .sessionEnded(let session): return "watch \(session) ended its ANCS session"
     case .answered: return nil
     case .refused(let session, let command, let code):
-      return "refused \(command) from watch \(session) with \(ANCSErrorCode(rawValue: code))"
+      let name = code == 0x03 ? "Write Not Permitted (0x03)" : "\(ANCSErrorCode(rawValue: code))"
+      return "refused \(command) from watch \(session) with \(name)"
     case .action(let session, let uid, let action, let title, let outcome):
       return "watch \(session) performed the \(action) action on UID \(uid) \"\(title)\": \(outcome)"
     case .disconnected(let session): return "watch \(session) disconnected"
     case .quirk(let text): return "quirk \(text)"
+    case .sharingRequested(let session, let name):
+      let who = name.map { " (\"\($0)\")" } ?? ""
+      return "watch \(session)\(who) would like to receive your notifications: type \"allow \(session)\" to share them"
+    case .sharingChanged:
+      // Only the console's allow and revoke change it, and they say so themselves.
+      return nil
     }
   }
 
@@ -318,6 +339,14 @@ enum PhoneCommandLine {
     case .disconnected(let session):
       return .object([("event", .string("disconnected")), ("session", .number(Double(session)))])
     case .quirk(let text): return .object([("event", .string("quirk")), ("text", .string(text))])
+    case .sharingRequested(let session, let name):
+      return .object(
+        [("event", .string("sharingRequested")), ("session", .number(Double(session)))]
+          + (name.map { [("name", JSON.string($0))] } ?? []))
+    case .sharingChanged(let session, let allowed):
+      return .object([
+        ("event", .string("sharingChanged")), ("session", .number(Double(session))), ("allowed", .bool(allowed)),
+      ])
     }
   }
 }

@@ -26,7 +26,7 @@ struct PhoneConsoleTerminalTests {
     let home = try temporaryHome()
     defer { try? FileManager.default.removeItem(atPath: home) }
     let socket = temporaryPath("phone.sock")
-    let phone = "\(quoted(ancsPath)) phone --listen unix:\(socket)"
+    let phone = "\(quoted(ancsPath)) phone --listen unix:\(socket) --share-notifications allow"
     // Twice: the second run starts with the first one's history.
     let command = "\(phone); echo ancs-exit-$?; \(Self.terminalState); \(phone); echo second-exit-$?"
     let tmux = try Tmux()
@@ -178,7 +178,8 @@ struct PhoneConsolePipeTests {
     defer { try? FileManager.default.removeItem(atPath: home) }
     let socket = temporaryPath("phone.sock")
     let (status, out, err) = try await runAncs(
-      ["phone", "--listen", "unix:\(socket)"], input: "po\t\npost chat \"Hi\"\n\nbattery 42\nquit\n",
+      ["phone", "--listen", "unix:\(socket)", "--share-notifications", "allow"],
+      input: "po\t\npost chat \"Hi\"\n\nbattery 42\nquit\n",
       environment: ["HOME": home])
     #expect(status == 0 && err.isEmpty, "\(err)")
     #expect(

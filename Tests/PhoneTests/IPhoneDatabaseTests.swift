@@ -15,10 +15,16 @@ struct Accessory {
 
   init(_ phone: Phone, mtu: UInt16 = 517) {
     let (central, peripheral) = MemoryLink.pair()
-    connection = ATTConnection(bearer: peripheral, options: .init(localMTU: mtu))
+    self.init(
+      phone, central: central, peripheral: peripheral,
+      connection: ATTConnection(bearer: peripheral, options: .init(localMTU: mtu)))
+  }
+
+  /// Over a link made by the caller, `connection` on its peripheral end.
+  init(_ phone: Phone, central: MemoryBearer, peripheral: MemoryBearer, connection: ATTConnection) {
+    self.connection = connection
     client = GATTClient(connection: connection)
     link = peripheral
-    let connection = connection
     tasks = [Task { await phone.serve(central) }, Task { await connection.run() }]
   }
 

@@ -1067,7 +1067,11 @@ private struct Harness {
 
 @Suite struct WatchMachineLivenessTests {
   @Test func silenceYieldsExactlyOneProbe() {
-    var h = Harness { $0.livenessInterval = .seconds(30) }
+    // The sharing check of a quiet session has tests of its own (WatchMachineSharingTests).
+    var h = Harness {
+      $0.livenessInterval = .seconds(30)
+      $0.sharingCheckDelay = .seconds(1000)
+    }
     #expect(h.connect() == [connected])
     #expect(h.feed(.tick, at: seconds(29.999)) == [])
     #expect(h.feed(.tick, at: seconds(30)) == [.probe])
@@ -1105,7 +1109,7 @@ private struct Harness {
   }
 
   @Test func noProbeWithoutTheLink() {
-    var h = Harness()
+    var h = Harness { $0.sharingCheckDelay = .seconds(1000) }
     #expect(h.feed(.sessionStarted(mtu: 23)) == [])
     #expect(h.feed(.tick, at: seconds(100)) == [])
     _ = h.connect(at: seconds(100))
@@ -1118,6 +1122,69 @@ private struct Harness {
     #expect(h.feed(.tick, at: seconds(500)) == [])
     _ = h.connect(at: seconds(600))
     #expect(h.feed(.tick, at: seconds(630)) == [.probe])
+  }
+}
+
+// MARK: - Notification sharing
+
+/// A phone that does not share its notifications (iOS 13's "Allow") answers every Control
+/// Point write with Write Not Permitted and sends no event.
+@Suite struct WatchMachineSharingTests {
+  fileprivate static let sharingCheck = check(0xFFFF_FFFF)
+
+  @Test func aQuietSessionIsCheckedAndASharingPhoneIsNoNews() {
+    var h = Harness()
+    #expect(h.connect() == [connected])
+    #expect(h.feed(.tick, at: seconds(1.999)) == [])
+    #expect(h.feed(.tick, at: seconds(2)) == [Self.sharingCheck])
+    // 0xA2: the phone took the command, it shares (and has no such notification).
+    #expect(h.feed(.written(0xA2)) == [])
+    #expect(h.state.sharingAllowed == true)
+    #expect(h.feed(.tick, at: seconds(20)) == [])
+  }
+
+  @Test func aSessionWithEventsIsNeverChecked() {
+    var h = Harness()
+    let a = Note.chat(1, "A")
+    h.phone.add(a)
+    _ = h.connect()
+    #expect(h.run(a.event(), at: seconds(0.5)) == [fetch(1), appName(), added(a.shown(at: seconds(0.5)))])
+    #expect(h.feed(.tick, at: seconds(5)) == [])
+  }
+
+  @Test func writeNotPermittedMeansNotSharedUntilEventsCome() {
+    var h = Harness()
+    _ = h.connect()
+    #expect(h.feed(.tick, at: seconds(2)) == [Self.sharingCheck])
+    #expect(h.feed(.written(0x03)) == [.emit(.sharing(allowed: false))])
+    #expect(h.state.sharingAllowed == false)
+    // Checked again after the recheck interval, not before.
+    #expect(h.feed(.tick, at: seconds(11.999)) == [])
+    #expect(h.feed(.tick, at: seconds(12)) == [Self.sharingCheck])
+    #expect(h.feed(.written(0x03)) == [])
+    // The user allows the watch: the phone's report arrives, and is fetched.
+    let a = Note(uid: 4, flags: [.preExisting], title: "A")
+    h.phone.add(a)
+    #expect(
+      h.run(a.event(), at: seconds(15)) == [
+        .emit(.sharing(allowed: true)), fetch(4), appName(), added(a.shown(at: seconds(15))),
+      ])
+  }
+
+  /// Revoked mid-session: the fetch refused with 0x03 is kept for later; once the phone
+  /// shares again, a new session (the phone's events of the revoked time are lost).
+  @Test func revokedMidSessionStartsANewSessionOnceSharedAgain() {
+    var h = Harness()
+    let a = Note.chat(1, "A")
+    let b = Note.chat(2, "B")
+    h.phone.add(a)
+    _ = h.connect()
+    _ = h.run(a.event(), at: seconds(1))
+    #expect(h.feed(b.event(), at: seconds(10)) == [fetch(2)])
+    #expect(h.feed(.written(0x03)) == [.emit(.sharing(allowed: false))])
+    #expect(h.feed(.tick, at: seconds(15)) == [])
+    #expect(h.feed(.tick, at: seconds(20)) == [Self.sharingCheck])
+    #expect(h.feed(.written(0xA2)) == [.emit(.sharing(allowed: true)), .resubscribe])
   }
 }
 
