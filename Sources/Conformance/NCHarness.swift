@@ -176,6 +176,8 @@ public final class NCSession: Sendable {
   private let runner: Task<Void, Never>
 
   static let battery = BluetoothUUID(0x180F)
+  /// The UID an accessory fetches to check that the phone answers (never announced).
+  static let checkUID: UInt32 = 0xFFFF_FFFF
 
   let caseLog: CaseLog
 
@@ -404,6 +406,9 @@ public final class NCSession: Sendable {
       case .failure(let error):
         throw .failed("the accessory wrote \(Hex.encode(write.bytes)) to the Control Point: \(error)")
       case .success(.getNotificationAttributes(let get)) where get.notificationUID == uid: return get
+      // UID 0xFFFFFFFF is an accessory's check that the phone answers at all (and shares
+      // its notifications): answered 0xA2 like any unknown UID, and no fault.
+      case .success(.getNotificationAttributes(let get)) where get.notificationUID == Self.checkUID: continue
       case .success(.getNotificationAttributes(let get)) where !announced(get.notificationUID):
         throw .failed(
           "the accessory asked for UID \(get.notificationUID) (\(Hex.encode(write.bytes))), which the phone never "

@@ -141,6 +141,9 @@ public struct WatchMachine: Sendable {
     case .probed(let subscribed):
       probing = false
       lastHeard = now
+      // Still subscribed, yet silent: the phone may have stopped sharing (its user revoked
+      // it), which only a Control Point write can tell.
+      if subscribed && state.sharingAllowed != false { sharingCheckAt = now }
       if !subscribed {
         out.append(.emit(.error("the phone dropped the subscriptions; subscribing again")))
         out.append(.resubscribe)
@@ -438,7 +441,8 @@ public struct WatchMachine: Sendable {
         inFlight = nil
         return
       }
-      if code != nil {
+      // 0xFD (no Data Source subscription seen) is handled below, as for any command.
+      if let code, code != 0xFD {
         inFlight = nil
         return
       }

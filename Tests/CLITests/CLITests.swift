@@ -158,6 +158,39 @@ struct CLITests {
     #expect(try await phone.exitCode() == 0)
   }
 
+  /// Issue #14: `ancs phone` with its defaults is a current iPhone: it starts the MTU
+  /// exchange (185), reads the watch's name and asks its user before sharing notifications;
+  /// the watch says it is not shared until the user types `allow 1`.
+  @Test func theDefaultPhoneAsksBeforeSharing() async throws {
+    let path = temporaryPath("phone.sock")
+    let phone = try Command(["phone", "--listen", "unix:\(path)"])
+    defer { phone.terminate() }
+    await phone.line(containing: "listening on")
+    let watch = try Command(["watch", "--connect", "unix:\(path)", "--headless", "--name", "Test Ring"])
+    defer { watch.terminate() }
+    #expect(await phone.line(containing: "watch 1 is") == #"phone: watch 1 is "Test Ring", ATT MTU 185"#)
+    await phone.line(containing: #"watch 1 ("Test Ring") would like to receive your notifications: type "allow 1""#)
+    phone.send(#"post chat "Held back""#)
+    await watch.line(containing: #"{"event":"sharing","allowed":false}"#)
+    phone.send("allow 1")
+    await phone.line(containing: "watch 1 may receive notifications")
+    await watch.line(containing: #"{"event":"sharing","allowed":true}"#)
+    let added = await watch.line(containing: #""event":"added""#) ?? ""
+    #expect(added.contains(#""title":"Held back""#) && added.contains("preExisting"), "\(added)")
+    watch.send("quit")
+    #expect(try await watch.exitCode() == 0)
+    phone.send("quit")
+    #expect(try await phone.exitCode() == 0)
+  }
+
+  @Test func theIOSProfilesAreListed() async throws {
+    let (status, out, err) = try await runAncs(["phone", "--ios", "list"])
+    #expect(status == 0 && err.isEmpty)
+    let names = out.split(separator: "\n").filter { $0.hasPrefix("iOS ") }.map { $0.split(separator: " ")[1] }
+    #expect(names == ["8", "9", "12", "18"])
+    #expect(out.contains("ATT MTU 158") && out.contains("(the default)"))
+  }
+
   /// Issue #13 (3): two watches in one phone capture are two links, each with its own
   /// handle, connected when it connects and disconnected when it goes.
   @Test func phoneCaptureKeepsEachWatchApart() async throws {

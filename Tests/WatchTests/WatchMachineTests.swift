@@ -1066,6 +1066,8 @@ private struct Harness {
 // MARK: - Liveness
 
 @Suite struct WatchMachineLivenessTests {
+  fileprivate let probe: [Step] = [.probe]
+
   @Test func silenceYieldsExactlyOneProbe() {
     // The sharing check of a quiet session has tests of its own (WatchMachineSharingTests).
     var h = Harness {
@@ -1074,13 +1076,15 @@ private struct Harness {
     }
     #expect(h.connect() == [connected])
     #expect(h.feed(.tick, at: seconds(29.999)) == [])
-    #expect(h.feed(.tick, at: seconds(30)) == [.probe])
+    #expect(h.feed(.tick, at: seconds(30)) == probe)
     #expect(h.feed(.tick, at: seconds(31)) == [])
     #expect(h.feed(.tick, at: seconds(90)) == [])
-    #expect(h.feed(.probed(subscribed: true), at: seconds(91)) == [])
+    // Still subscribed, yet silent: does the phone still share? (WatchMachineSharingTests)
+    #expect(h.feed(.probed(subscribed: true), at: seconds(91)) == [WatchMachineSharingTests.sharingCheck])
+    #expect(h.feed(.written(0xA2)) == [])
     #expect(h.feed(.tick, at: seconds(91)) == [])
     #expect(h.feed(.tick, at: seconds(120.999)) == [])
-    #expect(h.feed(.tick, at: seconds(121)) == [.probe])
+    #expect(h.feed(.tick, at: seconds(121)) == probe)
   }
 
   @Test func droppedSubscriptionsAreRenewed() {
@@ -1089,7 +1093,7 @@ private struct Harness {
     h.phone.add(a)
     _ = h.connect()
     #expect(h.run(a.event()) == [fetch(1), appName(), added(a.shown())])
-    #expect(h.feed(.tick, at: seconds(30)) == [.probe])
+    #expect(h.feed(.tick, at: seconds(30)) == probe)
     #expect(h.feed(.probed(subscribed: false), at: seconds(31)) == [.error, .resubscribe])
     // The engine writes the CCCDs again and a new session begins.
     #expect(h.feed(.sessionStarted(mtu: 23), at: seconds(32)) == [removed(1)])
@@ -1105,7 +1109,7 @@ private struct Harness {
     #expect(h.feed(Note.chat(99, "").event(.removed), at: seconds(20)) == [])
     #expect(h.feed(.tick, at: seconds(30)) == [])
     #expect(h.feed(.tick, at: seconds(49.999)) == [])
-    #expect(h.feed(.tick, at: seconds(50)) == [.probe])
+    #expect(h.feed(.tick, at: seconds(50)) == probe)
   }
 
   @Test func noProbeWithoutTheLink() {
@@ -1113,7 +1117,7 @@ private struct Harness {
     #expect(h.feed(.sessionStarted(mtu: 23)) == [])
     #expect(h.feed(.tick, at: seconds(100)) == [])
     _ = h.connect(at: seconds(100))
-    #expect(h.feed(.tick, at: seconds(130)) == [.probe])
+    #expect(h.feed(.tick, at: seconds(130)) == probe)
     // The link drops while the probe is out: no answer will come.
     #expect(
       h.feed(.link(.reconnecting(attempt: 1, retryIn: .seconds(1), reason: "gone")), at: seconds(131)) == [
@@ -1121,7 +1125,7 @@ private struct Harness {
       ])
     #expect(h.feed(.tick, at: seconds(500)) == [])
     _ = h.connect(at: seconds(600))
-    #expect(h.feed(.tick, at: seconds(630)) == [.probe])
+    #expect(h.feed(.tick, at: seconds(630)) == probe)
   }
 }
 
@@ -1169,6 +1173,22 @@ private struct Harness {
       h.run(a.event(), at: seconds(15)) == [
         .emit(.sharing(allowed: true)), fetch(4), appName(), added(a.shown(at: seconds(15))),
       ])
+  }
+
+  /// A silent phone that still reads subscribed may have stopped sharing: after the liveness
+  /// probe the watch asks the Control Point.
+  @Test func aSilentSubscribedPhoneIsAskedWhetherItStillShares() {
+    var h = Harness()
+    let a = Note.chat(1, "A")
+    h.phone.add(a)
+    _ = h.connect()
+    _ = h.run(a.event(), at: seconds(1))
+    #expect(h.feed(.tick, at: seconds(31)) == [.probe])
+    #expect(h.feed(.probed(subscribed: true)) == [Self.sharingCheck])
+    #expect(h.feed(.written(0x03)) == [.emit(.sharing(allowed: false))])
+    // No further probe's check while known not shared: the recheck timer does it.
+    #expect(h.feed(.tick, at: seconds(40.999)) == [])
+    #expect(h.feed(.tick, at: seconds(41)) == [Self.sharingCheck])
   }
 
   /// Revoked mid-session: the fetch refused with 0x03 is kept for later; once the phone
