@@ -87,6 +87,12 @@ extension Phone {
       }
       let size = quirks.chunk20 ? 20 : gatt.connection.mtu - 3
       let fragments = dataSourceFragments(answer, maximumSize: size).map(Array.init) + (quirks.emptyPacket ? [[]] : [])
+      if quirks.loseAnswer == count {
+        return .accepted(then: { [self] in
+          emit(.quirk("lose-answer: the answer to command \(count) of watch \(id) (\(name)) is never sent"))
+          await afterCommand(count)
+        })
+      }
       return .accepted(then: { [self] in
         for fragment in fragments {
           do {
@@ -97,7 +103,7 @@ extension Phone {
           }
         }
         emit(.answered(session: id, command: name))
-        answered(gatt)
+        await answered(gatt)
         await afterCommand(count)
       })
     }

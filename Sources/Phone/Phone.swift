@@ -341,7 +341,7 @@ public final class Phone: Sendable {
   /// pre-existing report instead, so nothing is announced twice.
   func broadcast(_ event: NotificationSourceEvent, to recipients: [GATTSession]) async {
     guard let handles = ancsHandles else { return }
-    let bytes = faulted(event).encoded()
+    let bytes = quirked(faulted(event)).encoded()
     for gatt in recipients where gatt.cccd(for: handles.source).contains(.notifications) {
       let held = state.withLock { state -> Bool in
         guard state.sessions[ObjectIdentifier(gatt)]?.backlog != nil else { return false }
@@ -370,6 +370,17 @@ public final class Phone: Sendable {
     return event
   }
 
+  /// An event as the quirks change it, on its way out (live and pre-existing alike).
+  func quirked(_ event: NotificationSourceEvent) -> NotificationSourceEvent {
+    guard quirks.reservedFlags else { return event }
+    var event = event
+    event.eventFlags.insert(Self.reservedFlagBit5)
+    return event
+  }
+
+  /// EventFlags bit 5: reserved by the ANCS specification, set by iPhones on MMS.
+  static let reservedFlagBit5 = EventFlags(rawValue: 1 << 5)
+
   /// The sessions whose ANCS session has started (they were sent the pre-existing report).
   static func recipients(_ state: State) -> [GATTSession] {
     state.sessions.values.filter(\.started).map(\.gatt)
@@ -385,16 +396,22 @@ public final class Phone: Sendable {
   }
 
   /// Counts a Data Source answer; the quirk drop-subscriptions acts on the N-th.
-  func answered(_ gatt: GATTSession) {
-    let drop = state.withLock { state -> Bool in
-      guard var session = state.sessions[ObjectIdentifier(gatt)] else { return false }
+  func answered(_ gatt: GATTSession) async {
+    let (drop, revoke, id) = state.withLock { state -> (Bool, Bool, Int) in
+      guard var session = state.sessions[ObjectIdentifier(gatt)] else { return (false, false, 0) }
       session.answers += 1
       state.sessions[ObjectIdentifier(gatt)] = session
-      return quirks.dropSubscriptionsAfter == session.answers
+      return (
+        quirks.dropSubscriptionsAfter == session.answers, quirks.revokeSharingAfter == session.answers, session.id
+      )
     }
     if drop {
       gatt.clearSubscriptions()
       emit(.quirk("drop-subscriptions: the subscriptions were silently dropped"))
+    }
+    if revoke {
+      emit(.quirk("revoke-sharing: the user revoked sharing for watch \(id)"))
+      await revokeSharing(session: id)
     }
   }
 
@@ -445,7 +462,7 @@ public final class Phone: Sendable {
     }
     emit(.sessionStarted(session: id, preExisting: events.count))
     let source = ancsHandles?.source
-    var pending = events.map { $0.encoded() }
+    var pending = events.map { quirked($0).encoded() }
     while true {
       if let source { for event in pending { await send(event, to: gatt, source: source) } }
       pending = state.withLock { state -> [[UInt8]] in

@@ -29,6 +29,15 @@ public struct Quirks: Hashable, Sendable {
   public var serviceChangedAfter: Int?
   /// Data Source answers are cut into 20-byte notifications whatever the MTU.
   public var chunk20 = false
+  /// The Data Source answer to the N-th Control Point command of a session never comes
+  /// (its Write Response does).
+  public var loseAnswer: Int?
+  /// Every Notification Source event carries the reserved EventFlags bit 5 (iPhones set it
+  /// on MMS; it is undocumented).
+  public var reservedFlags = false
+  /// After N Data Source answers in a session the user revokes notification sharing for
+  /// that watch, the link staying up.
+  public var revokeSharingAfter: Int?
 
   public init() {}
 
@@ -94,6 +103,17 @@ public struct Quirks: Hashable, Sendable {
     Definition(name: "chunk20", summary: "Data Source answers in 20-byte chunks whatever the MTU", defaultCount: nil) {
       q, _ in q.chunk20 = true
     },
+    Definition(
+      name: "lose-answer", summary: "the Data Source answer to the N-th command of a session never comes",
+      defaultCount: 2
+    ) { q, n in q.loseAnswer = n },
+    Definition(
+      name: "reserved-flags", summary: "events carry the reserved EventFlags bit 5 (as on MMS)", defaultCount: nil
+    ) { q, _ in q.reservedFlags = true },
+    Definition(
+      name: "revoke-sharing", summary: "the user revokes sharing after N Data Source answers (link stays up)",
+      defaultCount: 3
+    ) { q, n in q.revokeSharingAfter = n },
   ]
 
   /// Why a quirk name was refused.
@@ -113,7 +133,9 @@ public struct Quirks: Hashable, Sendable {
       let limit = definition.defaultCount != nil ? 100_000 : 255
       guard definition.valueName != nil, let n = Int(parts[1]), n >= 0, n <= limit else {
         throw UnknownQuirk(
-          text: text + " (drop-subscriptions, flood and service-changed take =N, 0-100000; omit-tuple =ID, 0-255)")
+          text: text
+            + " (drop-subscriptions, flood, service-changed, lose-answer and revoke-sharing take =N, 0-100000; "
+            + "omit-tuple =ID, 0-255)")
       }
       count = n
     }

@@ -31,7 +31,7 @@ extension Rig {
   /// every notification the phone has, complete.
   @Test(arguments: [
     "preexisting-on-new", "reverse-tuples", "omit-tuple", "empty-packet", "ellipsis", "chunk20", "retract-uid",
-    "flood=300",
+    "flood=300", "reserved-flags", "omit-tuple=6", "omit-tuple=7",
   ])
   func watchKeepsEveryNotification(_ quirk: String) async throws {
     let rig = try Rig(quirks: [quirk])
@@ -150,6 +150,68 @@ extension Rig {
     }
     try await rig.synced()
     #expect(rig.watch.state.notifications.map(\.title).sorted() == ["lost", "one", "two"])
+    await rig.stop()
+  }
+
+  /// Issue #14 (5): a Data Source answer that never comes (coredevices/PebbleOS commit
+  /// f601556cc) must not wedge the watch: it gives up after its command timeout, lists
+  /// that notification without text, and fetches the others.
+  @Test func aLostAnswerDoesNotWedgeTheWatch() async throws {
+    let clock = ManualClock()
+    var q = Quirks()
+    // Commands 1 and 2: "first" and Chat's name; 3: "lost", whose answer never comes.
+    try q.enable("lose-answer=3")
+    let phone = try Phone(quirks: q, wallClock: FixedWallClock(seconds: 1_796_040_000))
+    phone.register(app: "com.example.chat", name: "Chat")
+    var phoneEvents = phone.events().makeAsyncIterator()
+    let rig = Rig(phone: phone, clock: clock)
+    try await rig.ready()
+    await phone.post(chat("first"))
+    _ = try await rig.added("first")
+    await phone.post(chat("lost"))
+    await phone.post(chat("after"))
+    // The clock moves once the fetch of "lost" has been taken (and its answer dropped).
+    while let event = await phoneEvents.next(isolation: nil) {
+      if case .quirk(let text) = event, text.hasPrefix("lose-answer") { break }
+    }
+    clock.advance(by: .seconds(11))
+    try await rig.until("the timeout") { event in
+      if case .error(let message) = event { return message.contains("not answered within") }
+      return false
+    }
+    _ = try await rig.added("after")
+    let lost = try #require(rig.watch.state.notifications.first { $0.uid == phone.notifications[1].uid })
+    #expect(!lost.fetched)
+    await rig.stop()
+  }
+
+  /// Issue #14 (5): the user revokes sharing while the watch is connected. The phone goes
+  /// silent; the watch's liveness check finds it still subscribed, asks the Control Point,
+  /// is refused (Write Not Permitted) and says so; allowed again, it starts a new session.
+  @Test func sharingRevokedWhileConnected() async throws {
+    let clock = ManualClock()
+    var q = Quirks()
+    try q.enable("revoke-sharing=3")
+    let phone = try Phone(quirks: q, wallClock: FixedWallClock(seconds: 1_796_040_000))
+    phone.register(app: "com.example.chat", name: "Chat")
+    var phoneEvents = phone.events().makeAsyncIterator()
+    let rig = Rig(phone: phone, clock: clock)
+    try await rig.ready()
+    await phone.post(chat("one"))
+    await phone.post(chat("two"))
+    try await rig.synced()
+    // Answers 1-3: "one", Chat's name, "two"; then the user revokes.
+    while let event = await phoneEvents.next(isolation: nil) {
+      if case .sharingChanged(_, false) = event { break }
+    }
+    await phone.post(chat("unseen"))
+    clock.advance(by: .seconds(31))
+    try await rig.until("not shared") { $0 == .sharing(allowed: false) }
+    #expect(rig.watch.state.notification(3) == nil)
+    await phone.allowSharing()
+    try await rig.until("shared again") { $0 == .sharing(allowed: true) }
+    try await rig.synced()
+    #expect(rig.watch.state.notifications.map(\.title).sorted() == ["one", "two", "unseen"])
     await rig.stop()
   }
 
