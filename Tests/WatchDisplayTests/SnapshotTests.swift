@@ -58,6 +58,14 @@ import Testing
     assertSnapshot(FaceModel.screen(state, ui, now: now), named: "disconnected")
   }
 
+  /// The phone does not share its notifications (iOS asks its user first): the face says
+  /// so instead of the list, and counts what it keeps.
+  @Test func notShared() {
+    var state = Fixture.state([Fixture.maya])
+    state.sharingAllowed = false
+    assertSnapshot(FaceModel.screen(state, Fixture.ui(state), now: now), named: "not-shared")
+  }
+
   @Test func waitingForThePhone() {
     var state = WatchState()
     state.link = .connecting
