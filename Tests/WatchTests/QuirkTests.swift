@@ -153,27 +153,37 @@ extension Rig {
     await rig.stop()
   }
 
+  /// A phone with `quirk` (Chat registered) and a watch on a clock that moves only when
+  /// told, the watch ready.
+  static func manualRig(quirk: String) async throws -> (Phone, Rig, ManualClock) {
+    let clock = ManualClock()
+    var q = Quirks()
+    try q.enable(quirk)
+    let phone = try Phone(quirks: q, wallClock: FixedWallClock(seconds: 1_796_040_000))
+    phone.register(app: "com.example.chat", name: "Chat")
+    let rig = Rig(phone: phone, clock: clock)
+    try await rig.ready()
+    return (phone, rig, clock)
+  }
+
+  /// Reads the phone's events until one matches.
+  static func until(_ events: inout AsyncStream<PhoneEvent>.Iterator, _ match: (PhoneEvent) -> Bool) async {
+    while let event = await events.next(isolation: nil), !match(event) {}
+  }
+
   /// Issue #14 (5): a Data Source answer that never comes (coredevices/PebbleOS commit
   /// f601556cc) must not wedge the watch: it gives up after its command timeout, lists
   /// that notification without text, and fetches the others.
   @Test func aLostAnswerDoesNotWedgeTheWatch() async throws {
-    let clock = ManualClock()
-    var q = Quirks()
     // Commands 1 and 2: "first" and Chat's name; 3: "lost", whose answer never comes.
-    try q.enable("lose-answer=3")
-    let phone = try Phone(quirks: q, wallClock: FixedWallClock(seconds: 1_796_040_000))
-    phone.register(app: "com.example.chat", name: "Chat")
+    let (phone, rig, clock) = try await Self.manualRig(quirk: "lose-answer=3")
     var phoneEvents = phone.events().makeAsyncIterator()
-    let rig = Rig(phone: phone, clock: clock)
-    try await rig.ready()
     await phone.post(chat("first"))
     _ = try await rig.added("first")
     await phone.post(chat("lost"))
     await phone.post(chat("after"))
     // The clock moves once the fetch of "lost" has been taken (and its answer dropped).
-    while let event = await phoneEvents.next(isolation: nil) {
-      if case .quirk(let text) = event, text.hasPrefix("lose-answer") { break }
-    }
+    await Self.until(&phoneEvents) { if case .quirk(let text) = $0 { text.hasPrefix("lose-answer") } else { false } }
     clock.advance(by: .seconds(11))
     try await rig.until("the timeout") { event in
       if case .error(let message) = event { return message.contains("not answered within") }
@@ -189,21 +199,13 @@ extension Rig {
   /// silent; the watch's liveness check finds it still subscribed, asks the Control Point,
   /// is refused (Write Not Permitted) and says so; allowed again, it starts a new session.
   @Test func sharingRevokedWhileConnected() async throws {
-    let clock = ManualClock()
-    var q = Quirks()
-    try q.enable("revoke-sharing=3")
-    let phone = try Phone(quirks: q, wallClock: FixedWallClock(seconds: 1_796_040_000))
-    phone.register(app: "com.example.chat", name: "Chat")
+    let (phone, rig, clock) = try await Self.manualRig(quirk: "revoke-sharing=3")
     var phoneEvents = phone.events().makeAsyncIterator()
-    let rig = Rig(phone: phone, clock: clock)
-    try await rig.ready()
     await phone.post(chat("one"))
     await phone.post(chat("two"))
     try await rig.synced()
     // Answers 1-3: "one", Chat's name, "two"; then the user revokes.
-    while let event = await phoneEvents.next(isolation: nil) {
-      if case .sharingChanged(_, false) = event { break }
-    }
+    await Self.until(&phoneEvents) { $0 == .sharingChanged(session: 1, allowed: false) }
     await phone.post(chat("unseen"))
     clock.advance(by: .seconds(31))
     try await rig.until("not shared") { $0 == .sharing(allowed: false) }
