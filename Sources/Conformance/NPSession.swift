@@ -345,6 +345,15 @@ public final class NPSession: Sendable {
         try await client.write(controlPoint.valueHandle, bytes)
         return nil
       } catch {
+        // No ANCS command is answered Write Not Permitted: that is the phone refusing this
+        // accessory, as an iPhone does until its user allows it (Protocol/iPhone.md).
+        if error.errorCode == .writeNotPermitted {
+          throw .failed(
+            "the phone answered the Control Point write \(Hex.encode(bytes)) with Write Not Permitted (0x03): it "
+              + "does not share its notifications with this accessory; allow it on the phone (an iPhone: Settings, "
+              + "Bluetooth, the accessory, Share System Notifications; ancs phone: allow N, or "
+              + "--share-notifications allow)")
+        }
         if let code = error.errorCode { return code }
         throw .failed("Control Point write \(Hex.encode(bytes)) failed: \(error)")
       }

@@ -17,7 +17,9 @@ enum PhoneCommandLine {
 
     Runs a simulated iPhone: an ANCS server in the GATT database of a real iPhone (GAP,
     Continuity, Nearby, Battery, Current Time, Device Information, ANCS and the Apple Media
-    Service's shape, in an iPhone's order and handles), waiting for watches on ADDRESS. Type commands on standard input (`help` lists them), or
+    Service's shape, in an iPhone's order and handles), waiting for watches on ADDRESS. As
+    an iPhone does, it starts the MTU exchange, reads each watch's name, and asks before it
+    shares notifications with it. Type commands on standard input (`help` lists them), or
     play a scenario. It serves until `quit`, Ctrl-C or SIGTERM; end of input alone does not
     stop it.
 

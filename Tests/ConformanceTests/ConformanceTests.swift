@@ -3,6 +3,7 @@ import ATT
 import Conformance
 import Foundation
 import Links
+import Phone
 import Testing
 import Wire
 
@@ -53,6 +54,17 @@ import Wire
     #expect(ids(results, .failed) == [], "\(results.filter { $0.verdict == .failed }.map { "\($0.id): \($0.detail)" })")
     #expect(ids(results, .skipped) == [])
     #expect(results.count == ConformanceCatalog.np.count)
+  }
+
+  /// A phone that does not share its notifications with the harness (an iPhone whose user
+  /// has not allowed it): the Control Point cases fail saying so and what to do, instead of
+  /// naming an unexpected error code.
+  @Test func aPhoneThatDoesNotShareIsNamedAsSuch() async throws {
+    let (_, phone) = try ownPhone(settings: PhoneSettings(sharing: .deny))
+    let cases = ConformanceCatalog.np.filter { $0.id == "ANCS/NP/CP/BI-01" }
+    let results = await ConformanceRunner(phone: phone, timeout: scaled(.seconds(10))).run(cases)
+    #expect(ids(results, .failed) == ["ANCS/NP/CP/BI-01"])
+    #expect(results.first?.detail.contains("Write Not Permitted (0x03): it does not share its notifications") == true)
   }
 
   /// Without a control channel the stimulus cases are skipped, never passed.

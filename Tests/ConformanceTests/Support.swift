@@ -15,8 +15,8 @@ import Wire
 
 /// The project's phone, in process, reached over memory links; its console is the stimulus.
 /// `faults` turns on fault switches (FaultSwitchTests).
-func ownPhone(faults: PhoneFaults = []) throws -> (Phone, PhoneUnderTest) {
-  let phone = try Phone(faults: faults)
+func ownPhone(faults: PhoneFaults = [], settings: PhoneSettings = PhoneSettings()) throws -> (Phone, PhoneUnderTest) {
+  let phone = try Phone(faults: faults, settings: settings)
   phone.register(app: StimulusNotification.defaultApp, name: StimulusNotification.defaultAppName)
   let console = PhoneConsole(phone: phone)
   let stimulus = JSONLineStimulus(
