@@ -182,13 +182,21 @@ extension Rig {
     _ = try await rig.added("first")
     await phone.post(chat("lost"))
     await phone.post(chat("after"))
-    // The clock moves once the fetch of "lost" has been taken (and its answer dropped).
+    // The clock moves once the fetch of "lost" has been taken (and its answer dropped), a
+    // second at a time until the watch gives up: its wait starts when it has read the Write
+    // Response, which no event shows.
     await Self.until(&phoneEvents) { if case .quirk(let text) = $0 { text.hasPrefix("lose-answer") } else { false } }
-    clock.advance(by: .seconds(11))
+    let advancing = Task {
+      while !Task.isCancelled {
+        clock.advance(by: .seconds(1))
+        await Task.yield()
+      }
+    }
     try await rig.until("the timeout") { event in
       if case .error(let message) = event { return message.contains("not answered within") }
       return false
     }
+    advancing.cancel()
     _ = try await rig.added("after")
     let lost = try #require(rig.watch.state.notifications.first { $0.uid == phone.notifications[1].uid })
     #expect(!lost.fetched)
