@@ -410,14 +410,11 @@ public struct WatchMachine: Sendable {
     switch command {
     case .notification(_, let request):
       flight.reassembler = DataSourceReassembler(expecting: .notificationAttributes(request), policy: policy)
-    case .verify(let uid):
+    case .verify, .sharingCheck:
+      // Both ask AppIdentifier alone: of the UID checked, or of the sharing check's.
+      let uid = command.uid ?? Self.sharingCheckUID
       flight.reassembler = DataSourceReassembler(
         expecting: .notificationAttributes(.init(notificationUID: uid, attributes: [AttributeRequest(.appIdentifier)])),
-        policy: policy)
-    case .sharingCheck:
-      flight.reassembler = DataSourceReassembler(
-        expecting: .notificationAttributes(
-          .init(notificationUID: Self.sharingCheckUID, attributes: [AttributeRequest(.appIdentifier)])),
         policy: policy)
     case .app(let identifier):
       flight.reassembler = DataSourceReassembler(
