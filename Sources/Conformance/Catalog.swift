@@ -33,6 +33,11 @@ public enum AccessoryTimer: String, Hashable, Sendable, CaseIterable {
   case callRecheck
   /// How long the accessory waits for the answer to one Control Point command.
   case commandTimeout
+  /// After this long without a Notification Source event, the accessory writes its CCCDs
+  /// again (a phone may fall silent while it still reads subscribed).
+  case resubscribe
+  /// While the phone does not share its notifications, the accessory asks again this often.
+  case sharingRecheck
 
   /// The `ancs conform accessory` option that states it.
   public var option: String {
@@ -40,6 +45,8 @@ public enum AccessoryTimer: String, Hashable, Sendable, CaseIterable {
     case .liveness: return "--liveness"
     case .callRecheck: return "--call-recheck"
     case .commandTimeout: return "--command-timeout"
+    case .resubscribe: return "--resubscribe-after"
+    case .sharingRecheck: return "--sharing-recheck"
     }
   }
 }
@@ -49,8 +56,15 @@ public struct AccessoryTimers: Hashable, Sendable {
   public var liveness: Duration = .seconds(30)
   public var callRecheck: Duration = .seconds(20)
   public var commandTimeout: Duration = .seconds(10)
+  /// Unknown until stated: `ancs watch` waits 6 hours, too long to wait for unasked, so the
+  /// cases that wait on it are skipped until it is given.
+  public var resubscribe: Duration?
+  public var sharingRecheck: Duration = .seconds(10)
 
   public init() {}
+
+  /// Whether the timer is known (stated, or with a default worth waiting for).
+  public func isKnown(_ timer: AccessoryTimer) -> Bool { timer != .resubscribe || resubscribe != nil }
 
   public subscript(timer: AccessoryTimer) -> Duration {
     get {
@@ -58,6 +72,8 @@ public struct AccessoryTimers: Hashable, Sendable {
       case .liveness: return liveness
       case .callRecheck: return callRecheck
       case .commandTimeout: return commandTimeout
+      case .resubscribe: return resubscribe ?? .zero
+      case .sharingRecheck: return sharingRecheck
       }
     }
     set {
@@ -65,6 +81,8 @@ public struct AccessoryTimers: Hashable, Sendable {
       case .liveness: liveness = newValue
       case .callRecheck: callRecheck = newValue
       case .commandTimeout: commandTimeout = newValue
+      case .resubscribe: resubscribe = newValue
+      case .sharingRecheck: sharingRecheck = newValue
       }
     }
   }

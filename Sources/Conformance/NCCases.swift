@@ -116,6 +116,20 @@ enum NCCases {
       try await session.awaitSubscribed(
         " again" + ctx.within(.liveness, "its liveness check, after the phone dropped them silently"))
     },
+    ConformanceCase(
+      "ANCS/NC/DISC/BV-06", "Writes its subscriptions again when the Notification Source falls silent",
+      rule: "\(accessoryRules), Liveness: write the CCCDs again after a long Notification Source silence",
+      waitsOn: [.resubscribe]
+    ) { ctx in
+      try ctx.requireKnown(.resubscribe, "the accessory's silence before it writes its subscriptions again")
+      let session = try await ctx.subscribed()
+      try await postAndAwaitFetch(session)
+      // The CCCD still reads enabled and the Control Point still answers; only events stop.
+      session.silenceSource()
+      try await session.post(international)
+      try await session.awaitSubscribed(
+        " again" + ctx.within(.resubscribe, "its rewrite after a silence, the CCCD still reading enabled"))
+    },
   ]
 
   // MARK: - SEC: security
@@ -243,6 +257,51 @@ enum NCCases {
       _ = try await session.awaitFetch(uid, ctx.within(.callRecheck, "its check that the ringing call still exists"))
       if ctx.accessory.observer != nil { _ = try await ctx.report("removed", uid: uid) }
     },
+    ConformanceCase(
+      "ANCS/NC/NS/BV-07", "Fetches a ringing call first when it comes back PreExisting under a new UID",
+      rule: "\(accessoryRules), Notification Source: a ringing call is fetched first, PreExisting or not"
+    ) { ctx in
+      let session = try await ctx.subscribed()
+      var call = HarnessNotification(title: "Ada", message: "Incoming call")
+      call.category = .incomingCall
+      call.app = "com.apple.mobilephone"
+      call.positiveAction = "Answer"
+      call.negativeAction = "Decline"
+      let first = try await postAndAwaitFetch(session, call)
+      // The accessory subscribes again (here after Service Changed); the phone reports what it
+      // has as PreExisting, the call last and under a new UID, as iOS does.
+      try await session.moveANCS()
+      try await session.awaitSubscribed()
+      session.retract(first)
+      var mails: Set<UInt32> = []
+      for index in 0..<20 {
+        var old = HarnessNotification(title: "Old \(index)")
+        old.category = .email
+        mails.insert(try await session.post(old, flags: .preExisting))
+      }
+      let again = try await session.post(call, flags: .preExisting)
+      var before: Set<UInt32> = []
+      while true {
+        let write = try await session.nextWrite()
+        if write.uid == again { break }
+        if let uid = write.uid, mails.contains(uid) { before.insert(uid) }
+        try check(
+          before.count <= mails.count / 2,
+          "the accessory fetched \(before.count) pre-existing mails announced before the call (UID \(again)) "
+            + "and not yet the call")
+      }
+      if ctx.accessory.observer != nil { try await ctx.expectShown(again, in: session) }
+    },
+    ConformanceCase(
+      "ANCS/NC/NS/BV-08", "Takes an event whose EventFlags carry a reserved bit",
+      rule: "\(accessoryRules), Notification Source: reserved EventFlags bits are ignored, not the event"
+    ) { ctx in
+      let session = try await ctx.subscribed()
+      // Bit 5, as iPhones set on MMS.
+      let uid = try await session.post(international, flags: EventFlags(rawValue: 1 << 5))
+      _ = try await session.awaitFetch(uid)
+      if ctx.accessory.observer != nil { try await ctx.expectShown(uid, in: session) }
+    },
   ]
 
   // MARK: - CP: Control Point
@@ -338,6 +397,30 @@ enum NCCases {
           break
         }
       }
+    },
+    ConformanceCase(
+      "ANCS/NC/CP/BV-04", "Waits while the phone does not share its notifications, and fetches once it does",
+      rule: "\(accessoryRules), Control Point: Write Not Permitted means not shared; ask again until it is",
+      waitsOn: [.sharingRecheck]
+    ) { ctx in
+      let session = try await ctx.subscribed()
+      // The user has not allowed this accessory: every Control Point write is refused 0x03.
+      session.respond { _, _ in .refuse(0x03) }
+      let uid = try await session.post(international)
+      _ = try await session.nextWrite()
+      if ctx.accessory.observer != nil {
+        let observer = try ctx.observer()
+        _ = try await ctx.log.awaiting("the accessory's event line reporting that the phone does not share") {
+          () throws(CaseOutcome) in
+          while let json = await observer.events.next() {
+            if json["event"]?.string == "sharing", json["allowed"]?.bool == false { return }
+          }
+          throw .failed("the accessory's event stream ended before it reported that the phone does not share")
+        }
+      }
+      // The user allows it.
+      session.respond { _, _ in .answer }
+      _ = try await session.awaitFetch(uid, ctx.within(.sharingRecheck, "its next check whether the phone shares"))
     },
   ]
 

@@ -157,6 +157,8 @@ public final class NCSession: Sendable {
     /// The length of the last correct answer about each UID.
     var answerLengths: [UInt32: Int] = [:]
     var handles: (source: UInt16, control: UInt16, data: UInt16) = (0, 0, 0)
+    /// The Notification Source sends nothing until its CCCD is written again.
+    var silent = false
   }
 
   /// What the server's callbacks share with the session.
@@ -218,7 +220,11 @@ public final class NCSession: Sendable {
         commands.push(write)
         return Self.outcome(responder(write, try? correct.get()), correct: correct, connection: connection, data: data)
       },
-      subscribed: { which, value in subscriptions.push((which, value)) })
+      subscribed: { which, value in
+        // Writing the CCCD again is what brings a silent Notification Source back.
+        if which == .notificationSource { shared.state.withLock { $0.silent = false } }
+        subscriptions.push((which, value))
+      })
     let server: GATTServer
     do {
       server = try GATTServer(services: [])
@@ -301,8 +307,9 @@ public final class NCSession: Sendable {
 
   // MARK: - Notifications
 
-  /// Sends a raw Notification Source value (well formed or not).
+  /// Sends a raw Notification Source value (well formed or not); nothing while silent.
   public func announce(_ bytes: [UInt8]) async throws(CaseOutcome) {
+    if shared.state.withLock({ $0.silent }) { return }
     do { try await connection.notify(handle: handles.source, value: bytes) } catch {
       throw .failed("the link to the accessory failed while sending a Notification Source event: \(error)")
     }
@@ -348,6 +355,10 @@ public final class NCSession: Sendable {
   public func dropSubscriptions() {
     for session in server.sessions { session.clearSubscriptions() }
   }
+
+  /// The Notification Source falls silent, its CCCD still enabled and the Control Point
+  /// answering, until the accessory writes the CCCD again (quirk silent-source).
+  public func silenceSource() { shared.state.withLock { $0.silent = true } }
 
   /// Forgets a notification without announcing it (the phone retracted it silently).
   public func retract(_ uid: UInt32) {
@@ -559,6 +570,13 @@ public final class NCContext: CaseContext {
   /// The accessory's timer, as an explanation: " (its liveness check, --liveness 30.0 s)".
   public func within(_ timer: AccessoryTimer, _ what: String) -> String {
     " (\(what), \(timer.option) \(CaseLog.seconds(accessory.timers[timer])))"
+  }
+
+  /// Skips the case when the accessory's `timer` is not known.
+  public func requireKnown(_ timer: AccessoryTimer, _ what: String) throws(CaseOutcome) {
+    guard accessory.timers.isKnown(timer) else {
+      throw .skipped("needs \(what) stated with \(timer.option) S, which has no default worth waiting for")
+    }
   }
 
   /// Waits for the accessory to connect and serves it as the harness phone.

@@ -1,13 +1,14 @@
 import ANCS
 import ATT
 import GATT
+import Wire
 
 /// The NP cases: the harness plays the accessory and judges the phone. Each case's purpose,
 /// steps and pass criteria are in Protocol/conformance.md, under the same ID.
 enum NPCases {
   static let all: [ConformanceCase] =
     service + security + notificationSource + preExisting + attributes
-    + fragmentation + appAttributes + actions + errors + dataSource + uids
+    + fragmentation + appAttributes + actions + errors + dataSource + uids + iPhone
 
   // MARK: - Helpers
 
@@ -622,6 +623,88 @@ enum NPCases {
         }
       }
     }
+  ]
+
+  // MARK: - IOS: what an iPhone shows an accessory besides ANCS (Protocol/iPhone.md)
+
+  static let linkRule = "Protocol/iPhone.md, Behaviour on the link"
+
+  static let iPhone: [ConformanceCase] = [
+    ConformanceCase(
+      "ANCS/NP/IOS/BV-01", "Starts Exchange MTU on a new link, asking for 185 (158 before iOS 10)",
+      rule: "\(linkRule): the iPhone, as GATT client, sends Exchange MTU first, right after connecting",
+      needsStimulus: false
+    ) { ctx in
+      let session = try await ctx.open(encrypt: false)
+      let first = try await session.awaitReceived("the phone's first ATT request (an iPhone's: Exchange MTU)") { $0 }
+      guard case .exchangeMTURequest(let request) = first else {
+        throw CaseOutcome.failed("the phone's first ATT PDU is \(CaseLog.describe(first)), not an Exchange MTU Request")
+      }
+      try check(
+        [158, 185].contains(request.clientRxMTU),
+        "the phone asks for ATT_MTU \(request.clientRxMTU); an iPhone asks for 185 (158 on iOS 9 and older)")
+    },
+    ConformanceCase(
+      "ANCS/NP/IOS/BV-02", "Reads the accessory's GAP Device Name",
+      rule: "\(linkRule): it reads the accessory's Device Name", needsStimulus: false
+    ) { ctx in
+      let session = try await ctx.open(encrypt: false)
+      let nameHandle = session.server.database.attributes.first { $0.type == 0x2A00 }?.handle
+      _ = try await session.awaitReceived("the phone to read the accessory's Device Name (0x2A00)") { pdu -> Bool? in
+        switch pdu {
+        case .readByTypeRequest(let read) where read.type == 0x2A00: return true
+        case .readRequest(let read) where read.handle == nameHandle: return true
+        default: return nil
+        }
+      }
+    },
+    ConformanceCase(
+      "ANCS/NP/IOS/BI-03", "Battery Level refused with Insufficient Authentication before pairing",
+      rule:
+        "Protocol/iPhone.md, Security: Battery Level on an unpaired link answers Insufficient Authentication (0x05)",
+      needsStimulus: false
+    ) { ctx in
+      let session = try await ctx.open(encrypt: false)
+      let level: DiscoveredCharacteristic
+      do {
+        guard let battery = try await session.client.discoverPrimaryServices(0x180F).first else {
+          throw CaseOutcome.failed("the phone publishes no Battery service (0x180F)")
+        }
+        guard
+          let found = try await session.client.discoverCharacteristics(of: battery).first(where: { $0.uuid == 0x2A19 })
+        else { throw CaseOutcome.failed("the Battery service has no Battery Level (0x2A19)") }
+        level = found
+      } catch let outcome as CaseOutcome {
+        throw outcome
+      } catch {
+        throw CaseOutcome.failed("discovering Battery Level failed: \(error)")
+      }
+      var code: ATTErrorCode?
+      do { _ = try await session.client.read(level.valueHandle) } catch { code = (error as? ATTError)?.errorCode }
+      try check(
+        code == .insufficientAuthentication,
+        "reading Battery Level on an unpaired link "
+          + (code.map { "answered \(hex($0.rawValue))" } ?? "was accepted") + "; an iPhone answers 0x05")
+    },
+    ConformanceCase(
+      "ANCS/NP/IOS/BV-04", "Answers Write Not Permitted to the Control Point while sharing is not allowed",
+      rule: "Protocol/iPhone.md, Behaviour on the link: notification sharing (iOS 13 and later)"
+    ) { ctx in
+      let (session, handles) = try await ctx.openSubscribed()
+      let check = getAttributes(0xFFFF_FFFF, [AttributeRequest(.appIdentifier)]).encoded()
+      try await ctx.share(false)
+      let refused = try await session.write(handles, check, notSharedIsAnswer: true)
+      try Conformance.check(
+        refused == .writeNotPermitted,
+        "with sharing revoked the Control Point write \(Hex.encode(check)) "
+          + (refused.map { "answered \(hex($0.rawValue))" } ?? "was accepted") + ", expected Write Not Permitted (0x03)"
+      )
+      try await ctx.share(true)
+      // Any answer but 0x03: the phone takes the command again (0xA2 for a UID it never gave).
+      let answered = try await session.write(handles, check, notSharedIsAnswer: true)
+      try Conformance.check(
+        answered != .writeNotPermitted, "with sharing allowed again the same write is still answered 0x03")
+    },
   ]
 
   /// Posts `posted`, asks for its Title, Subtitle and Message with these byte maximums, and

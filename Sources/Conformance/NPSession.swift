@@ -63,6 +63,8 @@ public final class NPContext: CaseContext {
   let contactWait: Duration?
   private let opened = Locked<[NPSession]>([])
   private let posted = Locked<[UInt32]>([])
+  /// The case revoked notification sharing: allowed again when it ends.
+  private let revoked = Locked(false)
 
   init(
     phone: PhoneUnderTest, clock: any EngineClock, timeout: Duration, capture: BtsnoopWriter?,
@@ -105,7 +107,11 @@ public final class NPContext: CaseContext {
       }
     }
     let log = self.log
-    let recorded = RecordingBearer(raw) { pdu in log.peerDid(CaseLog.describe(pdu)) }
+    let received = Inbox<ATTPDU>()
+    let recorded = RecordingBearer(raw) { pdu in
+      log.peerDid(CaseLog.describe(pdu))
+      received.push(pdu)
+    }
     let bearer: any ATTBearer = capture.map { CapturingBearer(recorded, writer: $0, role: .peripheral) } ?? recorded
     if encrypt {
       do {
@@ -120,7 +126,8 @@ public final class NPContext: CaseContext {
       }
     }
     let session = NPSession(
-      bearer: bearer, clock: clock, mtu: mtu ?? ATTConnection.defaultMTU, timeout: timeout, log: log)
+      bearer: bearer, clock: clock, mtu: mtu ?? ATTConnection.defaultMTU, timeout: timeout, log: log,
+      received: received)
     opened.withLock { $0.append(session) }
     if mtu != nil {
       do { _ = try await session.connection.exchangeMTU() } catch { throw .failed("Exchange MTU failed: \(error)") }
@@ -174,6 +181,15 @@ public final class NPContext: CaseContext {
     }
   }
 
+  /// Allows or revokes notification sharing on the phone; the case is skipped when the
+  /// control channel cannot. A revocation is undone when the case ends.
+  public func share(_ allowed: Bool) async throws(CaseOutcome) {
+    let stimulus = try stimulus()
+    if !allowed { revoked.withLock { $0 = true } }
+    do { try await stimulus.share(allowed) } catch { throw .skipped("\(error)") }
+    if allowed { revoked.withLock { $0 = false } }
+  }
+
   /// Forgets a notification the phone removed by itself (after an action).
   func forget(_ uid: UInt32) { posted.withLock { $0.removeAll { $0 == uid } } }
 
@@ -185,6 +201,7 @@ public final class NPContext: CaseContext {
   /// Removes what the case posted and is still there; a refusal (already gone) is fine.
   public func cleanUp() async {
     guard let stimulus = phone.stimulus else { return }
+    if revoked.withLock({ $0 }) { try? await stimulus.share(true) }
     for uid in posted.withLock({ state in
       defer { state = [] }
       return state
@@ -194,27 +211,51 @@ public final class NPContext: CaseContext {
   }
 }
 
-/// One link to the phone, with the harness as GATT client (the accessory).
+/// One link to the phone, with the harness as GATT client (the accessory), and as the GATT
+/// server of an accessory's own small database (GAP, with its Device Name), which an iPhone
+/// reads.
 public final class NPSession: Sendable {
   public let connection: ATTConnection
   public let client: GATTClient
   let notificationSource = Inbox<[UInt8]>()
   let dataSource = Inbox<[UInt8]>()
+  /// Every PDU the phone sends, as it comes.
+  let received: Inbox<ATTPDU>
+  let server: GATTServer
   let log: CaseLog
   private let runner: Task<Void, Never>
 
-  init(bearer: any ATTBearer, clock: any EngineClock, mtu: UInt16, timeout: Duration, log: CaseLog) {
+  /// The GAP Device Name the harness publishes as an accessory.
+  public static let deviceName = "ancs-sim conform"
+
+  init(
+    bearer: any ATTBearer, clock: any EngineClock, mtu: UInt16, timeout: Duration, log: CaseLog,
+    received: Inbox<ATTPDU>
+  ) {
     self.log = log
+    self.received = received
     connection = ATTConnection(
       bearer: bearer, clock: clock, options: ATTConnection.Options(localMTU: mtu, transactionTimeout: timeout))
     client = GATTClient(connection: connection)
+    // GAP with Device Name and Appearance (0x00C0, Generic Watch); one service cannot
+    // exhaust the handles.
+    server = try! GATTServer(
+      leading: [
+        ServiceDefinition(
+          uuid: 0x1800,
+          characteristics: [.constant(0x2A00, Array(Self.deviceName.utf8)), .constant(0x2A01, [0xC0, 0x00])])
+      ], services: [], serviceChanged: false)
+    server.attach(connection)
     let connection = connection
     let notificationSource = notificationSource
     let dataSource = dataSource
+    let server = server
     runner = Task {
       await connection.run()
+      server.detach(connection)
       notificationSource.close()
       dataSource.close()
+      received.close()
     }
   }
 
@@ -222,6 +263,20 @@ public final class NPSession: Sendable {
     connection.close()
     notificationSource.close()
     dataSource.close()
+    received.close()
+  }
+
+  /// The next PDU from the phone that `match` picks (nil: skipped); `what` names it for a
+  /// case that runs out of time.
+  public func awaitReceived<T: Sendable>(_ what: String, _ match: @escaping @Sendable (ATTPDU) -> T?)
+    async throws(CaseOutcome) -> T
+  {
+    try await log.awaiting(what) { () throws(CaseOutcome) -> T in
+      while let pdu = await received.next() {
+        if let found = match(pdu) { return found }
+      }
+      throw .failed("the link closed while waiting for \(what)")
+    }
   }
 
   /// ATT_MTU - 3: the most a notification carries.
@@ -336,8 +391,11 @@ public final class NPSession: Sendable {
   // MARK: - Control Point
 
   /// Writes `bytes` to the Control Point with response; nil when accepted, else the error
-  /// code of the Error Response.
-  public func write(_ handles: ANCSHandles, _ bytes: [UInt8]) async throws(CaseOutcome) -> ATTErrorCode? {
+  /// code of the Error Response. Write Not Permitted fails the case (the phone does not
+  /// share with this accessory), unless `notSharedIsAnswer`.
+  public func write(_ handles: ANCSHandles, _ bytes: [UInt8], notSharedIsAnswer: Bool = false)
+    async throws(CaseOutcome) -> ATTErrorCode?
+  {
     guard let controlPoint = handles.controlPoint else { throw .failed("the ANCS service has no Control Point") }
     return try await log.awaiting("the answer to the Control Point write \(Hex.encode(bytes))") {
       () throws(CaseOutcome) -> ATTErrorCode? in
@@ -347,7 +405,7 @@ public final class NPSession: Sendable {
       } catch {
         // No ANCS command is answered Write Not Permitted: that is the phone refusing this
         // accessory, as an iPhone does until its user allows it (Protocol/iPhone.md).
-        if error.errorCode == .writeNotPermitted {
+        if error.errorCode == .writeNotPermitted && !notSharedIsAnswer {
           throw .failed(
             "the phone answered the Control Point write \(Hex.encode(bytes)) with Write Not Permitted (0x03): it "
               + "does not share its notifications with this accessory; allow it on the phone (an iPhone: Settings, "

@@ -70,6 +70,16 @@ public protocol PhoneStimulus: Sendable {
   func modify(uid: UInt32, message: String) async throws(StimulusError)
   /// Removes a notification (the phone then sends Removed).
   func remove(uid: UInt32) async throws(StimulusError)
+  /// Allows or revokes notification sharing for every accessory, as the user of a phone that
+  /// asks (iOS 13 and later) does.
+  func share(_ allowed: Bool) async throws(StimulusError)
+}
+
+extension PhoneStimulus {
+  /// A channel that cannot change sharing says so; the cases that need it are skipped.
+  public func share(_ allowed: Bool) async throws(StimulusError) {
+    throw StimulusError("this control channel cannot allow or revoke notification sharing")
+  }
 }
 
 /// A request/answer channel of text lines: sends one line, returns the phone's answer line.
@@ -86,7 +96,7 @@ public struct ClosureLineChannel: StimulusLineChannel {
 }
 
 /// The stimulus protocol of Protocol/conformance.md: the JSON line commands of
-/// `ancs phone --commands jsonl` (`post`, `modify`, `remove`), each answered by one JSON
+/// `ancs phone --commands jsonl` (`post`, `modify`, `remove`, `allow`, `revoke`), each answered by one JSON
 /// object with `"ok"` (and `"uid"` for post). Any phone that speaks it can be judged.
 public struct JSONLineStimulus: PhoneStimulus {
   public let channel: any StimulusLineChannel
@@ -109,6 +119,11 @@ public struct JSONLineStimulus: PhoneStimulus {
 
   public func remove(uid: UInt32) async throws(StimulusError) {
     _ = try await exchange(JSON.object([("cmd", .string("remove")), ("uid", .number(Double(uid)))]).description)
+  }
+
+  /// `{"cmd":"allow"}` or `{"cmd":"revoke"}`, for every accessory.
+  public func share(_ allowed: Bool) async throws(StimulusError) {
+    _ = try await exchange(JSON.object([("cmd", .string(allowed ? "allow" : "revoke"))]).description)
   }
 
   /// Sends `{"cmd":"list"}` and awaits the answer: a phone answers only once it listens,

@@ -1,7 +1,7 @@
 import Wire
 
 /// Fault switches: test-only flags, each breaking exactly one rule of Protocol/ANCS.md that an
-/// NP conformance case checks. They exist to prove the conformance suite can fail
+/// NP conformance case checks (or, for the IOS cases, one line of Protocol/iPhone.md). They exist to prove the conformance suite can fail
 /// (Protocol/conformance.md, "Fault switches"); they are not quirks, which reproduce
 /// documented iOS misbehaviours a watch must survive. All are off by default; each is a
 /// small branch in the phone's code marked `// FAULT <name>`.
@@ -83,6 +83,15 @@ public struct PhoneFaults: FaultSwitches, Hashable {
   // UID: identifiers
   /// A new notification reuses the UID of the last removed one.
   public static let reuseUID = PhoneFaults(rawValue: 1 << 30)
+  // IOS: what an iPhone does besides ANCS (Protocol/iPhone.md)
+  /// The phone never starts Exchange MTU.
+  public static let noMTUExchange = PhoneFaults(rawValue: 1 << 31)
+  /// The phone never reads the accessory's Device Name.
+  public static let noDeviceNameRead = PhoneFaults(rawValue: 1 << 32)
+  /// Battery Level is readable on an unpaired link.
+  public static let batteryUnprotected = PhoneFaults(rawValue: 1 << 33)
+  /// Revoking notification sharing changes nothing.
+  public static let sharingIgnored = PhoneFaults(rawValue: 1 << 34)
 
   public typealias Definition = FaultDefinition<PhoneFaults>
   public typealias UnknownFault = Wire.UnknownFault
@@ -173,5 +182,17 @@ public struct PhoneFaults: FaultSwitches, Hashable {
       rule: "Errors: after an error the phone sends nothing on the Data Source for that command"),
     Definition(
       name: "reuse-uid", fault: .reuseUID, rule: "What the phone also does: it never reuses a UID while it runs"),
+    Definition(
+      name: "no-mtu-exchange", fault: .noMTUExchange,
+      rule: "iPhone.md, Behaviour on the link: the phone starts Exchange MTU right after connecting"),
+    Definition(
+      name: "no-device-name-read", fault: .noDeviceNameRead,
+      rule: "iPhone.md, Behaviour on the link: the phone reads the accessory's Device Name"),
+    Definition(
+      name: "battery-unprotected", fault: .batteryUnprotected,
+      rule: "iPhone.md, Security: Battery Level on an unpaired link answers Insufficient Authentication"),
+    Definition(
+      name: "sharing-ignored", fault: .sharingIgnored,
+      rule: "iPhone.md, Behaviour on the link: Write Not Permitted while sharing is not allowed"),
   ]
 }

@@ -53,6 +53,8 @@ public final class Phone: Sendable {
     var asked = false
     /// The accessory's GAP Device Name, once read.
     var name: String?
+    /// Quirk silent-source: Notification Source sends nothing until its CCCD is written again.
+    var silent = false
   }
 
   struct State {
@@ -71,6 +73,9 @@ public final class Phone: Sendable {
     /// The policy for watches still to come: the settings', until `allow` or `revoke` for
     /// every watch changes it.
     var sharingPolicy = SharingPolicy.allow
+    /// Quirk call-new-uid: the UID a call had before it was given a new one, to the new one,
+    /// so the console and scenarios can still name it by the UID they were told.
+    var renamedUIDs: [UInt32: UInt32] = [:]
   }
 
   public let server: GATTServer
@@ -117,7 +122,9 @@ public final class Phone: Sendable {
       uuid: Self.batteryService,
       characteristics: [
         CharacteristicDefinition(
-          uuid: 0x2A19, properties: [.read, .notify], security: iPhone ? .encrypted : .unencrypted,
+          // FAULT battery-unprotected: breaks "Battery Level refused on an unpaired link".
+          uuid: 0x2A19, properties: [.read, .notify],
+          security: iPhone && !faults.contains(.batteryUnprotected) ? .encrypted : .unencrypted,
           refusal: iPhone ? .insufficientAuthentication : nil,
           read: { [unowned self] _ in [state.withLock { $0.battery }] })
       ])
@@ -217,7 +224,8 @@ public final class Phone: Sendable {
   /// starts Exchange MTU, then reads the accessory's Device Name.
   private func greet(_ connection: ATTConnection, session id: Int) async {
     do {
-      try await connection.exchangeMTU()
+      // FAULT no-mtu-exchange: breaks "the phone starts Exchange MTU".
+      if !faults.contains(.noMTUExchange) { try await connection.exchangeMTU() }
     } catch {
       // The link went, or the accessory never answered (ATT then closes the link).
       logger.info("session \(id): Exchange MTU failed: \(error)")
@@ -225,6 +233,8 @@ public final class Phone: Sendable {
     }
     var name: String?
     var problem: String?
+    // FAULT no-device-name-read: breaks "the phone reads the accessory's Device Name".
+    if faults.contains(.noDeviceNameRead) { return }
     do {
       let found = try await GATTClient(connection: connection).read(type: 0x2A00)
       if let value = found.first?.value {
@@ -281,7 +291,7 @@ public final class Phone: Sendable {
   @discardableResult
   public func modify(_ uid: UInt32, _ change: @Sendable (inout PhoneNotification) -> Void) async -> PhoneNotification? {
     let result = state.withLock { state -> (PhoneNotification, NotificationSourceEvent, [GATTSession])? in
-      guard let changed = state.center.modify(uid, change) else { return nil }
+      guard let changed = state.center.modify(state.renamedUIDs[uid] ?? uid, change) else { return nil }
       return (changed, state.center.event(.modified, for: changed), Self.recipients(state))
     }
     guard let (changed, event, recipients) = result else { return nil }
@@ -293,7 +303,7 @@ public final class Phone: Sendable {
   @discardableResult
   public func remove(_ uid: UInt32) async -> Bool {
     let result = state.withLock { state -> (NotificationSourceEvent, [GATTSession])? in
-      guard let removed = state.center.remove(uid) else { return nil }
+      guard let removed = state.center.remove(state.renamedUIDs[uid] ?? uid) else { return nil }
       return (state.center.event(.removed, for: removed), Self.recipients(state))
     }
     guard let (event, recipients) = result else { return false }
@@ -343,12 +353,14 @@ public final class Phone: Sendable {
     guard let handles = ancsHandles else { return }
     let bytes = quirked(faulted(event)).encoded()
     for gatt in recipients where gatt.cccd(for: handles.source).contains(.notifications) {
-      let held = state.withLock { state -> Bool in
-        guard state.sessions[ObjectIdentifier(gatt)]?.backlog != nil else { return false }
+      let (held, silent) = state.withLock { state -> (Bool, Bool) in
+        guard let session = state.sessions[ObjectIdentifier(gatt)] else { return (false, false) }
+        if session.silent { return (false, true) }
+        guard session.backlog != nil else { return (false, false) }
         state.sessions[ObjectIdentifier(gatt)]?.backlog?.append(bytes)
-        return true
+        return (true, false)
       }
-      if !held { await send(bytes, to: gatt, source: handles.source) }
+      if !held && !silent { await send(bytes, to: gatt, source: handles.source) }
     }
   }
 
@@ -395,15 +407,22 @@ public final class Phone: Sendable {
     }
   }
 
-  /// Counts a Data Source answer; the quirk drop-subscriptions acts on the N-th.
+  /// Counts a Data Source answer; the quirks drop-subscriptions, revoke-sharing and
+  /// silent-source act on the N-th.
   func answered(_ gatt: GATTSession) async {
-    let (drop, revoke, id) = state.withLock { state -> (Bool, Bool, Int) in
-      guard var session = state.sessions[ObjectIdentifier(gatt)] else { return (false, false, 0) }
+    let (drop, revoke, silence, id) = state.withLock { state -> (Bool, Bool, Bool, Int) in
+      guard var session = state.sessions[ObjectIdentifier(gatt)] else { return (false, false, false, 0) }
       session.answers += 1
+      let silence = quirks.silentSourceAfter == session.answers
+      if silence { session.silent = true }
       state.sessions[ObjectIdentifier(gatt)] = session
       return (
-        quirks.dropSubscriptionsAfter == session.answers, quirks.revokeSharingAfter == session.answers, session.id
+        quirks.dropSubscriptionsAfter == session.answers, quirks.revokeSharingAfter == session.answers, silence,
+        session.id
       )
+    }
+    if silence {
+      emit(.quirk("silent-source: watch \(id)'s Notification Source went silent; its CCCD still reads enabled"))
     }
     if drop {
       gatt.clearSubscriptions()
@@ -419,6 +438,13 @@ public final class Phone: Sendable {
 
   private func notificationSourceConfigured(_ gatt: GATTSession, _ value: CCCDValue) async {
     let key = ObjectIdentifier(gatt)
+    // Writing the CCCD again is what brings a silent Notification Source back (quirk
+    // silent-source; coredevices/PebbleOS#1348).
+    let revived = state.withLock { state -> Bool in
+      defer { state.sessions[key]?.silent = false }
+      return state.sessions[key]?.silent ?? false
+    }
+    if revived { emit(.quirk("silent-source: the Notification Source CCCD was written again; events resume")) }
     guard value.contains(.notifications) else {
       let (ended, id) = state.withLock { state -> (Bool, Int) in
         let ended = state.sessions[key]?.started ?? false
@@ -450,7 +476,10 @@ public final class Phone: Sendable {
   /// a change is either in the report or announced after it, never both, never before it.
   func startSession(_ gatt: GATTSession) async {
     let key = ObjectIdentifier(gatt)
-    let (id, events) = state.withLock { state -> (Int, [NotificationSourceEvent]) in
+    let (id, events, renamed) = state.withLock {
+      state -> (Int, [NotificationSourceEvent], [(removed: NotificationSourceEvent, added: NotificationSourceEvent)])
+      in
+      let renamed = quirks.callNewUID ? Self.renameCalls(&state) : []
       state.sessions[key]?.started = true
       state.sessions[key]?.waitingForSharing = false
       state.sessions[key]?.backlog = []
@@ -458,7 +487,18 @@ public final class Phone: Sendable {
       // with the PreExisting flag".
       let flag: EventFlags = faults.contains(.noPreExistingFlag) ? [] : .preExisting
       let events = state.center.notifications.map { state.center.event(.added, for: $0, extraFlags: flag) }
-      return (state.sessions[key]?.id ?? 0, events)
+      return (state.sessions[key]?.id ?? 0, events, renamed)
+    }
+    if !renamed.isEmpty {
+      let others = state.withLock { Self.recipients($0) }.filter { $0 !== gatt }
+      for (removed, added) in renamed {
+        emit(
+          .quirk(
+            "call-new-uid: the ongoing call UID \(removed.notificationUID) is now UID \(added.notificationUID)"))
+        // Other watches, whose sessions go on, see the old UID go and the new one come.
+        await broadcast(removed, to: others)
+        await broadcast(added, to: others)
+      }
     }
     emit(.sessionStarted(session: id, preExisting: events.count))
     let source = ancsHandles?.source
@@ -472,6 +512,23 @@ public final class Phone: Sendable {
       }
       if pending.isEmpty { return }
     }
+  }
+
+  /// Quirk call-new-uid: every incoming call is posted again under a new UID (as iOS does
+  /// when an accessory subscribes again during a call, coredevices/PebbleOS commit
+  /// 25cb2ee4a); returns, for each, the events that tell a running session.
+  static func renameCalls(_ state: inout State) -> [(removed: NotificationSourceEvent, added: NotificationSourceEvent)]
+  {
+    var renamed: [(removed: NotificationSourceEvent, added: NotificationSourceEvent)] = []
+    for call in state.center.notifications where call.category == .incomingCall {
+      guard let old = state.center.remove(call.uid) else { continue }
+      let removed = state.center.event(.removed, for: old)
+      let new = state.center.post(old)
+      for (from, to) in state.renamedUIDs where to == old.uid { state.renamedUIDs[from] = new.uid }
+      state.renamedUIDs[old.uid] = new.uid
+      renamed.append((removed, state.center.event(.added, for: new)))
+    }
+    return renamed
   }
 
   /// The index-th notification of the flood quirk: a mail of realistic size (a 50-byte

@@ -38,6 +38,13 @@ public struct Quirks: Hashable, Sendable {
   /// After N Data Source answers in a session the user revokes notification sharing for
   /// that watch, the link staying up.
   public var revokeSharingAfter: Int?
+  /// After N Data Source answers on a connection the Notification Source goes silent: no
+  /// event is sent, its CCCD still reads enabled and the Control Point still answers, until
+  /// the accessory writes the CCCD again.
+  public var silentSourceAfter: Int?
+  /// At every session start an ongoing incoming call is reported under a new UID (its old
+  /// one gone without a Removed event).
+  public var callNewUID = false
 
   public init() {}
 
@@ -114,6 +121,15 @@ public struct Quirks: Hashable, Sendable {
       name: "revoke-sharing", summary: "the user revokes sharing after N Data Source answers (link stays up)",
       defaultCount: 3
     ) { q, n in q.revokeSharingAfter = n },
+    Definition(
+      name: "silent-source",
+      summary: "Notification Source silent after N Data Source answers, its CCCD still enabled",
+      defaultCount: 3
+    ) { q, n in q.silentSourceAfter = n },
+    Definition(
+      name: "call-new-uid", summary: "an ongoing call comes back under a new UID when the accessory subscribes again",
+      defaultCount: nil
+    ) { q, _ in q.callNewUID = true },
   ]
 
   /// Why a quirk name was refused.
@@ -132,10 +148,10 @@ public struct Quirks: Hashable, Sendable {
     if parts.count == 2 {
       let limit = definition.defaultCount != nil ? 100_000 : 255
       guard definition.valueName != nil, let n = Int(parts[1]), n >= 0, n <= limit else {
+        let counted = Self.catalog.filter { $0.defaultCount != nil }.map(\.name)
         throw UnknownQuirk(
-          text: text
-            + " (drop-subscriptions, flood, service-changed, lose-answer and revoke-sharing take =N, 0-100000; "
-            + "omit-tuple =ID, 0-255)")
+          text: text + " (" + counted.dropLast().joined(separator: ", ") + " and " + (counted.last ?? "")
+            + " take =N, 0-100000; omit-tuple =ID, 0-255)")
       }
       count = n
     }

@@ -46,7 +46,9 @@ extension Phone {
   /// Sets sharing and remembers it by the accessory's name; returns (session, GATT session,
   /// subscribed while blocked) for each one changed.
   private func setSharing(_ id: Int?, to allowed: Bool) -> [(Int, GATTSession, Bool)] {
-    state.withLock { state in
+    // FAULT sharing-ignored: breaks "Write Not Permitted while sharing is not allowed".
+    if !allowed && faults.contains(.sharingIgnored) { return [] }
+    return state.withLock { state in
       if id == nil { state.sharingPolicy = allowed ? .allow : .deny }
       var changed: [(Int, GATTSession, Bool)] = []
       for (key, var session) in state.sessions where (id == nil || session.id == id) && session.shared != allowed {

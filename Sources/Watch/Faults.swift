@@ -58,6 +58,14 @@ public struct WatchFaults: FaultSwitches, Hashable {
   public static let noLivenessProbe = WatchFaults(rawValue: 1 << 22)
   /// Never checks an incoming call again.
   public static let noCallRecheck = WatchFaults(rawValue: 1 << 23)
+  /// Never writes its CCCDs again while the phone, silent, still reads subscribed.
+  public static let noSilenceResubscribe = WatchFaults(rawValue: 1 << 24)
+  /// Queues a call reported PreExisting behind the other pre-existing notifications.
+  public static let preexistingCallQueued = WatchFaults(rawValue: 1 << 25)
+  /// Takes Write Not Permitted as a command's plain refusal: never asks again.
+  public static let ignoreNotShared = WatchFaults(rawValue: 1 << 26)
+  /// Ignores a Notification Source event with a reserved EventFlags bit set.
+  public static let reservedFlagsRejected = WatchFaults(rawValue: 1 << 27)
 
   public typealias Definition = FaultDefinition<WatchFaults>
 
@@ -129,5 +137,17 @@ public struct WatchFaults: FaultSwitches, Hashable {
     Definition(
       name: "no-call-recheck", fault: .noCallRecheck,
       rule: "ANCS.md, What an accessory must do: a call whose Removed never came does not ring forever"),
+    Definition(
+      name: "no-silence-resubscribe", fault: .noSilenceResubscribe,
+      rule: "ANCS.md, What an accessory must do: write the CCCDs again after a long Notification Source silence"),
+    Definition(
+      name: "preexisting-call-queued", fault: .preexistingCallQueued,
+      rule: "ANCS.md, What an accessory must do: a ringing call is fetched first, PreExisting or not"),
+    Definition(
+      name: "ignore-not-shared", fault: .ignoreNotShared,
+      rule: "ANCS.md, What an accessory must do: Write Not Permitted means not shared; ask again until it is"),
+    Definition(
+      name: "reserved-flags-rejected", fault: .reservedFlagsRejected,
+      rule: "ANCS.md, What an accessory must do: reserved EventFlags bits are ignored, not the event"),
   ]
 }

@@ -385,15 +385,16 @@ public final class WatchEngine: Sendable {
     hub.yield(event)
   }
 
-  /// One `.tick` a second on the engine clock (command timeouts, liveness, call and sharing checks), or
-  /// more often when one of those intervals is under two seconds, so each fires within half
-  /// its length of being due.
+  /// One `.tick` a second on the engine clock (command timeouts, liveness, call and sharing
+  /// checks, the rewrite after silence), or more often when one of those intervals is under
+  /// two seconds, so each fires within half its length of being due.
   private func ticker() async {
     let period = max(
       .milliseconds(10),
       min(
         .seconds(1), options.commandTimeout / 2, options.livenessInterval / 2, options.callRecheckInterval / 2,
-        options.sharingCheckDelay / 2, options.sharingRecheckInterval / 2))
+        options.sharingCheckDelay / 2, options.sharingRecheckInterval / 2,
+        (options.resubscribeAfterSilence ?? .seconds(1)) / 2))
     while !stopped {
       do { try await clock.sleep(until: clock.now + period) } catch { return }
       feed(.tick)

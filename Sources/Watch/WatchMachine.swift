@@ -73,7 +73,29 @@ public struct WatchMachine: Sendable {
     var reassembler: DataSourceReassembler
   }
 
+  /// Decisions that the fault switches change, computed once from the options, so that the
+  /// rules below read the same with or without faults.
+  struct Policy: Sendable {
+    /// `resubscribeAfterSilence`; nil with FAULT no-silence-resubscribe.
+    var silenceLimit: Duration?
+    /// A ringing call is fetched first, PreExisting or not (false: FAULT preexisting-call-queued).
+    var callsFirst: Bool
+    /// Write Not Permitted means "not shared" (false: FAULT ignore-not-shared).
+    var recognisesNotShared: Bool
+    /// An event with reserved EventFlags bits is taken (false: FAULT reserved-flags-rejected).
+    var takesReservedFlags: Bool
+
+    init(_ options: WatchOptions) {
+      let faults = options.faults
+      silenceLimit = faults.contains(.noSilenceResubscribe) ? nil : options.resubscribeAfterSilence
+      callsFirst = !faults.contains(.preexistingCallQueued)
+      recognisesNotShared = !faults.contains(.ignoreNotShared)
+      takesReservedFlags = !faults.contains(.reservedFlagsRejected)
+    }
+  }
+
   public let options: WatchOptions
+  let policy: Policy
   public private(set) var state = WatchState()
   var now: Duration = .zero
   var mtu = 23
@@ -93,6 +115,8 @@ public struct WatchMachine: Sendable {
   var awaitingApp: Set<UInt32> = []
   var announced: Set<UInt32> = []
   var lastHeard: Duration = .zero
+  /// The last Notification Source event (or the session's start).
+  var lastEvent: Duration = .zero
   var probing = false
   var lastCallCheck: [UInt32: Duration] = [:]
   /// Apps named by their identifier because their name could not be had this session.
@@ -107,6 +131,7 @@ public struct WatchMachine: Sendable {
 
   public init(options: WatchOptions = WatchOptions()) {
     self.options = options
+    self.policy = Policy(options)
   }
 
   /// Handles one input at time `now` (the engine clock).
@@ -120,6 +145,7 @@ public struct WatchMachine: Sendable {
       startSession(&out)
     case .notificationSource(let bytes):
       lastHeard = now
+      lastEvent = now
       // Events come only from a phone that shares its notifications.
       sharingCheckAt = nil
       if sharedAgain(&out) { return out }
@@ -191,6 +217,7 @@ public struct WatchMachine: Sendable {
     probing = false
     sessionStart = now
     lastHeard = now
+    lastEvent = now
     sharingCheckAt = now + options.sharingCheckDelay
     sharingLostMidSession = false
   }
@@ -251,6 +278,11 @@ public struct WatchMachine: Sendable {
       return
     }
     let uid = event.notificationUID
+    // Bits 5-7 are reserved; iPhones set bit 5 on MMS. The event stands without them.
+    if !policy.takesReservedFlags && event.eventFlags.rawValue & 0xE0 != 0 {
+      out.append(.emit(.error("Notification Source: reserved EventFlags bits in the event for UID \(uid); ignored")))
+      return
+    }
     switch event.eventID {
     case .added, .modified:
       // FAULT preexisting-always-listed: breaks "PreExisting honoured only at session start".
@@ -266,14 +298,17 @@ public struct WatchMachine: Sendable {
       }
       var notification = WatchNotification(
         uid: uid, category: event.categoryID, flags: event.eventFlags, receivedAt: now)
-      if preExisting, alwaysListed || options.preExisting == .listOnly {
+      // A call reported PreExisting is still ringing (iOS gives it a new UID when the watch
+      // subscribes again): it is fetched first, whatever the policy for old notifications.
+      let ringing = event.categoryID == .incomingCall && policy.callsFirst
+      if preExisting, !ringing, alwaysListed || options.preExisting == .listOnly {
         notification.fetched = false
         append(notification)
         announce(uid, &out)
         return
       }
       append(notification)
-      enqueue(uid, urgent: !preExisting)
+      enqueue(uid, urgent: !preExisting || ringing)
       // FAULT flood-fatal: breaks "a burst of PreExisting events must not stall the accessory".
       if faults.contains(.floodFatal) && urgent.count + background.count > 100 {
         out.append(.disconnect("more than 100 notifications to fetch"))
@@ -428,7 +463,7 @@ public struct WatchMachine: Sendable {
   private mutating func written(_ code: UInt8?, _ out: inout [Action]) {
     guard inFlight != nil else { return }
     // Write Not Permitted, whatever the command: the phone does not share its notifications.
-    if code == 0x03 {
+    if code == 0x03 && policy.recognisesNotShared {
       notShared(&out)
       return
     }
@@ -738,6 +773,17 @@ public struct WatchMachine: Sendable {
     {
       probing = true
       out.append(.probe)
+    }
+    // "After ANCS_NO_NS_TIMEOUT_HOURS [...] we force a CCCD re-subscribe to nudge iOS into
+    // pushing again" (coredevices/PebbleOS#1348): a phone may answer the Control Point and
+    // read subscribed while its Notification Source has gone silent. Never with a command in
+    // flight, nor while the phone does not share (it sends nothing then anyway).
+    if let limit = policy.silenceLimit, inFlight == nil, !probing, state.sharingAllowed != false,
+      now - lastEvent >= limit
+    {
+      lastEvent = now
+      out.append(.emit(.error("no Notification Source event for \(limit); writing the subscriptions again")))
+      out.append(.resubscribe)
     }
     // FAULT no-call-recheck: breaks "an incoming call whose Removed never came is checked again".
     for notification in state.notifications

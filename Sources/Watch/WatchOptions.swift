@@ -35,6 +35,11 @@ public struct WatchOptions: Sendable {
   public var preExistingWindow: Duration = .seconds(3)
   /// After this long without a word from the phone, check that the subscriptions still hold.
   public var livenessInterval: Duration = .seconds(30)
+  /// After this long without a Notification Source event the watch writes its CCCDs again: a
+  /// phone can keep answering the Control Point, its CCCD still reading enabled, while its
+  /// Notification Source has gone silent, and only a CCCD write revives it
+  /// (coredevices/PebbleOS#1348, which chose 6 hours). nil: never.
+  public var resubscribeAfterSilence: Duration? = .seconds(6 * 3600)
   /// Incoming calls are re-checked this often, so a lost Removed event cannot leave a call
   /// ringing forever.
   public var callRecheckInterval: Duration = .seconds(20)

@@ -32,9 +32,12 @@ enum ConformCommand {
     `ancs watch --headless`) are read: from FILE or standard input with --observe, or from
     COMMAND's standard output with --spawn, which also drives the wearer (`positive UID`,
     `negative UID` on COMMAND's standard input). Without them those cases are SKIP.
-    Three cases wait on the accessory's own timers (its liveness check, its re-check of a
-    ringing call, its wait for an unanswered command): state them with --liveness,
-    --call-recheck and --command-timeout, and each of those cases gets that much longer.
+    Five cases wait on the accessory's own timers (its liveness check, its re-check of a
+    ringing call, its wait for an unanswered command, its rewrite of the subscriptions
+    after a silence, its re-check of a phone that does not share): state them with
+    --liveness, --call-recheck, --command-timeout, --resubscribe-after and
+    --sharing-recheck, and each of those cases gets that much longer. The case that waits
+    for the rewrite is skipped unless --resubscribe-after is given.
 
     Over the air (--bluetooth TRANSPORT, as for ancs phone and ancs watch): judging a phone,
     the harness is a peripheral that advertises the ANCS solicitation and takes the phone's
@@ -60,6 +63,10 @@ enum ConformCommand {
                           (default 30, as ancs watch)
       --call-recheck S    (accessory) how often it checks a ringing call (default 20)
       --command-timeout S (accessory) its wait for a command's answer (default 10)
+      --resubscribe-after S  (accessory) its silence before it writes its subscriptions
+                          again (no default: ancs watch's is 6 hours)
+      --sharing-recheck S (accessory) how often it asks again while the phone does not
+                          share (default 10, as ancs watch)
       --wait-for-accessory S  (accessory) how long the first connection may take
                           (default --timeout); none by then ends the run with exit 2
       --wait-for-phone S  (phone) how long to keep trying the first connection (default
@@ -84,8 +91,9 @@ enum ConformCommand {
       ancs conform phone --connect unix:/tmp/phone.sock \\
         --spawn "ancs phone --listen unix:/tmp/phone.sock --commands jsonl" --junit report.xml
       ancs conform accessory --listen unix:/tmp/h.sock --command-timeout 1 --liveness 2 \\
-        --call-recheck 2 --spawn "ancs watch --connect unix:/tmp/h.sock --headless \\
-        --command-timeout 1 --liveness 2 --call-recheck 2"
+        --call-recheck 2 --resubscribe-after 3 --sharing-recheck 1 \\
+        --spawn "ancs watch --connect unix:/tmp/h.sock --headless --command-timeout 1 \\
+        --liveness 2 --call-recheck 2 --resubscribe-after 3 --sharing-recheck 1"
       ancs watch --connect unix:/tmp/h.sock --headless | \\
         ancs conform accessory --listen unix:/tmp/h.sock --observe -
       ancs conform accessory --bluetooth hci-user:0 --peer C0:11:22:33:44:55
@@ -148,7 +156,7 @@ enum ConformCommand {
     var timers = AccessoryTimers()
     var timersGiven: [String] = []
     for timer in AccessoryTimer.allCases {
-      if let seconds = try args.seconds(timer.option, in: 0.01...3600) {
+      if let seconds = try args.seconds(timer.option, in: 0.01...86_400) {
         timers[timer] = .milliseconds(Int64(seconds * 1000))
         timersGiven.append(timer.option)
       }

@@ -35,6 +35,12 @@ enum WatchCommand {
                               the subscriptions (default 30)
       --call-recheck S        seconds between checks that a ringing call still exists
                               (default 20)
+      --resubscribe-after S   seconds without a Notification Source event after which
+                              the watch writes its subscriptions again, since a phone
+                              can fall silent while it still reads subscribed (default
+                              21600, 6 hours)
+      --sharing-recheck S     seconds between checks whether a phone that does not share
+                              its notifications now does (default 10)
       --no-reconnect          exit when the link drops instead of reconnecting
       --reconnect-delay S     first wait before reconnecting, doubled per failed
                               attempt up to 30 s (default 0.5)
@@ -86,6 +92,12 @@ enum WatchCommand {
     }
     if let seconds = try args.seconds("--call-recheck", in: 0.1...3600) {
       options.callRecheckInterval = .milliseconds(Int64(seconds * 1000))
+    }
+    if let seconds = try args.seconds("--resubscribe-after", in: 0.1...604_800) {
+      options.resubscribeAfterSilence = .milliseconds(Int64(seconds * 1000))
+    }
+    if let seconds = try args.seconds("--sharing-recheck", in: 0.1...3600) {
+      options.sharingRecheckInterval = .milliseconds(Int64(seconds * 1000))
     }
     for name in args.values("--fault") {
       do { try options.faults.enable(name) } catch { throw UsageError("\(error)") }

@@ -20,6 +20,12 @@ func ownWatch(_ configure: (inout WatchOptions) -> Void = { _ in }) -> (WatchEng
   // Check a silent phone's subscriptions and a ringing call soon (DISC/BV-05, NS/BV-06).
   options.livenessInterval = scaled(.milliseconds(200))
   options.callRecheckInterval = scaled(.milliseconds(200))
+  // Write the subscriptions again after 8 s without an event (DISC/BV-06): longer than any
+  // other case stays quiet, and than the fault sweep's 6 s per case, so that remedy never
+  // rescues a case that checks another (a dropped subscription, a lost Removed). Ask again
+  // 0.3 s after the phone said it does not share (CP/BV-04).
+  options.resubscribeAfterSilence = scaled(.seconds(8))
+  options.sharingRecheckInterval = scaled(.milliseconds(300))
   options.titleMaximum = 64
   configure(&options)
   let connections = Inbox<any ATTBearer>()
@@ -38,6 +44,8 @@ func ownWatch(_ configure: (inout WatchOptions) -> Void = { _ in }) -> (WatchEng
   timers.liveness = options.livenessInterval
   timers.callRecheck = options.callRecheckInterval
   timers.commandTimeout = options.commandTimeout
+  timers.resubscribe = options.resubscribeAfterSilence
+  timers.sharingRecheck = options.sharingRecheckInterval
   let accessory = AccessoryUnderTest(
     accept: {
       guard let bearer = await connections.next() else { throw StimulusError("the watch stopped connecting") }
@@ -71,7 +79,8 @@ struct EngineWearer: WearerStimulus {
 struct AccessoryBinaryTests {
   /// The watch's timers, stated to the harness with the same options.
   static let timers =
-    "--command-timeout \(scaledSeconds(0.3)) --liveness \(scaledSeconds(0.2)) --call-recheck \(scaledSeconds(0.2))"
+    "--command-timeout \(scaledSeconds(0.3)) --liveness \(scaledSeconds(0.2)) --call-recheck \(scaledSeconds(0.2)) "
+    + "--resubscribe-after \(scaledSeconds(8)) --sharing-recheck \(scaledSeconds(0.3))"
   static let watch = "ancs watch --headless \(timers) --title-max 64 --reconnect-delay 0.01"
 
   /// `--spawn`: the harness starts the watch, observes its output and is its wearer.

@@ -225,6 +225,65 @@ extension Rig {
     await rig.stop()
   }
 
+  /// Issue #14 (5): the Notification Source goes silent while its CCCD still reads enabled
+  /// and the Control Point still answers (coredevices/PebbleOS#1348). The liveness check
+  /// finds nothing wrong; after 6 hours without an event the watch writes its CCCDs again,
+  /// which brings the phone back, and it catches up.
+  @Test func aSilentNotificationSourceIsRevivedByARewrite() async throws {
+    // Answers 1-3: "one", Chat's name, "two"; then silence.
+    let (phone, rig, clock) = try await Self.manualRig(quirk: "silent-source=3")
+    var phoneEvents = phone.events().makeAsyncIterator()
+    await phone.post(chat("one"))
+    await phone.post(chat("two"))
+    try await rig.synced()
+    await Self.until(&phoneEvents) { if case .quirk(let text) = $0 { text.hasPrefix("silent-source") } else { false } }
+    await phone.post(chat("unseen"))
+    #expect(rig.watch.state.notifications.count == 2)
+    // Past the six hours, a second at a time: each move is one tick of the watch.
+    clock.advance(by: .seconds(6 * 3600 - 5))
+    let advancing = Task {
+      while !Task.isCancelled {
+        clock.advance(by: .seconds(1))
+        await Task.yield()
+      }
+    }
+    try await rig.until("the rewrite") { event in
+      if case .error(let message) = event { return message.contains("writing the subscriptions again") }
+      return false
+    }
+    advancing.cancel()
+    try await rig.synced()
+    #expect(rig.watch.state.notifications.map(\.title).sorted() == ["one", "two", "unseen"])
+    #expect(rig.disconnects == 0, "revived on the same link")
+    await rig.stop()
+  }
+
+  /// Issue #14 (5): a call that rings when the watch subscribes comes PreExisting under a new
+  /// UID (coredevices/PebbleOS commit 25cb2ee4a). A watch that only lists old notifications
+  /// still fetches it, and its answer reaches the phone under the new UID.
+  @Test func aCallUnderANewUIDIsFetchedAndAnswered() async throws {
+    var q = Quirks()
+    try q.enable("call-new-uid")
+    let phone = try Phone(quirks: q, wallClock: FixedWallClock(seconds: 1_796_040_000))
+    phone.register(app: "com.example.chat", name: "Chat")
+    await phone.post(chat("old mail"))
+    let ringing = await phone.post(
+      PhoneNotification(
+        appIdentifier: "com.apple.mobilephone", category: .incomingCall, title: "Bob", positiveAction: "Answer",
+        negativeAction: "Decline"))
+    var options = WatchOptions()
+    options.preExisting = .listOnly
+    let rig = Rig(phone: phone, options: options)
+    var phoneEvents = phone.events().makeAsyncIterator()
+    let call = try await rig.added("Bob")
+    #expect(call.uid != ringing.uid, "the call came back under a new UID")
+    #expect(phone.notifications.contains { $0.uid == call.uid && $0.title == "Bob" })
+    #expect(rig.watch.state.notifications.first { $0.title.isEmpty }?.fetched == false, "the old mail is listed")
+    rig.watch.perform(.positive, on: call.uid)
+    await Self.until(&phoneEvents) { if case .action(_, let uid, _, _, _) = $0 { uid == call.uid } else { false } }
+    await rig.stop()
+  }
+
   /// A lost Removed event must not leave a call ringing: the watch re-checks calls.
   @Test func lostRemovalOfACallIsNoticed() async throws {
     let clock = ManualClock()

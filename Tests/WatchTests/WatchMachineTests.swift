@@ -464,6 +464,43 @@ private struct Harness {
   }
 }
 
+// MARK: - A call reported PreExisting (issue #14, 5)
+
+@Suite struct WatchMachinePreExistingCallTests {
+  /// An ongoing call comes back PreExisting, under a new UID, when the watch subscribes again
+  /// (coredevices/PebbleOS commit 25cb2ee4a): it is still ringing, so it is fetched first,
+  /// and even when old notifications are only listed.
+  @Test(arguments: [PreExistingPolicy.fetchAll, .listOnly, .fetchNewest(0)])
+  func aPreExistingCallIsFetchedFirst(policy: PreExistingPolicy) {
+    var h = Harness { $0.preExisting = policy }
+    let mail1 = Note(uid: 1, flags: [.preExisting], title: "mail 1")
+    let mail2 = Note(uid: 2, flags: [.preExisting], title: "mail 2")
+    var call = Note.call(9, from: "Bob")
+    call.flags.insert(.preExisting)
+    h.phone.add(mail1, mail2, call)
+    #expect(h.feed(.sessionStarted(mtu: 185)) == [])
+    let listed = policy == .fetchAll ? [] : [added(mail1.unfetched()), added(mail2.unfetched())]
+    #expect(h.feed([mail1.event(), mail2.event(), call.event()]) == listed)
+    let first = h.run(.link(.connected("phone")))
+    #expect(first.prefix(2) == [connected, fetch(9, call.flags)], "\(first)")
+    let shown = h.state.notifications.first { $0.uid == 9 }
+    #expect(shown?.fetched == true && shown?.title == "Bob")
+  }
+
+  /// FAULT preexisting-call-queued: the call waits behind the old mails (and is not fetched
+  /// at all when they are only listed).
+  @Test func theFaultQueuesTheCallBehind() throws {
+    var h = Harness { $0.faults = [.preexistingCallQueued] }
+    let mail1 = Note(uid: 1, flags: [.preExisting], title: "mail 1")
+    var call = Note.call(9, from: "Bob")
+    call.flags.insert(.preExisting)
+    h.phone.add(mail1, call)
+    _ = h.feed(.sessionStarted(mtu: 185))
+    _ = h.feed([mail1.event(), call.event()])
+    #expect(h.run(.link(.connected("phone"))).prefix(2) == [connected, fetch(1)])
+  }
+}
+
 // MARK: - Removal
 
 @Suite struct WatchMachineRemovalTests {
@@ -1101,6 +1138,50 @@ private struct Harness {
     h.phone.add(again)
     #expect(h.run(again.event()) == [fetch(1), added(again.shown(at: seconds(32)))])
     #expect(h.feed(.tick, at: seconds(61.999)) == [])
+  }
+
+  /// coredevices/PebbleOS#1348: a phone can answer the Control Point and read subscribed
+  /// while its Notification Source has gone silent. After `resubscribeAfterSilence` without
+  /// an event the watch writes the CCCDs again, once per silence; any event puts it off.
+  @Test func aLongSilenceRewritesTheSubscriptions() {
+    var h = Harness {
+      $0.livenessInterval = .seconds(100_000)
+      $0.sharingCheckDelay = .seconds(100_000)
+      $0.resubscribeAfterSilence = .seconds(600)
+    }
+    _ = h.connect()
+    #expect(h.feed(Note.chat(99, "").event(.removed), at: seconds(100)) == [])
+    #expect(h.feed(.tick, at: seconds(699.999)) == [])
+    #expect(h.feed(.tick, at: seconds(700)) == [.error, .resubscribe])
+    #expect(h.errors.last == "no Notification Source event for 600.0 seconds; writing the subscriptions again")
+    #expect(h.feed(.tick, at: seconds(701)) == [])
+    // The engine writes the CCCDs again: a new session, whose silence counts from its start.
+    #expect(h.feed(.sessionStarted(mtu: 23), at: seconds(702)) == [])
+    #expect(h.feed(.tick, at: seconds(1301.999)) == [])
+    #expect(h.feed(.tick, at: seconds(1302)) == [.error, .resubscribe])
+  }
+
+  /// Not while the phone says it does not share (it sends nothing then), and never with the
+  /// fault no-silence-resubscribe.
+  @Test func noRewriteWhileNotSharedNorWithTheFault() {
+    var h = Harness {
+      $0.livenessInterval = .seconds(100_000)
+      $0.resubscribeAfterSilence = .seconds(600)
+    }
+    _ = h.connect()
+    #expect(h.feed(.tick, at: seconds(2)) == [WatchMachineSharingTests.sharingCheck])
+    #expect(h.feed(.written(0x03)) == [.emit(.sharing(allowed: false))])
+    for minute in 1...20 {
+      #expect(!h.feed(.tick, at: seconds(Double(minute * 60))).contains(.resubscribe))
+    }
+    var faulty = Harness {
+      $0.livenessInterval = .seconds(100_000)
+      $0.sharingCheckDelay = .seconds(100_000)
+      $0.resubscribeAfterSilence = .seconds(600)
+      $0.faults = [.noSilenceResubscribe]
+    }
+    _ = faulty.connect()
+    #expect(faulty.feed(.tick, at: seconds(86_400)) == [])
   }
 
   @Test func trafficPostponesTheProbe() {
