@@ -26,6 +26,8 @@ public struct IOSProfile: Hashable, Sendable {
   public var modelNumber: String
   /// Whether the user is asked before an accessory receives notifications (iOS 13 and later).
   public var asksToShare: Bool
+  /// The Accessory Design Guidelines' rules for an accessory's connection parameter request.
+  public var connectionRules: ConnectionParameterRules
   /// Quirks of that era; `--quirk` adds to them.
   public var quirks: Quirks
   /// The quirks in words, for `--ios list`.
@@ -35,17 +37,18 @@ public struct IOSProfile: Hashable, Sendable {
   public static let catalog: [IOSProfile] = [
     IOSProfile(
       name: "8", summary: "ATT MTU 158; no Device Information", mtu: 158, deviceInformation: false,
-      modelNumber: "iPhone7,2", asksToShare: false, quirks: iOS8Quirks,
+      modelNumber: "iPhone7,2", asksToShare: false, connectionRules: .adg2013, quirks: iOS8Quirks,
       quirkNote: "Mail and Calendar answers leave out the PositiveActionLabel asked for"),
     IOSProfile(
       name: "9", summary: "ATT MTU 158; Device Information published", mtu: 158, deviceInformation: true,
-      modelNumber: "iPhone8,1", asksToShare: false, quirks: Quirks()),
+      modelNumber: "iPhone8,1", asksToShare: false, connectionRules: .adg2013, quirks: Quirks()),
     IOSProfile(
       name: "12", summary: "ATT MTU 185", mtu: 185, deviceInformation: true, modelNumber: "iPhone11,2",
-      asksToShare: false, quirks: Quirks()),
+      asksToShare: false, connectionRules: .adg, quirks: Quirks()),
     IOSProfile(
       name: "18", summary: "ATT MTU 185; asks the user to share notifications; a current iPhone (the default)",
-      mtu: 185, deviceInformation: true, modelNumber: "iPhone17,3", asksToShare: true, quirks: Quirks()),
+      mtu: 185, deviceInformation: true, modelNumber: "iPhone17,3", asksToShare: true, connectionRules: .adg,
+      quirks: Quirks()),
   ]
 
   /// iOS 8 Mail and Calendar leave out the PositiveActionLabel an accessory asks for.

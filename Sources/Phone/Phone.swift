@@ -27,6 +27,9 @@ public enum PhoneEvent: Hashable, Sendable {
   case sharingRequested(session: Int, name: String?)
   /// The user allowed or revoked notification sharing for this accessory.
   case sharingChanged(session: Int, allowed: Bool)
+  /// The accessory asked for other connection parameters (over the air); `broken` lists the
+  /// rules of the Accessory Design Guidelines it broke, empty when they were accepted.
+  case connectionParameters(session: Int?, link: String, request: ConnectionParameterRequest, broken: [String])
 }
 
 /// The simulated iPhone: a notification center served as ANCS, with the Current Time and

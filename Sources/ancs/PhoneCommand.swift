@@ -148,6 +148,11 @@ enum PhoneCommandLine {
     let listener: any PhoneLinks
     if let bluetooth {
       let host = try await BluetoothCommandLine.open(bluetooth, capture: capture, logger: logger)
+      // An iPhone refuses an accessory's connection parameters outside Apple's rules, and the
+      // console says which it broke (the kernel's l2cap:hciN answers such requests itself).
+      (host as? HCIHost)?.parameterJudge = HCIHost.ParameterJudge(
+        rules: { phone.brokenConnectionRules(ConnectionParameterRequest($0)) },
+        report: { phone.judgedConnectionParameters(link: $0, ConnectionParameterRequest($1), broken: $2) })
       listener = CentralLinks(host: host, filter: peer.map { .address($0) } ?? .solicits(BluetoothCommandLine.ancs))
     } else if let address {
       do { listener = ListenerLinks(listener: try address.listen()) } catch { throw UsageError("\(error)") }
@@ -266,7 +271,8 @@ enum PhoneCommandLine {
   static func profileList() -> String {
     IOSProfile.catalog.map { profile in
       let name = "iOS \(profile.name)".padding(toLength: 8, withPad: " ", startingAt: 0)
-      return "\(name)\(profile.summary)" + (profile.quirkNote.map { "\n        quirks: \($0)" } ?? "")
+      return "\(name)\(profile.summary)\n        connection parameters: the \(profile.connectionRules.rawValue) rules"
+        + (profile.quirkNote.map { "\n        quirks: \($0)" } ?? "")
     }.joined(separator: "\n")
   }
 
@@ -306,6 +312,10 @@ enum PhoneCommandLine {
     case .sharingChanged:
       // Only the console's allow and revoke change it, and they say so themselves.
       return nil
+    case .connectionParameters(let session, let link, let request, let broken):
+      let who = session.map { "watch \($0)" } ?? "the accessory on \(link)"
+      return "\(who) asked for connection parameters \(request.description): "
+        + (broken.isEmpty ? "accepted" : "refused (\(broken.joined(separator: "; ")))")
     }
   }
 
@@ -349,6 +359,16 @@ enum PhoneCommandLine {
       return .object([
         ("event", .string("sharingChanged")), ("session", .number(Double(session))), ("allowed", .bool(allowed)),
       ])
+    case .connectionParameters(let session, let link, let request, let broken):
+      return .object(
+        [("event", .string("connectionParameters"))] + (session.map { [("session", JSON.number(Double($0)))] } ?? [])
+          + [
+            ("link", .string(link)),
+            ("intervalMin", .number(Double(request.intervalMin) * 1.25)),
+            ("intervalMax", .number(Double(request.intervalMax) * 1.25)), ("latency", .number(Double(request.latency))),
+            ("timeout", .number(Double(request.timeout) * 10)), ("accepted", .bool(broken.isEmpty)),
+            ("broken", .array(broken.map { .string($0) })),
+          ])
     }
   }
 }
@@ -412,4 +432,12 @@ struct CentralLinks: PhoneLinks {
   var failure: String? { failed.withLock { $0 } }
   func close() { host.close() }
   func finish() async { await host.leave() }
+}
+
+extension ConnectionParameterRequest {
+  init(_ parameters: ConnectionParameters) {
+    self.init(
+      intervalMin: parameters.intervalMin, intervalMax: parameters.intervalMax, latency: parameters.maxLatency,
+      timeout: parameters.supervisionTimeout)
+  }
 }

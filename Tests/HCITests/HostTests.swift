@@ -240,6 +240,26 @@ struct HostConnectionTests {
     #expect(fake.commands.count == 0)
   }
 
+  @Test("LE signalling as central: a judge's rules refuse a request within the Core ranges, and it is told")
+  func signalingCentralWithAJudge() async throws {
+    let (fake, host, _) = try await connectedHost(role: .central)
+    let told = Inbox<(String, ConnectionParameters, [String])>()
+    host.parameterJudge = HCIHost.ParameterJudge(
+      rules: { $0.intervalMin < 12 ? ["Interval Min under 15 ms"] : [] }, report: { told.push(($0, $1, $2)) })
+    // 30-50 ms: accepted, applied, and told with nothing broken.
+    fake.send(.leSignaling, [0x12, 0x04, 0x08, 0x00, 0x18, 0x00, 0x28, 0x00, 0x00, 0x00, 0xF4, 0x01])
+    #expect(await fake.nextFrame() == L2CAPFrame(channel: .leSignaling, payload: [0x13, 0x04, 0x02, 0x00, 0x00, 0x00]))
+    #expect(try LEConnectionUpdate(packet: try #require(await fake.nextCommand())).connection.intervalMin == 0x18)
+    let accepted = try #require(await told.next())
+    #expect(accepted.1.intervalMin == 0x18 && accepted.2 == [])
+    // 7.5-15 ms is within the Core ranges, not within the judge's: rejected, no update.
+    fake.send(.leSignaling, [0x12, 0x05, 0x08, 0x00, 0x06, 0x00, 0x0C, 0x00, 0x00, 0x00, 0xC8, 0x00])
+    #expect(await fake.nextFrame() == L2CAPFrame(channel: .leSignaling, payload: [0x13, 0x05, 0x02, 0x00, 0x01, 0x00]))
+    let refused = try #require(await told.next())
+    #expect(refused.1.intervalMin == 6 && refused.2 == ["Interval Min under 15 ms"])
+    #expect(fake.commands.count == 0)
+  }
+
   @Test("SMP: a Pairing Request is answered with Pairing Failed, Pairing Not Supported")
   func pairingNotSupported() async throws {
     let (fake, _, connection) = try await connectedHost(role: .peripheral)

@@ -207,6 +207,22 @@ async def bumble_peripheral(device: Device, connections: int = 1, encrypted: boo
         say('disconnected', await disconnected)
 
 
+async def bumble_parameters_peripheral(device: Device):
+    """Advertise the ANCS solicitation; once a central connects, ask it for connection
+    parameters twice over L2CAP (Core Vol 3 Part A 4.20), as accessories do: 7.5-15 ms,
+    which Apple's Accessory Design Guidelines refuse, then 30-45 ms, latency 0, 5 s, which
+    they allow; say how each was answered."""
+    connection = await advertise_until_connected(device, 'Bumble ring')
+    say('connected', connection.peer_address)
+    for interval_min, interval_max in ((7.5, 15), (30, 45)):
+        try:
+            await connection.update_parameters(interval_min, interval_max, 0, 5000, use_l2cap=True)
+            say('update', interval_min, interval_max, 'accepted')
+        except Exception as error:
+            say('update', interval_min, interval_max, 'rejected', type(error).__name__)
+    await disconnect(connection)
+
+
 def use_just_works(device: Device, sc: bool):
     """Pairing as an ANCS accessory does it: no IO, no MITM, bonding."""
     device.pairing_config_factory = lambda connection: PairingConfig(
@@ -552,6 +568,8 @@ async def main(role: str, mode: str | None):
             await bumble_central(device)
         elif role == 'peripheral':
             await bumble_peripheral(device)
+        elif role == 'parameters-peripheral':
+            await bumble_parameters_peripheral(device)
         elif role == 'ancs-client':
             await bumble_ancs_client(device, int(mode))
         elif role == 'pair-peripheral':
@@ -568,7 +586,12 @@ async def main(role: str, mode: str | None):
 
 if __name__ == '__main__':
     arguments = sys.argv[1:]
-    simple = len(arguments) == 1 and arguments[0] in ('central', 'peripheral', 'radio')
+    simple = len(arguments) == 1 and arguments[0] in (
+        'central',
+        'peripheral',
+        'parameters-peripheral',
+        'radio',
+    )
     uart = arguments == ['radio', 'uart']
     pairing = (
         len(arguments) == 2
@@ -579,7 +602,8 @@ if __name__ == '__main__':
     accessory = len(arguments) == 2 and arguments[0] == 'ancs-accessory'
     if not (simple or uart or pairing or ancs_client or accessory):
         sys.exit(
-            'usage: bumble_peer.py central|peripheral|radio [uart]|pair-central MODE|pair-peripheral MODE'
+            'usage: bumble_peer.py central|peripheral|parameters-peripheral|radio [uart]'
+            '|pair-central MODE|pair-peripheral MODE'
             '|ancs-client COUNT|ancs-accessory TRANSPORT'
         )
     asyncio.run(main(arguments[0], arguments[1] if len(arguments) == 2 else None))

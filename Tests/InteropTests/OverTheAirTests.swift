@@ -82,6 +82,39 @@ struct OverTheAirTests {
   }
 }
 
+/// Issue #14 (4): `ancs phone --bluetooth` judges an accessory's connection parameter requests
+/// by Apple's Accessory Design Guidelines, refuses those that break a rule, names the rule,
+/// and applies those that keep them.
+@Suite(
+  "ancs phone judges connection parameters over the air",
+  .enabled(if: bumblePython != nil, "needs python3 -m venv and PyPI to install bumble (scripts/bumble-venv.sh)"),
+  .enabled(if: FileManager.default.isExecutableFile(atPath: ancsBinary), "needs the ancs binary: swift build first"),
+  .timeLimit(scaledMinutes(1)))
+struct ConnectionParameterTests {
+  @Test func aRequestOutsideTheRulesIsRefusedWithTheRuleNamed() async throws {
+    try await withBumblePeer(role: "parameters-peripheral") { peer in
+      let port = try #require(await peer.readyPort())
+      let directory = NSTemporaryDirectory() + "ancs-parameters-\(getpid())"
+      try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+      defer { try? FileManager.default.removeItem(atPath: directory) }
+      let phone = try AncsProcess([
+        "phone", "--bluetooth", "hci-tcp:127.0.0.1:\(port)", "--bonds", "\(directory)/phone.json",
+        "--commands", "jsonl",
+      ])
+      defer { phone.kill() }
+      let refused = try #require(await phone.line(containing: #""event":"connectionParameters""#), "\(phone.stderr)")
+      #expect(refused.contains(#""intervalMin":7.5"#) && refused.contains(#""accepted":false"#), "\(refused)")
+      #expect(refused.contains("Interval Min 7.5 ms is under 15 ms"), "\(refused)")
+      #expect(
+        await peer.line(startingWith: "update 7.5 15 ") == "update 7.5 15 rejected ConnectionParameterUpdateError")
+      let accepted = try #require(await phone.line(containing: #""event":"connectionParameters""#))
+      #expect(accepted.contains(#""intervalMin":30"#) && accepted.contains(#""accepted":true"#), "\(accepted)")
+      #expect(await peer.line(startingWith: "update 30 45 ") == "update 30 45 accepted")
+      phone.send(#"{"cmd":"quit"}"#)
+    }
+  }
+}
+
 /// The ancs binary the tests start (ANCS_BINARY, or this checkout's debug build).
 let ancsBinary: String =
   ProcessInfo.processInfo.environment["ANCS_BINARY"] ?? repositoryRoot.appendingPathComponent(".build/debug/ancs").path

@@ -88,6 +88,9 @@ public struct LESignalingOutcome: Hashable, Sendable {
   public var connectionUpdate: ConnectionParameters?
   /// What was wrong with the frame, for the log.
   public var problem: String?
+  /// A Connection Parameter Update Request the central judged, and the rules it broke
+  /// (empty: accepted).
+  public var request: (parameters: ConnectionParameters, broken: [String])?
 
   public init(reply: LESignalingCommand? = nil, connectionUpdate: ConnectionParameters? = nil, problem: String? = nil) {
     self.reply = reply
@@ -95,18 +98,34 @@ public struct LESignalingOutcome: Hashable, Sendable {
     self.problem = problem
   }
 
+  public static func == (a: Self, b: Self) -> Bool {
+    a.reply == b.reply && a.connectionUpdate == b.connectionUpdate && a.problem == b.problem
+      && a.request?.parameters == b.request?.parameters && a.request?.broken == b.request?.broken
+  }
+
+  public func hash(into hasher: inout Hasher) {
+    hasher.combine(reply)
+    hasher.combine(connectionUpdate)
+    hasher.combine(problem)
+    hasher.combine(request?.parameters)
+    hasher.combine(request?.broken)
+  }
+
   /// The answer to one signalling frame, for a host in the central role or not:
   /// - Connection Parameter Update Request: only a peripheral sends it. A central accepts
   ///   parameters within the ranges of Vol 6 Part B 4.5.1 (and 4.5.2: the supervision timeout
-  ///   must exceed (1 + latency) x interval x 2) and asks for them with LE Connection Update;
-  ///   otherwise it answers "rejected". "If a Peripheral's Host receives an
+  ///   must exceed (1 + latency) x interval x 2) that break none of `rules` (a phone's own,
+  ///   each broken rule in words), and asks for them with LE Connection Update; otherwise it
+  ///   answers "rejected". "If a Peripheral's Host receives an
   ///   L2CAP_CONNECTION_PARAMETER_UPDATE_REQ packet it shall respond with an
   ///   L2CAP_COMMAND_REJECT_RSP packet with reason 0x0000" (Vol 3 Part A 4.20).
   /// - Responses and indications are ignored; every other command is rejected with Command
   ///   not understood (this host offers no credit-based channels).
   /// - A frame that is not one well-formed command is rejected when its header can be read,
   ///   else dropped; identifier 0 "shall never be used" (4), so such a command is dropped.
-  public static func answer(_ payload: [UInt8], isCentral: Bool) -> LESignalingOutcome {
+  public static func answer(
+    _ payload: [UInt8], isCentral: Bool, rules: (ConnectionParameters) -> [String] = { _ in [] }
+  ) -> LESignalingOutcome {
     let command: LESignalingCommand
     do {
       command = try LESignalingCommand(decoding: payload)
@@ -128,11 +147,14 @@ public struct LESignalingOutcome: Hashable, Sendable {
         reply: .reject(identifier: command.identifier),
         problem: "LE signalling: Connection Parameter Update Request of \(command.data.count) bytes (8 expected)")
     }
-    guard Self.acceptable(parameters) else {
-      return LESignalingOutcome(reply: .parameterUpdateResponse(identifier: command.identifier, accepted: false))
-    }
-    return LESignalingOutcome(
-      reply: .parameterUpdateResponse(identifier: command.identifier, accepted: true), connectionUpdate: parameters)
+    let broken =
+      Self.acceptable(parameters)
+      ? rules(parameters) : ["outside the ranges of the Core specification (Vol 6 Part B 4.5)"]
+    var outcome = LESignalingOutcome(
+      reply: .parameterUpdateResponse(identifier: command.identifier, accepted: broken.isEmpty),
+      connectionUpdate: broken.isEmpty ? parameters : nil)
+    outcome.request = (parameters, broken)
+    return outcome
   }
 
   /// Interval Min(2) Interval Max(2) Latency(2) Timeout(2) (4.20).

@@ -148,8 +148,17 @@ public final class HCIConnection: ATTBearer {
     case .att:
       if state.withLock({ $0.open && !$0.disconnecting }) { att.push(frame.payload) }
     case .leSignaling:
-      let outcome = LESignalingOutcome.answer(frame.payload, isCentral: role == .central)
+      let judge = host.parameterJudge
+      let outcome = LESignalingOutcome.answer(frame.payload, isCentral: role == .central) {
+        judge?.rules($0) ?? []
+      }
       if let problem = outcome.problem { host.logger.error("\(name): \(problem)") }
+      if let (parameters, broken) = outcome.request {
+        if !broken.isEmpty {
+          host.logger.info("\(name): connection parameter update refused: \(broken.joined(separator: "; "))")
+        }
+        judge?.report(name, parameters, broken)
+      }
       if let reply = outcome.reply {
         host.sendL2CAP(L2CAPFrame(channel: .leSignaling, payload: reply.encoded), handle: handle)
       }

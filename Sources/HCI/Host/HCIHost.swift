@@ -47,6 +47,31 @@ public final class HCIHost: Sendable {
     var randomAddress = BDAddress.zero
     var scanReports: Inbox<ScanReport>?
     var closed: String?
+    var parameterJudge: ParameterJudge?
+  }
+
+  /// How a central judges a peripheral's Connection Parameter Update Request beyond the Core
+  /// specification's ranges, and whom it tells.
+  public struct ParameterJudge: Sendable {
+    /// Each rule the parameters break, in words; empty: accepted.
+    public var rules: @Sendable (ConnectionParameters) -> [String]
+    /// Told of every request judged: the link's name, the parameters, the rules broken.
+    public var report: @Sendable (String, ConnectionParameters, [String]) -> Void
+
+    public init(
+      rules: @escaping @Sendable (ConnectionParameters) -> [String],
+      report: @escaping @Sendable (String, ConnectionParameters, [String]) -> Void
+    ) {
+      self.rules = rules
+      self.report = report
+    }
+  }
+
+  /// The judge of connection parameter requests on this host's central links (nil: the
+  /// Core specification's ranges only, and nobody told).
+  public var parameterJudge: ParameterJudge? {
+    get { state.withLock { $0.parameterJudge } }
+    set { state.withLock { $0.parameterJudge = newValue } }
   }
 
   public let stream: any HCIByteStream
