@@ -705,6 +705,48 @@ enum NPCases {
       try Conformance.check(
         answered != .writeNotPermitted, "with sharing allowed again the same write is still answered 0x03")
     },
+    ConformanceCase(
+      "ANCS/NP/IOS/BV-05", "Publishes ANCS once the link is encrypted, announced with Service Changed",
+      rule: "\(linkRule): ANCS absent until the link is encrypted (InfiniTimeOrg/InfiniTime#910)",
+      needsStimulus: false
+    ) { ctx in
+      let session = try await ctx.open(encrypt: false)
+      let ancs = BluetoothUUID(ANCSUUID.service)!
+      let changes = Inbox<HandleRange>()
+      do {
+        guard let gatt = try await session.client.discoverPrimaryServices(.genericAttributeService).first,
+          let changed = try await session.client.discoverCharacteristics(of: gatt).first(where: {
+            $0.uuid == .serviceChanged
+          })
+        else { throw CaseOutcome.failed("the phone has no Service Changed characteristic to announce ANCS with") }
+        _ = try await session.client.subscribe(changed, indications: true) { event in
+          guard event.value.count == 4 else { return }
+          changes.push(
+            HandleRange(
+              UInt16(event.value[0]) | UInt16(event.value[1]) << 8, UInt16(event.value[2]) | UInt16(event.value[3]) << 8
+            ))
+        }
+        let early = try await session.client.discoverPrimaryServices(ancs)
+        try check(early.isEmpty, "ANCS is discoverable on an unencrypted link (at \(early[0].range))")
+      } catch let outcome as CaseOutcome {
+        throw outcome
+      } catch {
+        throw CaseOutcome.failed("discovery on the unencrypted link failed: \(error)")
+      }
+      try await session.pair()
+      // The next request shows the phone the link's new level, if nothing else has.
+      let found: [DiscoveredService]
+      do { found = try await session.client.discoverPrimaryServices(ancs) } catch {
+        throw CaseOutcome.failed("discovery on the encrypted link failed: \(error)")
+      }
+      guard let service = found.first else { throw CaseOutcome.failed("no ANCS on the encrypted link either") }
+      try await ctx.log.awaiting("a Service Changed indication over ANCS's range \(service.range)") {
+        () throws(CaseOutcome) in
+        while let range = await changes.next() {
+          if range.start <= service.range.start && service.range.end <= range.end { return }
+        }
+      }
+    },
   ]
 
   /// Posts `posted`, asks for its Title, Subtitle and Message with these byte maximums, and

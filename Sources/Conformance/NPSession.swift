@@ -279,6 +279,18 @@ public final class NPSession: Sendable {
     }
   }
 
+  /// Pairs to the encrypted level on this link, as an accessory that discovered first does.
+  public func pair() async throws(CaseOutcome) {
+    do {
+      let level = try await connection.bearer.pair(.encrypted)
+      try check(level >= .encrypted, "pairing gave only \(level)")
+    } catch let outcome as CaseOutcome {
+      throw outcome
+    } catch {
+      throw .failed("pairing failed: \(error)")
+    }
+  }
+
   /// ATT_MTU - 3: the most a notification carries.
   public var notificationCapacity: Int { connection.mtu - 3 }
 

@@ -91,11 +91,19 @@ public struct ServiceDefinition: Sendable {
   public var uuid: BluetoothUUID
   public var isPrimary: Bool
   public var characteristics: [CharacteristicDefinition]
+  /// The security level from which a client's link sees the service: below it the service is
+  /// left out of discovery, and once the link gets there the client is told with Service
+  /// Changed (as an iPhone publishes ANCS only on an encrypted link).
+  public var shownFrom: SecurityLevel
 
-  public init(uuid: BluetoothUUID, isPrimary: Bool = true, characteristics: [CharacteristicDefinition]) {
+  public init(
+    uuid: BluetoothUUID, isPrimary: Bool = true, characteristics: [CharacteristicDefinition],
+    shownFrom: SecurityLevel = .unencrypted
+  ) {
     self.uuid = uuid
     self.isPrimary = isPrimary
     self.characteristics = characteristics
+    self.shownFrom = shownFrom
   }
 }
 
@@ -138,6 +146,8 @@ public struct GATTDatabase: Sendable {
   public private(set) var handles: [BluetoothUUID: [CharacteristicHandles]] = [:]
   /// Handle ranges per service UUID.
   public private(set) var serviceRanges: [BluetoothUUID: HandleRange] = [:]
+  /// The services seen only from a security level above unencrypted, with that level.
+  public private(set) var shownFrom: [BluetoothUUID: SecurityLevel] = [:]
 
   public init() {}
 
@@ -196,6 +206,7 @@ public struct GATTDatabase: Sendable {
     attributes.sort { $0.handle < $1.handle }
     handles[service.uuid] = result
     serviceRanges[service.uuid] = HandleRange(UInt16(start), end)
+    shownFrom[service.uuid] = service.shownFrom > .unencrypted ? service.shownFrom : nil
     return result
   }
 
@@ -205,7 +216,16 @@ public struct GATTDatabase: Sendable {
     guard let range = serviceRanges.removeValue(forKey: uuid) else { return nil }
     attributes.removeAll { $0.handle >= range.start && $0.handle <= range.end }
     handles[uuid] = nil
+    shownFrom[uuid] = nil
     return range
+  }
+
+  /// The ranges of the services a link at `level` does not see, each with the level it needs.
+  public func hidden(below level: SecurityLevel) -> [(range: HandleRange, shownFrom: SecurityLevel)] {
+    shownFrom.compactMap { uuid, needed in
+      guard needed > level, let range = serviceRanges[uuid] else { return nil }
+      return (range, needed)
+    }.sorted { $0.range.start < $1.range.start }
   }
 
   /// The index of the attribute with this handle, by binary search.

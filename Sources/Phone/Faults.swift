@@ -92,6 +92,8 @@ public struct PhoneFaults: FaultSwitches, Hashable {
   public static let batteryUnprotected = PhoneFaults(rawValue: 1 << 33)
   /// Revoking notification sharing changes nothing.
   public static let sharingIgnored = PhoneFaults(rawValue: 1 << 34)
+  /// ANCS is discovered on an unencrypted link although the settings publish it only later.
+  public static let ancsAlwaysPublished = PhoneFaults(rawValue: 1 << 35)
 
   public typealias Definition = FaultDefinition<PhoneFaults>
   public typealias UnknownFault = Wire.UnknownFault
@@ -194,5 +196,8 @@ public struct PhoneFaults: FaultSwitches, Hashable {
     Definition(
       name: "sharing-ignored", fault: .sharingIgnored,
       rule: "iPhone.md, Behaviour on the link: Write Not Permitted while sharing is not allowed"),
+    Definition(
+      name: "ancs-always-published", fault: .ancsAlwaysPublished,
+      rule: "iPhone.md, Behaviour on the link: ANCS published once the link is encrypted, with Service Changed"),
   ]
 }

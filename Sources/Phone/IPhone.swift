@@ -28,6 +28,8 @@ public struct IOSProfile: Hashable, Sendable {
   public var asksToShare: Bool
   /// The Accessory Design Guidelines' rules for an accessory's connection parameter request.
   public var connectionRules: ConnectionParameterRules
+  /// ANCS is published to a link only once it is encrypted, announced with Service Changed.
+  public var ancsAfterEncryption = false
   /// Quirks of that era; `--quirk` adds to them.
   public var quirks: Quirks
   /// The quirks in words, for `--ios list`.
@@ -46,9 +48,12 @@ public struct IOSProfile: Hashable, Sendable {
       name: "12", summary: "ATT MTU 185", mtu: 185, deviceInformation: true, modelNumber: "iPhone11,2",
       asksToShare: false, connectionRules: .adg, quirks: Quirks()),
     IOSProfile(
-      name: "18", summary: "ATT MTU 185; asks the user to share notifications; a current iPhone (the default)",
+      name: "18",
+      summary:
+        "ATT MTU 185; ANCS only on an encrypted link; asks the user to share notifications; a current iPhone (the "
+        + "default)",
       mtu: 185, deviceInformation: true, modelNumber: "iPhone17,3", asksToShare: true, connectionRules: .adg,
-      quirks: Quirks()),
+      ancsAfterEncryption: true, quirks: Quirks()),
   ]
 
   /// iOS 8 Mail and Calendar leave out the PositiveActionLabel an accessory asks for.
@@ -96,11 +101,18 @@ public struct PhoneSettings: Hashable, Sendable {
   /// Whether accessories may receive notifications without the user's say
   /// (`ancs phone` takes the profile's: ask on iOS 13 and later).
   public var sharing: SharingPolicy = .allow
+  /// ANCS is published to a link only once it is encrypted, announced with Service Changed.
+  public var ancsAfterEncryption: Bool
 
-  public init(layout: GATTLayout = .iPhone, profile: IOSProfile = .current, sharing: SharingPolicy = .allow) {
+  /// `ancsAfterEncryption` nil: the profile's with the iPhone layout, off with the minimal one.
+  public init(
+    layout: GATTLayout = .iPhone, profile: IOSProfile = .current, sharing: SharingPolicy = .allow,
+    ancsAfterEncryption: Bool? = nil
+  ) {
     self.layout = layout
     self.profile = profile
     self.sharing = sharing
+    self.ancsAfterEncryption = ancsAfterEncryption ?? (layout == .iPhone && profile.ancsAfterEncryption)
   }
 
   /// The Receive MTU the phone offers: the profile's with the iPhone layout; with the

@@ -178,7 +178,15 @@ public final class Phone: Sendable {
       uuid: BluetoothUUID(ANCSUUID.dataSource)!, properties: dataProperties, security: dataSecurity)
     // An iPhone lists the Control Point first; the minimal layout keeps 1.0's order.
     let characteristics = settings.layout == .iPhone ? [control, source, data] : [source, control, data]
-    return ServiceDefinition(uuid: Self.ancsService, characteristics: characteristics)
+    // FAULT ancs-always-published: breaks "ANCS published once the link is encrypted". A
+    // characteristic's own want of encryption shows only on a link that reaches it, so the
+    // three *-unencrypted faults publish ANCS always too.
+    let hidden =
+      settings.ancsAfterEncryption
+      && faults.isDisjoint(
+        with: [.ancsAlwaysPublished, .notificationSourceUnencrypted, .dataSourceUnencrypted, .controlPointUnencrypted])
+    return ServiceDefinition(
+      uuid: Self.ancsService, characteristics: characteristics, shownFrom: hidden ? .encrypted : .unencrypted)
   }
 
   /// Value handles of Notification Source, Control Point, Data Source as published now.

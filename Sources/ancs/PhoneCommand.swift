@@ -61,6 +61,12 @@ enum PhoneCommandLine {
                            answered Write Not Permitted. allow: every watch gets them;
                            deny: none until allowed. Default: ask at the console,
                            allow with --commands jsonl or --ios 12 and older
+      --ancs-after-encryption on|off
+                           on: an accessory discovers ANCS only once its link is
+                           encrypted, and is told with Service Changed then, as current
+                           iPhones do; off: ANCS is always there (its characteristics
+                           still need encryption). Default: on with --ios 18, off
+                           otherwise and with --gatt-layout minimal
       --quirk NAME[=N]     reproduce a documented iOS misbehaviour (repeatable):
     \(Quirks.catalog.map { "                       \($0.name)\($0.valueName.map { "[=\($0)]" } ?? ""): \($0.summary)" }.joined(separator: "\n"))
       --commands MODE      console (default): readable commands and feedback (line
@@ -121,6 +127,10 @@ enum PhoneCommandLine {
     guard let sharing = SharingPolicy(rawValue: sharingName) else {
       throw UsageError("--share-notifications takes allow, ask or deny, not '\(sharingName)'")
     }
+    let afterEncryption = try args.value("--ancs-after-encryption")
+    guard afterEncryption == nil || afterEncryption == "on" || afterEncryption == "off" else {
+      throw UsageError("--ancs-after-encryption takes on or off, not '\(afterEncryption ?? "")'")
+    }
     var faults = PhoneFaults()
     for name in args.values("--fault") {
       do { try faults.enable(name) } catch { throw UsageError("\(error)") }
@@ -139,7 +149,9 @@ enum PhoneCommandLine {
     let scenario = try scenarioName.map(loadScenario)
     let writer = try bluetooth == nil ? capture.map(captureWriter) : nil
     let phone = try Phone(
-      quirks: quirks, faults: faults, settings: PhoneSettings(layout: layout, profile: profile, sharing: sharing),
+      quirks: quirks, faults: faults,
+      settings: PhoneSettings(
+        layout: layout, profile: profile, sharing: sharing, ancsAfterEncryption: afterEncryption.map { $0 == "on" }),
       logger: logger)
     registerCommonApps(phone)
     // Every watch holds a descriptor: allow as many as the hard limit does (the soft limit

@@ -124,6 +124,51 @@ import Wire
     await pair.stop()
   }
 
+  /// A service shown only from the encrypted level (an iPhone's ANCS): left out of every
+  /// discovery below it, its handles answered Insufficient Encryption; once the link is
+  /// encrypted the next request shows it, and the client is told with Service Changed.
+  @Test func aServiceShownOnlyOnceEncrypted() async throws {
+    let server = try GATTServer(services: [
+      ServiceDefinition(uuid: 0x180F, characteristics: [.constant(0x2A19, [42])]),
+      ServiceDefinition(
+        uuid: FixtureUUID.service,
+        characteristics: [CharacteristicDefinition(uuid: FixtureUUID.source, properties: .notify)],
+        shownFrom: .encrypted),
+    ])
+    let pair = ClientServerPair(server: server)
+    let client = pair.client
+    let gatt = try #require(try await client.discoverPrimaryServices(.genericAttributeService).first)
+    let changed = try #require(try await client.discoverCharacteristics(of: gatt).first)
+    let ranges = AsyncStream<[UInt8]>.makeStream()
+    try await client.subscribe(changed, indications: true) { ranges.continuation.yield($0.value) }
+    // Handles 1-4 GATT, 5-7 Battery, 8-11 the hidden service.
+    let everything = HandleRange(1, 0xFFFF)
+    let groups = try await client.connection.request(
+      .readByGroupTypeRequest(ReadByGroupTypeRequest(range: everything, type: .primaryService)))
+    guard case .readByGroupTypeResponse(let listed) = groups else { throw CancellationError() }
+    #expect(listed.entries.map(\.handle) == [1, 5])
+    #expect(try await client.discoverPrimaryServices(FixtureUUID.service) == [])
+    await #expect(
+      throws: ATTError.errorResponse(
+        .init(requestOpcode: .findInformationRequest, handle: 8, errorCode: .attributeNotFound))
+    ) {
+      _ = try await client.connection.request(
+        .findInformationRequest(FindInformationRequest(range: HandleRange(8, 20))))
+    }
+    await #expect(
+      throws: ATTError.errorResponse(
+        .init(requestOpcode: .writeRequest, handle: 11, errorCode: .insufficientEncryption))
+    ) { try await client.write(11, [1, 0]) }
+    #expect(try await client.connection.bearer.pair(.encrypted) == .encrypted)
+    let shown = try await client.discoverPrimaryServices(FixtureUUID.service)
+    #expect(shown.map(\.range) == [HandleRange(8, 11)])
+    var iterator = ranges.stream.makeAsyncIterator()
+    #expect(await iterator.next() == [0x08, 0x00, 0x0B, 0x00], "Service Changed over the service's range")
+    try await client.write(11, [1, 0])
+    #expect(pair.served.session.cccd(for: 10) == .notifications)
+    await pair.stop()
+  }
+
   @Test func mtuExchangeWidensReadsAndNotifications() async throws {
     let pair = ClientServerPair(server: try makeFixtureServer())
     #expect(try await pair.client.connection.exchangeMTU() == 517)

@@ -13,8 +13,10 @@ struct Accessory {
   let link: MemoryBearer
   let tasks: [Task<Void, Never>]
 
-  init(_ phone: Phone, mtu: UInt16 = 517) {
-    let (central, peripheral) = MemoryLink.pair()
+  /// `encrypted`: the link starts encrypted, as a paired accessory's does (an iPhone shows
+  /// ANCS only then).
+  init(_ phone: Phone, mtu: UInt16 = 517, encrypted: Bool = false) {
+    let (central, peripheral) = MemoryLink.pair(initialLevel: encrypted ? .encrypted : .unencrypted)
     self.init(
       phone, central: central, peripheral: peripheral,
       connection: ATTConnection(bearer: peripheral, options: .init(localMTU: mtu)))
@@ -42,10 +44,11 @@ struct Accessory {
 @Suite struct IPhoneDatabaseTests {
   static let ancs = BluetoothUUID(ANCSUUID.service)!
 
-  /// The services and handle ranges of the PacketLogger dump in Protocol/iPhone.md.
+  /// The services and handle ranges of the PacketLogger dump in Protocol/iPhone.md, as a
+  /// paired accessory sees them.
   @Test func theDefaultPhoneHasTheServicesAndHandlesOfAnIPhone() async throws {
     let phone = try Phone()
-    let accessory = Accessory(phone)
+    let accessory = Accessory(phone, encrypted: true)
     let found = try await accessory.services()
     let expected: [(String, UInt16, UInt16)] = [
       ("1800", 0x0001, 0x0005), ("1801", 0x0006, 0x0009),
@@ -63,7 +66,7 @@ struct Accessory {
   /// Control Point first with a descriptor of its own, then Notification Source, Data Source.
   @Test func ancsListsTheControlPointFirstWithItsDescriptor() async throws {
     let phone = try Phone()
-    let accessory = Accessory(phone)
+    let accessory = Accessory(phone, encrypted: true)
     let service = try #require(try await accessory.client.discoverPrimaryServices(Self.ancs).first)
     let characteristics = try await accessory.client.discoverCharacteristics(of: service)
     #expect(
@@ -80,6 +83,34 @@ struct Accessory {
     #expect(sourceDescriptors.map(\.uuid) == [.clientCharacteristicConfiguration])
     #expect(sourceDescriptors.map(\.handle) == [0x0029])
     await accessory.close()
+  }
+
+  /// Issue #14 (4): a current iPhone leaves ANCS out of discovery until the link is encrypted
+  /// (InfiniTimeOrg/InfiniTime#910), then announces it with Service Changed; the other
+  /// profiles, `--ancs-after-encryption off` and the minimal layout publish it always.
+  @Test func ancsIsHiddenUntilTheLinkIsEncrypted() async throws {
+    let phone = try Phone()
+    let accessory = Accessory(phone)
+    let before = try await accessory.services()
+    #expect(before.count == 8 && !before.contains { $0.0 == Self.ancs })
+    let changed = try #require(phone.server.serviceChangedHandles)
+    let ranges = AsyncStream<[UInt8]>.makeStream()
+    accessory.client.onValue(changed.value) { ranges.continuation.yield($0.value) }
+    try await accessory.client.configure(cccd: try #require(changed.cccd), .indications)
+    #expect(try await accessory.link.pair(.encrypted) == .encrypted)
+    let after = try await accessory.services()
+    #expect(after.count == 9 && after.contains { $0.0 == Self.ancs && $0.1 == 0x0023 && $0.2 == 0x002C })
+    var iterator = ranges.stream.makeAsyncIterator()
+    #expect(await iterator.next() == [0x23, 0x00, 0x2C, 0x00], "Service Changed over ANCS's range")
+    await accessory.close()
+    for settings in [
+      PhoneSettings(ancsAfterEncryption: false), PhoneSettings(profile: try IOSProfile.named("12")),
+      PhoneSettings(layout: .minimal),
+    ] {
+      let always = Accessory(try Phone(settings: settings))
+      #expect(try await always.services().contains { $0.0 == Self.ancs }, "\(settings)")
+      await always.close()
+    }
   }
 
   /// An iPhone answers Battery Level on an unpaired link with Insufficient Authentication;

@@ -98,22 +98,8 @@ public final class GATTServer: Sendable {
   /// call it from a connection's receive loop (a server handler): the confirmation it waits
   /// for arrives through that loop.
   public func indicateServiceChanged(_ range: HandleRange) async {
-    guard let handles = serviceChangedHandles else { return }
-    var writer = ByteWriter()
-    writer.u16(range.start)
-    writer.u16(range.end)
-    let value = writer.bytes
-    let logger = logger
     await withTaskGroup(of: Void.self) { group in
-      for session in sessions where session.cccd(for: handles.value).contains(.indications) {
-        group.addTask {
-          do {
-            try await session.connection.indicate(handle: handles.value, value: value)
-          } catch {
-            logger.info("Service Changed indication not confirmed: \(error)")
-          }
-        }
-      }
+      for session in sessions { group.addTask { await session.indicateServiceChanged(range) } }
     }
   }
 

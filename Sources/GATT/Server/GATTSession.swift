@@ -12,6 +12,12 @@ public final class GATTSession: ATTServerHandler, Sendable {
   private let cccds = Locked([UInt16: CCCDValue]())
   /// Prepared writes not yet executed (Prepare Write Request), in arrival order.
   private let prepared = Locked([PreparedWrite]())
+  /// The security level whose view of the database this client has been given (services
+  /// shown only from a higher one are hidden from it).
+  private let shown = Locked(SecurityLevel.unencrypted)
+
+  /// A part of the database this client's link does not reach yet.
+  typealias Hidden = [(range: HandleRange, shownFrom: SecurityLevel)]
 
   private struct PreparedWrite: Sendable {
     var handle: UInt16
@@ -60,6 +66,57 @@ public final class GATTSession: ATTServerHandler, Sendable {
   /// Drops every CCCD value, as a phone that silently loses its subscriptions does.
   public func clearSubscriptions() { cccds.withLock { $0.removeAll() } }
 
+  /// Takes in the link's security level now: what it newly reaches is shown, the client told
+  /// with Service Changed. Each request does this first; an owner that learns of a new level
+  /// sooner calls it then.
+  public func securityChanged() { _ = view() }
+
+  /// The parts of the database hidden from this client, after taking in the link's level.
+  private func view() -> Hidden {
+    let level = connection.securityLevel
+    let before = shown.withLock { shown -> SecurityLevel in
+      defer { shown = max(shown, level) }
+      return shown
+    }
+    let (hiddenBefore, hiddenNow) = server.withDatabase { db in
+      (db.hidden(below: before), db.hidden(below: max(before, level)))
+    }
+    for (range, _) in hiddenBefore where !hiddenNow.contains(where: { $0.range == range }) {
+      // Not on the receive loop that would carry the confirmation.
+      Task { await self.indicateServiceChanged(range) }
+    }
+    return hiddenNow
+  }
+
+  /// Sends this client a Service Changed indication over `range` if it subscribed to it;
+  /// returns once confirmed or failed.
+  func indicateServiceChanged(_ range: HandleRange) async {
+    guard let handles = server.serviceChangedHandles else { return }
+    var writer = ByteWriter()
+    writer.u16(range.start)
+    writer.u16(range.end)
+    do {
+      try await indicate(handles.value, writer.bytes)
+    } catch {
+      server.logger.info("Service Changed indication not confirmed: \(error)")
+    }
+  }
+
+  /// The error for an access to a hidden service's handle: the level the link lacks.
+  private static func hiddenError(_ handle: UInt16, _ hidden: Hidden) -> ATTErrorCode? {
+    guard let needed = hidden.first(where: { $0.range.start <= handle && handle <= $0.range.end })?.shownFrom else {
+      return nil
+    }
+    return needed == .authenticated ? .insufficientAuthentication : .insufficientEncryption
+  }
+
+  /// The attributes of `range` this client sees.
+  private static func visible(_ db: GATTDatabase, _ range: HandleRange, _ hidden: Hidden) -> ArraySlice<Attribute> {
+    let all = db.attributes[db.indices(in: range)]
+    guard !hidden.isEmpty else { return all }
+    return all.filter { hiddenError($0.handle, hidden) == nil }[...]
+  }
+
   // MARK: - Requests
 
   public func handle(_ pdu: ATTPDU, on connection: ATTConnection) async -> ATTServerReply {
@@ -68,15 +125,16 @@ public final class GATTSession: ATTServerHandler, Sendable {
       ATTServerReply(.errorResponse(ErrorResponse(requestOpcode: opcode, handle: handle, errorCode: code)))
     }
     let mtu = connection.mtu
+    let hidden = view()
     switch pdu {
     case .findInformationRequest(let request):
       guard request.range.isValid else { return fail(request.range.start, .invalidHandle) }
       return server.withDatabase { db in
-        let found = db.indices(in: request.range)
+        let found = Self.visible(db, request.range, hidden)
         guard let first = found.first else { return fail(request.range.start, .attributeNotFound) }
-        let wide = !db.attributes[first].type.is16Bit
+        let wide = !first.type.is16Bit
         let room = (mtu - 2) / (wide ? 18 : 4)
-        let entries = db.attributes[found].prefix { $0.type.is16Bit != wide }.prefix(room).map {
+        let entries = found.prefix { $0.type.is16Bit != wide }.prefix(room).map {
           FindInformationResponse.Entry(handle: $0.handle, type: $0.type)
         }
         return ATTServerReply(.findInformationResponse(FindInformationResponse(entries: entries)))
@@ -86,7 +144,7 @@ public final class GATTSession: ATTServerHandler, Sendable {
       guard request.range.isValid else { return fail(request.range.start, .invalidHandle) }
       return server.withDatabase { db in
         let type = BluetoothUUID.bit16(request.type)
-        let matches = db.attributes[db.indices(in: request.range)].filter {
+        let matches = Self.visible(db, request.range, hidden).filter {
           $0.type == type && $0.storedValue == request.value
         }
         guard !matches.isEmpty else { return fail(request.range.start, .attributeNotFound) }
@@ -100,7 +158,7 @@ public final class GATTSession: ATTServerHandler, Sendable {
     case .readByTypeRequest(let request):
       guard request.range.isValid else { return fail(request.range.start, .invalidHandle) }
       return server.withDatabase { db in
-        let matches = db.attributes[db.indices(in: request.range)].filter { $0.type == request.type }
+        let matches = Self.visible(db, request.range, hidden).filter { $0.type == request.type }
         guard let first = matches.first else { return fail(request.range.start, .attributeNotFound) }
         // "the attribute values ... shall be the same length"; stop at the first that differs.
         // An error on the first attribute is reported; later ones end the list.
@@ -128,7 +186,7 @@ public final class GATTSession: ATTServerHandler, Sendable {
       }
       return server.withDatabase { db in
         var entries: [GroupValue] = []
-        for attribute in db.attributes[db.indices(in: request.range)] where attribute.type == request.type {
+        for attribute in Self.visible(db, request.range, hidden) where attribute.type == request.type {
           guard case .serviceDeclaration(let end) = attribute.role else { continue }
           let value = attribute.storedValue
           if let length = entries.first?.value.count, length != value.count { break }
@@ -140,6 +198,7 @@ public final class GATTSession: ATTServerHandler, Sendable {
       }
 
     case .readRequest(let request):
+      if let code = Self.hiddenError(request.handle, hidden) { return fail(request.handle, code) }
       return server.withDatabase { db in
         guard let index = db.index(of: request.handle) else { return fail(request.handle, .invalidHandle) }
         switch readValue(db.attributes[index]) {
@@ -150,6 +209,7 @@ public final class GATTSession: ATTServerHandler, Sendable {
       }
 
     case .readBlobRequest(let request):
+      if let code = Self.hiddenError(request.handle, hidden) { return fail(request.handle, code) }
       return server.withDatabase { db in
         guard let index = db.index(of: request.handle) else { return fail(request.handle, .invalidHandle) }
         switch readValue(db.attributes[index]) {
@@ -162,6 +222,7 @@ public final class GATTSession: ATTServerHandler, Sendable {
       }
 
     case .writeRequest(let request):
+      if let code = Self.hiddenError(request.handle, hidden) { return fail(request.handle, code) }
       switch await write(request.handle, request.value) {
       case .refused(let code): return fail(request.handle, code)
       case .accepted(let then): return ATTServerReply(.writeResponse(WriteResponse()), afterResponse: then)
@@ -170,7 +231,9 @@ public final class GATTSession: ATTServerHandler, Sendable {
     case .writeCommand(let command):
       // "If the server cannot write this attribute for any reason the command shall be
       // ignored" (Vol 3 Part F 3.4.5.3).
-      if case .accepted(let then) = await write(command.handle, command.value, command: true) {
+      if Self.hiddenError(command.handle, hidden) == nil,
+        case .accepted(let then) = await write(command.handle, command.value, command: true)
+      {
         return ATTServerReply(nil, afterResponse: then)
       }
       return ATTServerReply(nil)
@@ -178,7 +241,9 @@ public final class GATTSession: ATTServerHandler, Sendable {
     case .prepareWriteRequest(let request):
       // A part over ATT_MTU - 5 bytes came in a PDU over ATT_MTU, and its echo could not be sent.
       guard request.value.count <= mtu - 5 else { return fail(request.handle, .invalidPDU) }
-      if let code = writeRefusal(request.handle) { return fail(request.handle, code) }
+      if let code = Self.hiddenError(request.handle, hidden) ?? writeRefusal(request.handle) {
+        return fail(request.handle, code)
+      }
       let full = prepared.withLock { queue -> Bool in
         let bytes = queue.reduce(request.value.count) { $0 + $1.value.count }
         guard queue.count < Self.preparedPartsLimit, bytes <= Self.preparedBytesLimit else { return true }
