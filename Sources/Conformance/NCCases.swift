@@ -130,6 +130,33 @@ enum NCCases {
       try await session.awaitSubscribed(
         " again" + ctx.within(.resubscribe, "its rewrite after a silence, the CCCD still reading enabled"))
     },
+    ConformanceCase(
+      "ANCS/NC/DISC/BV-07", "Finds ANCS that the phone publishes only once the link is encrypted",
+      rule: "Protocol/ANCS.md, Session and security: ANCS left out of discovery until the link is encrypted"
+    ) { ctx in
+      let session = try await ctx.accept(ancsAfterEncryption: true)
+      try await session.awaitSubscribed(
+        " (ANCS is discoverable only once the link is encrypted, and announced with Service Changed then)")
+    },
+    ConformanceCase(
+      "ANCS/NC/DISC/BV-08", "Answers the phone's Exchange MTU and its read of the GAP Device Name",
+      rule: "Protocol/iPhone.md, Behaviour on the link: the iPhone starts Exchange MTU and reads the Device Name; "
+        + "Core Vol 3 Part C 12: every device has GAP's Device Name"
+    ) { ctx in
+      let session = try await ctx.accept()
+      do { _ = try await session.connection.exchangeMTU() } catch {
+        throw CaseOutcome.failed("the accessory did not answer the phone's Exchange MTU: \(error)")
+      }
+      do {
+        let found = try await GATTClient(connection: session.connection).read(type: 0x2A00)
+        try check(!found.isEmpty, "the accessory has no Device Name (0x2A00)")
+      } catch let outcome as CaseOutcome {
+        throw outcome
+      } catch {
+        throw CaseOutcome.failed("reading the accessory's Device Name failed: \(error)")
+      }
+      try await session.awaitSubscribed()
+    },
   ]
 
   // MARK: - SEC: security

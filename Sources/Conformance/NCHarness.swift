@@ -183,7 +183,12 @@ public final class NCSession: Sendable {
 
   let caseLog: CaseLog
 
-  init(bearer: any ATTBearer, clock: any EngineClock, timeout: Duration, log caseLog: CaseLog) throws(CaseOutcome) {
+  /// `ancsShownFrom`: the security level from which the accessory's link sees ANCS (an
+  /// iPhone's: encrypted).
+  init(
+    bearer: any ATTBearer, clock: any EngineClock, timeout: Duration, log caseLog: CaseLog,
+    ancsShownFrom: SecurityLevel = .unencrypted
+  ) throws(CaseOutcome) {
     let shared = shared
     self.caseLog = caseLog
     let recording = RecordingBearer(bearer) { pdu in
@@ -197,7 +202,7 @@ public final class NCSession: Sendable {
       bearer: recording, clock: clock, options: ATTConnection.Options(localMTU: 517, transactionTimeout: timeout))
     let commands = Inbox<ControlPointWrite>()
     let subscriptions = Inbox<(ANCSSource, CCCDValue)>()
-    let ancs = Self.ancsDefinition(
+    var ancs = Self.ancsDefinition(
       controlPoint: { bytes in
         let command = Result { () throws(ANCSError) in try ControlPointCommand(decoding: bytes) }
         let write = ControlPointWrite(bytes: bytes, command: command)
@@ -225,6 +230,7 @@ public final class NCSession: Sendable {
         if which == .notificationSource { shared.state.withLock { $0.silent = false } }
         subscriptions.push((which, value))
       })
+    ancs.shownFrom = ancsShownFrom
     let server: GATTServer
     do {
       server = try GATTServer(services: [])
@@ -579,8 +585,10 @@ public final class NCContext: CaseContext {
     }
   }
 
-  /// Waits for the accessory to connect and serves it as the harness phone.
-  public func accept() async throws(CaseOutcome) -> NCSession {
+  /// Waits for the accessory to connect and serves it as the harness phone; with
+  /// `ancsAfterEncryption` ANCS is left out of discovery until the link is encrypted, as a
+  /// current iPhone does.
+  public func accept(ancsAfterEncryption: Bool = false) async throws(CaseOutcome) -> NCSession {
     let raw = try await log.awaiting("the accessory to connect") { () throws(CaseOutcome) -> any ATTBearer in
       do {
         guard let wait = contactWait else { return try await accessory.accept() }
@@ -596,7 +604,9 @@ public final class NCContext: CaseContext {
       }
     }
     let bearer: any ATTBearer = capture.map { CapturingBearer(raw, writer: $0) } ?? raw
-    let session = try NCSession(bearer: bearer, clock: clock, timeout: timeout, log: log)
+    let session = try NCSession(
+      bearer: bearer, clock: clock, timeout: timeout, log: log,
+      ancsShownFrom: ancsAfterEncryption ? .encrypted : .unencrypted)
     opened.withLock { $0.append(session) }
     log.peerDid("connected")
     return session

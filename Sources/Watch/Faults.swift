@@ -66,6 +66,11 @@ public struct WatchFaults: FaultSwitches, Hashable {
   public static let ignoreNotShared = WatchFaults(rawValue: 1 << 26)
   /// Ignores a Notification Source event with a reserved EventFlags bit set.
   public static let reservedFlagsRejected = WatchFaults(rawValue: 1 << 27)
+  /// Discovers ANCS before it pairs (pairing only to subscribe), and gives up when the
+  /// phone shows no ANCS yet.
+  public static let discoverBeforePairing = WatchFaults(rawValue: 1 << 28)
+  /// Publishes no GAP Device Name.
+  public static let noDeviceName = WatchFaults(rawValue: 1 << 29)
 
   public typealias Definition = FaultDefinition<WatchFaults>
 
@@ -149,5 +154,11 @@ public struct WatchFaults: FaultSwitches, Hashable {
     Definition(
       name: "reserved-flags-rejected", fault: .reservedFlagsRejected,
       rule: "ANCS.md, What an accessory must do: reserved EventFlags bits are ignored, not the event"),
+    Definition(
+      name: "discover-before-pairing", fault: .discoverBeforePairing,
+      rule: "ANCS.md, Session and security: ANCS left out of discovery until the link is encrypted"),
+    Definition(
+      name: "no-device-name", fault: .noDeviceName,
+      rule: "iPhone.md, Behaviour on the link: the phone reads the accessory's Device Name"),
   ]
 }

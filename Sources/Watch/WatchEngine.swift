@@ -68,11 +68,10 @@ public final class WatchEngine: Sendable {
     self.clock = clock
     self.logger = logger
     // GAP Appearance 0x00C0, Generic Watch (Bluetooth Assigned Numbers, Appearance Values).
-    let gap = ServiceDefinition(
-      uuid: 0x1800,
-      characteristics: [
-        .constant(0x2A00, Array(options.deviceName.utf8.prefix(248))), .constant(0x2A01, [0xC0, 0x00]),
-      ])
+    // FAULT no-device-name: breaks "the phone reads the accessory's Device Name".
+    let name: [CharacteristicDefinition] =
+      options.faults.contains(.noDeviceName) ? [] : [.constant(0x2A00, Array(options.deviceName.utf8.prefix(248)))]
+    let gap = ServiceDefinition(uuid: 0x1800, characteristics: name + [.constant(0x2A01, [0xC0, 0x00])])
     // Two services cannot need more than a handful of handles.
     server = try! GATTServer(leading: [gap], services: [], serviceChanged: false)
     shared = Locked(Shared(machine: WatchMachine(options: options)))
@@ -181,9 +180,8 @@ public final class WatchEngine: Sendable {
     if stoppedNow { return }
     do {
       // FAULT skip-pairing: breaks "use ANCS over an encrypted link".
-      if !options.faults.contains(.skipPairing) {
-        _ = try await bearer.pair(options.security == .authenticated ? .authenticated : .encrypted)
-      }
+      // FAULT discover-before-pairing: pairs in setUp, after discovery.
+      if options.faults.isDisjoint(with: [.skipPairing, .discoverBeforePairing]) { try await pair(bearer) }
       try await connection.exchangeMTU()
       // FAULT no-service-changed: breaks "subscribe to Service Changed".
       if !options.faults.contains(.noServiceChanged) { try await watchServiceChanged(client, control) }
@@ -231,6 +229,9 @@ public final class WatchEngine: Sendable {
     let data = try find(ANCSUUID.dataSource)
     let sourceCCCD = try await cccd(of: source, client)
     let dataCCCD = try await cccd(of: data, client)
+    if options.faults.contains(.discoverBeforePairing) && connection.bearer.securityLevel < .encrypted {
+      try await pair(connection.bearer)
+    }
     let generation = shared.withLock { shared in
       shared.generation += 1
       return shared.generation
@@ -259,6 +260,10 @@ public final class WatchEngine: Sendable {
     try await subscribe()
     shared.withLock { $0.sessionsStarted += 1 }
     await apply(.link(.connected(connection.bearer.name)), generation: generation, onLoop: false)
+  }
+
+  private func pair(_ bearer: any ATTBearer) async throws {
+    _ = try await bearer.pair(options.security == .authenticated ? .authenticated : .encrypted)
   }
 
   private func cccd(of characteristic: DiscoveredCharacteristic, _ client: GATTClient) async throws -> UInt16 {

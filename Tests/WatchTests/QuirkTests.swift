@@ -166,6 +166,22 @@ extension Rig {
     return (phone, rig, clock)
   }
 
+  /// Moves the clock a second at a time, each move one tick of the watch, until the watch
+  /// reports an error that contains `text`.
+  static func tick(_ rig: Rig, _ clock: ManualClock, untilAnErrorSays text: String) async throws {
+    let advancing = Task {
+      while !Task.isCancelled {
+        clock.advance(by: .seconds(1))
+        await Task.yield()
+      }
+    }
+    defer { advancing.cancel() }
+    try await rig.until(text) { event in
+      if case .error(let message) = event { return message.contains(text) }
+      return false
+    }
+  }
+
   /// Reads the phone's events until one matches.
   static func until(_ events: inout AsyncStream<PhoneEvent>.Iterator, _ match: (PhoneEvent) -> Bool) async {
     while let event = await events.next(isolation: nil), !match(event) {}
@@ -186,17 +202,7 @@ extension Rig {
     // second at a time until the watch gives up: its wait starts when it has read the Write
     // Response, which no event shows.
     await Self.until(&phoneEvents) { if case .quirk(let text) = $0 { text.hasPrefix("lose-answer") } else { false } }
-    let advancing = Task {
-      while !Task.isCancelled {
-        clock.advance(by: .seconds(1))
-        await Task.yield()
-      }
-    }
-    try await rig.until("the timeout") { event in
-      if case .error(let message) = event { return message.contains("not answered within") }
-      return false
-    }
-    advancing.cancel()
+    try await Self.tick(rig, clock, untilAnErrorSays: "not answered within")
     _ = try await rig.added("after")
     let lost = try #require(rig.watch.state.notifications.first { $0.uid == phone.notifications[1].uid })
     #expect(!lost.fetched)
@@ -241,17 +247,7 @@ extension Rig {
     #expect(rig.watch.state.notifications.count == 2)
     // Past the six hours, a second at a time: each move is one tick of the watch.
     clock.advance(by: .seconds(6 * 3600 - 5))
-    let advancing = Task {
-      while !Task.isCancelled {
-        clock.advance(by: .seconds(1))
-        await Task.yield()
-      }
-    }
-    try await rig.until("the rewrite") { event in
-      if case .error(let message) = event { return message.contains("writing the subscriptions again") }
-      return false
-    }
-    advancing.cancel()
+    try await Self.tick(rig, clock, untilAnErrorSays: "writing the subscriptions again")
     try await rig.synced()
     #expect(rig.watch.state.notifications.map(\.title).sorted() == ["one", "two", "unseen"])
     #expect(rig.disconnects == 0, "revived on the same link")
