@@ -45,8 +45,10 @@ bench: deps
 # cycles alive at exit (README.md, "Sanitizers"). The leaks that matter, sockets and
 # descriptors, are checked by the tests themselves.
 SANITIZE_TIME_SCALE ?= 4
-SANITIZE_ENV_thread :=
-SANITIZE_ENV_address := ASAN_OPTIONS=detect_leaks=0
+# ANCS_SANITIZER: the fault sweeps run half their faults under each (Tests/ConformanceTests/
+# SanitizerShare.swift).
+SANITIZE_ENV_thread := ANCS_SANITIZER=thread
+SANITIZE_ENV_address := ANCS_SANITIZER=address ASAN_OPTIONS=detect_leaks=0
 # ThreadSanitizer builds wait on checked continuations (see Sources/Wire/Inbox.swift).
 SANITIZE_FLAGS_thread := -Xswiftc -DANCS_THREAD_SANITIZER
 # lld, not the default gold: the address sanitizer's runtime asks for every __asan_* symbol

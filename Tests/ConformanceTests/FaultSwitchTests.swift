@@ -83,7 +83,7 @@ import Testing
 
   /// One fault: the failing cases are exactly the expected ones, in catalog order, and none
   /// is skipped.
-  @Test(arguments: PhoneFaults.catalog.map(\.name))
+  @Test(arguments: sanitizerShare(PhoneFaults.catalog.map(\.name)))
   func faultFailsExactlyItsCases(_ name: String) async throws {
     let expected = try #require(Self.expected[name], "no expectation written down for fault \(name)")
     let (_, phone) = try ownPhone(faults: try Self.faults([name]))

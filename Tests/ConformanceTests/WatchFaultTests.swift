@@ -75,7 +75,7 @@ import Wire
 
   /// One fault: the failing cases are exactly the expected ones, in catalog order, and none
   /// is skipped.
-  @Test(arguments: WatchFaults.catalog.map(\.name))
+  @Test(arguments: sanitizerShare(WatchFaults.catalog.map(\.name)))
   func faultFailsExactlyItsCases(_ name: String) async throws {
     let expected = try #require(Self.expected[name], "no expectation written down for fault \(name)")
     let results = try await Self.run([name])
