@@ -26,9 +26,8 @@ import Wire
   static let expected: [String: [String]] = [
     "skip-pairing": all,
     "discover-whole-database": ["DISC/BV-02"].map(nc),
-    // NS/BV-07 brings its new session about with Service Changed.
-    "no-service-changed": ["DISC/BV-03", "DISC/BV-04", "NS/BV-07"].map(nc),
-    "ignore-service-changed": ["DISC/BV-04", "NS/BV-07"].map(nc),
+    "no-service-changed": ["DISC/BV-03", "DISC/BV-04"].map(nc),
+    "ignore-service-changed": ["DISC/BV-04"].map(nc),
     "uid-byte-order": fetching,
     "flood-fatal": ["NS/BV-02"].map(nc),
     "malformed-event-fatal": ["NS/BI-01"].map(nc),
