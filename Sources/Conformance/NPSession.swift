@@ -114,15 +114,9 @@ public final class NPContext: CaseContext {
     }
     let bearer: any ATTBearer = capture.map { CapturingBearer(recorded, writer: $0, role: .peripheral) } ?? recorded
     if encrypt {
-      do {
-        let level = try await bearer.pair(.encrypted)
-        try check(level >= .encrypted, "pairing gave only \(level)")
-      } catch let outcome as CaseOutcome {
+      do { try await NPSession.pair(bearer) } catch {
         bearer.close()
-        throw outcome
-      } catch {
-        bearer.close()
-        throw .failed("pairing failed: \(error)")
+        throw error
       }
     }
     let session = NPSession(
@@ -280,15 +274,13 @@ public final class NPSession: Sendable {
   }
 
   /// Pairs to the encrypted level on this link, as an accessory that discovered first does.
-  public func pair() async throws(CaseOutcome) {
-    do {
-      let level = try await connection.bearer.pair(.encrypted)
-      try check(level >= .encrypted, "pairing gave only \(level)")
-    } catch let outcome as CaseOutcome {
-      throw outcome
-    } catch {
-      throw .failed("pairing failed: \(error)")
-    }
+  public func pair() async throws(CaseOutcome) { try await Self.pair(connection.bearer) }
+
+  /// Pairs `bearer` to the encrypted level at least.
+  static func pair(_ bearer: any ATTBearer) async throws(CaseOutcome) {
+    let level: SecurityLevel
+    do { level = try await bearer.pair(.encrypted) } catch { throw .failed("pairing failed: \(error)") }
+    try check(level >= .encrypted, "pairing gave only \(level)")
   }
 
   /// ATT_MTU - 3: the most a notification carries.

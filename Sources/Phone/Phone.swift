@@ -364,14 +364,15 @@ public final class Phone: Sendable {
     guard let handles = ancsHandles else { return }
     let bytes = quirked(faulted(event)).encoded()
     for gatt in recipients where gatt.cccd(for: handles.source).contains(.notifications) {
-      let (held, silent) = state.withLock { state -> (Bool, Bool) in
-        guard let session = state.sessions[ObjectIdentifier(gatt)] else { return (false, false) }
-        if session.silent { return (false, true) }
-        guard session.backlog != nil else { return (false, false) }
+      // Sent now, unless held back behind the session's report or silenced (quirk silent-source).
+      let now = state.withLock { state -> Bool in
+        guard let session = state.sessions[ObjectIdentifier(gatt)] else { return true }
+        if session.silent { return false }
+        guard session.backlog != nil else { return true }
         state.sessions[ObjectIdentifier(gatt)]?.backlog?.append(bytes)
-        return (true, false)
+        return false
       }
-      if !held && !silent { await send(bytes, to: gatt, source: handles.source) }
+      if now { await send(bytes, to: gatt, source: handles.source) }
     }
   }
 

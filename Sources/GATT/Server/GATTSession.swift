@@ -74,18 +74,21 @@ public final class GATTSession: ATTServerHandler, Sendable {
   /// The parts of the database hidden from this client, after taking in the link's level.
   private func view() -> Hidden {
     let level = connection.securityLevel
-    let before = shown.withLock { shown -> SecurityLevel in
+    let (before, now) = shown.withLock { shown -> (SecurityLevel, SecurityLevel) in
       defer { shown = max(shown, level) }
-      return shown
+      return (shown, max(shown, level))
     }
-    let (hiddenBefore, hiddenNow) = server.withDatabase { db in
-      (db.hidden(below: before), db.hidden(below: max(before, level)))
+    return server.withDatabase { db in
+      let hidden = db.hidden(below: now)
+      // What was hidden before is looked at only when the level rose (once per link).
+      if now > before {
+        for (range, _) in db.hidden(below: before) where !hidden.contains(where: { $0.range == range }) {
+          // Not on the receive loop that would carry the confirmation.
+          Task { await self.indicateServiceChanged(range) }
+        }
+      }
+      return hidden
     }
-    for (range, _) in hiddenBefore where !hiddenNow.contains(where: { $0.range == range }) {
-      // Not on the receive loop that would carry the confirmation.
-      Task { await self.indicateServiceChanged(range) }
-    }
-    return hiddenNow
   }
 
   /// Sends this client a Service Changed indication over `range` if it subscribed to it;

@@ -88,27 +88,19 @@ public struct LESignalingOutcome: Hashable, Sendable {
   public var connectionUpdate: ConnectionParameters?
   /// What was wrong with the frame, for the log.
   public var problem: String?
-  /// A Connection Parameter Update Request the central judged, and the rules it broke
-  /// (empty: accepted).
-  public var request: (parameters: ConnectionParameters, broken: [String])?
+  /// A Connection Parameter Update Request the central judged.
+  public var request: JudgedRequest?
+
+  /// The parameters asked for, and the rules they broke (empty: accepted).
+  public struct JudgedRequest: Hashable, Sendable {
+    public var parameters: ConnectionParameters
+    public var broken: [String]
+  }
 
   public init(reply: LESignalingCommand? = nil, connectionUpdate: ConnectionParameters? = nil, problem: String? = nil) {
     self.reply = reply
     self.connectionUpdate = connectionUpdate
     self.problem = problem
-  }
-
-  public static func == (a: Self, b: Self) -> Bool {
-    a.reply == b.reply && a.connectionUpdate == b.connectionUpdate && a.problem == b.problem
-      && a.request?.parameters == b.request?.parameters && a.request?.broken == b.request?.broken
-  }
-
-  public func hash(into hasher: inout Hasher) {
-    hasher.combine(reply)
-    hasher.combine(connectionUpdate)
-    hasher.combine(problem)
-    hasher.combine(request?.parameters)
-    hasher.combine(request?.broken)
   }
 
   /// The answer to one signalling frame, for a host in the central role or not:
@@ -153,7 +145,7 @@ public struct LESignalingOutcome: Hashable, Sendable {
     var outcome = LESignalingOutcome(
       reply: .parameterUpdateResponse(identifier: command.identifier, accepted: broken.isEmpty),
       connectionUpdate: broken.isEmpty ? parameters : nil)
-    outcome.request = (parameters, broken)
+    outcome.request = JudgedRequest(parameters: parameters, broken: broken)
     return outcome
   }
 

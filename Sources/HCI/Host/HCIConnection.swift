@@ -153,11 +153,11 @@ public final class HCIConnection: ATTBearer {
         judge?.rules($0) ?? []
       }
       if let problem = outcome.problem { host.logger.error("\(name): \(problem)") }
-      if let (parameters, broken) = outcome.request {
-        if !broken.isEmpty {
-          host.logger.info("\(name): connection parameter update refused: \(broken.joined(separator: "; "))")
+      if let request = outcome.request {
+        if !request.broken.isEmpty {
+          host.logger.info("\(name): connection parameter update refused: \(request.broken.joined(separator: "; "))")
         }
-        judge?.report(name, parameters, broken)
+        judge?.report(name, request.parameters, request.broken)
       }
       if let reply = outcome.reply {
         host.sendL2CAP(L2CAPFrame(channel: .leSignaling, payload: reply.encoded), handle: handle)
