@@ -15,12 +15,21 @@
 //     0x01 Pair Request  | 0x01 | wanted level (1) |
 //     0x02 Pair Accept   | 0x02 | granted level (1) |
 //     0x03 Pair Reject   | 0x03 | reason (1) | text (UTF-8, 0 or more bytes) |
+//   and, between two ends that keep bonds (Keyring.swift):
+//     0x04 Security Request | 0x04 | wanted level (1) | address |
+//     0x05 Encrypt          | 0x05 | key (8, little-endian) | address |
+//     0x06 Encrypt Accept   | 0x06 | level (1) |
+//     0x07 Key Missing      | 0x07 |
+//     0x08 Bond Request     | 0x08 | wanted level (1) | key (8, little-endian) | address |
+//   An address is the sender's, 1...64 bytes of UTF-8 (a random static address such as
+//   "C3:1A:05:7E:22:90" by default).
 //
 //   Levels: 1 unencrypted, 2 encrypted (unauthenticated key, Just Works),
 //           3 authenticated (MITM-protected key).
 //   Reasons (SMP's codes): 0x03 authentication requirements (wanted more than the responder
 //           grants), 0x05 pairing not supported (the responder rejects pairing),
-//           0x0A invalid parameters (the wanted level is not 1...3).
+//           0x0A invalid parameters (the wanted level is not 1...3), 0x08 unspecified (sent
+//           by an end whose bond the other lacks, just before it disconnects).
 //   Text: a one-line explanation phrased for the initiator ("the peer grants at most
 //         encrypted"); the initiator reports it as `BearerError.pairingFailed(text)`.
 //
@@ -29,6 +38,16 @@
 // max(current, wanted), then sends Pair Accept with that level; the initiator raises its level
 // to the granted one. ATT PDUs sent after the exchange are therefore protected on both ends.
 // Control messages are handled inside the link and never returned by `receive()`.
+//
+// With bonds, the end that wants a protected link sends Security Request. The other end
+// answers Encrypt with the key of its bond with that address, if it has one at the wanted
+// level or above, or else Bond Request with a new key (Pair Reject if its policy refuses).
+// The requester answers Encrypt with Encrypt Accept (the bond's level) when it holds that key
+// for that address, and with Key Missing otherwise; it answers Bond Request with Pair Accept,
+// keeping the key as its bond with that address, or with Pair Reject (it refuses to pair again
+// with a peer it has a bond with). The end that sent Bond Request keeps the bond on Pair
+// Accept. On Key Missing it either sends Pair Reject (0x08) and disconnects, or forgets its
+// bond and sends Bond Request, as its keyring's behaviour says. Each end raises its level before sending an Accept.
 //
 // Anything else is a protocol error that closes the link and is recorded in `lastError`:
 // an empty tcp frame, a length over 4096, an unknown channel, an unknown control code, a
@@ -53,6 +72,8 @@ public enum LinkFraming {
     public static let authenticationRequirements: UInt8 = 0x03
     public static let pairingNotSupported: UInt8 = 0x05
     public static let invalidParameters: UInt8 = 0x0A
+    /// Unspecified reason: sent before disconnecting by an end whose bond the other lacks.
+    public static let keyMissing: UInt8 = 0x08
   }
 }
 
@@ -62,18 +83,38 @@ enum ControlMessage: Hashable, Sendable {
   case pairRequest(wanted: UInt8)
   case pairAccept(granted: SecurityLevel)
   case pairReject(reason: UInt8, text: String)
+  case securityRequest(wanted: UInt8, address: String)
+  case encrypt(key: UInt64, address: String)
+  case encryptAccept(granted: SecurityLevel)
+  case keyMissing
+  case bondRequest(wanted: UInt8, key: UInt64, address: String)
 
   static let pairRequestCode: UInt8 = 0x01
   static let pairAcceptCode: UInt8 = 0x02
   static let pairRejectCode: UInt8 = 0x03
+  static let securityRequestCode: UInt8 = 0x04
+  static let encryptCode: UInt8 = 0x05
+  static let encryptAcceptCode: UInt8 = 0x06
+  static let keyMissingCode: UInt8 = 0x07
+  static let bondRequestCode: UInt8 = 0x08
+  /// The longest address, in bytes.
+  static let maxAddress = 64
 
   var encoded: [UInt8] {
     switch self {
     case .pairRequest(let wanted): return [Self.pairRequestCode, wanted]
     case .pairAccept(let granted): return [Self.pairAcceptCode, UInt8(granted.rawValue)]
     case .pairReject(let reason, let text): return [Self.pairRejectCode, reason] + Array(text.utf8)
+    case .securityRequest(let wanted, let address): return [Self.securityRequestCode, wanted] + Array(address.utf8)
+    case .encrypt(let key, let address): return [Self.encryptCode] + littleEndian(key) + Array(address.utf8)
+    case .encryptAccept(let granted): return [Self.encryptAcceptCode, UInt8(granted.rawValue)]
+    case .keyMissing: return [Self.keyMissingCode]
+    case .bondRequest(let wanted, let key, let address):
+      return [Self.bondRequestCode, wanted] + littleEndian(key) + Array(address.utf8)
     }
   }
+
+  private func littleEndian(_ key: UInt64) -> [UInt8] { (0..<8).map { UInt8(truncatingIfNeeded: key >> ($0 * 8)) } }
 
   static func decode(_ payload: ArraySlice<UInt8>) throws(LinkFault) -> ControlMessage {
     guard let code = payload.first else { throw .malformedControl("empty message") }
@@ -83,18 +124,50 @@ enum ControlMessage: Hashable, Sendable {
       guard rest.count == 1 else { throw .malformedControl("Pair Request of \(payload.count) bytes, expected 2") }
       return .pairRequest(wanted: rest[rest.startIndex])
     case pairAcceptCode:
-      guard rest.count == 1 else { throw .malformedControl("Pair Accept of \(payload.count) bytes, expected 2") }
-      let raw = rest[rest.startIndex]
-      guard let level = SecurityLevel(rawValue: Int(raw)) else {
-        throw .malformedControl("Pair Accept with level \(raw), expected 1...3")
-      }
-      return .pairAccept(granted: level)
+      return .pairAccept(granted: try level(rest, of: "Pair Accept", payload.count))
+    case encryptAcceptCode:
+      return .encryptAccept(granted: try level(rest, of: "Encrypt Accept", payload.count))
+    case keyMissingCode:
+      guard rest.isEmpty else { throw .malformedControl("Key Missing of \(payload.count) bytes, expected 1") }
+      return .keyMissing
+    case securityRequestCode:
+      guard let wanted = rest.first else { throw .malformedControl("Security Request without a level") }
+      return .securityRequest(wanted: wanted, address: try address(rest.dropFirst(), of: "Security Request"))
+    case encryptCode:
+      guard rest.count >= 8 else { throw .malformedControl("Encrypt of \(payload.count) bytes, without its key") }
+      return .encrypt(key: key(rest.prefix(8)), address: try address(rest.dropFirst(8), of: "Encrypt"))
+    case bondRequestCode:
+      guard rest.count >= 9 else { throw .malformedControl("Bond Request of \(payload.count) bytes, without its key") }
+      return .bondRequest(
+        wanted: rest[rest.startIndex], key: key(rest.dropFirst().prefix(8)),
+        address: try address(rest.dropFirst(9), of: "Bond Request"))
     case pairRejectCode:
       guard let reason = rest.first else { throw .malformedControl("Pair Reject without a reason") }
       return .pairReject(reason: reason, text: String(decoding: rest.dropFirst(), as: UTF8.self))
     default:
       throw .malformedControl("unknown code 0x\(hex(code))")
     }
+  }
+
+  private static func level(_ rest: ArraySlice<UInt8>, of what: String, _ size: Int) throws(LinkFault) -> SecurityLevel
+  {
+    guard rest.count == 1 else { throw .malformedControl("\(what) of \(size) bytes, expected 2") }
+    let raw = rest[rest.startIndex]
+    guard let level = SecurityLevel(rawValue: Int(raw)) else {
+      throw .malformedControl("\(what) with level \(raw), expected 1...3")
+    }
+    return level
+  }
+
+  private static func key(_ bytes: ArraySlice<UInt8>) -> UInt64 {
+    bytes.reversed().reduce(0) { $0 << 8 | UInt64($1) }
+  }
+
+  private static func address(_ bytes: ArraySlice<UInt8>, of what: String) throws(LinkFault) -> String {
+    guard (1...maxAddress).contains(bytes.count), let address = String(validating: bytes, as: UTF8.self) else {
+      throw .malformedControl("\(what) whose address is not 1...\(maxAddress) bytes of UTF-8")
+    }
+    return address
   }
 }
 

@@ -14,15 +14,24 @@ public enum PairingPolicy: Hashable, Sendable {
 /// one security level and one closed state, as the two ends of a real connection do.
 public enum MemoryLink {
   /// A connected pair: `central` (the phone, in ANCS) and `peripheral` (the watch).
+  /// With a keyring at both ends, security goes as between two ends that keep bonds
+  /// (Keyring.swift).
   public static func pair(
-    pairing: PairingPolicy = .accept(upTo: .authenticated), initialLevel: SecurityLevel = .unencrypted
+    pairing: PairingPolicy = .accept(upTo: .authenticated), initialLevel: SecurityLevel = .unencrypted,
+    keyrings: (central: Keyring?, peripheral: Keyring?) = (nil, nil)
   ) -> (central: MemoryBearer, peripheral: MemoryBearer) {
     let shared = MemoryBearer.Shared(level: initialLevel, pairing: pairing)
+    let exchanges = keyrings.central.flatMap { central in
+      keyrings.peripheral.map { peripheral in
+        [BondExchange(keyring: central, policy: pairing), BondExchange(keyring: peripheral, policy: pairing)]
+      }
+    }
     let a = PDUQueue()
     let b = PDUQueue()
+    let bonds = exchanges.map { Locked(MemoryBearer.Bonds(exchanges: $0)) }
     return (
-      MemoryBearer(inbox: a, outbox: b, shared: shared, name: "memory(central)"),
-      MemoryBearer(inbox: b, outbox: a, shared: shared, name: "memory(peripheral)")
+      MemoryBearer(inbox: a, outbox: b, shared: shared, name: "memory(central)", bonds: bonds, end: 0),
+      MemoryBearer(inbox: b, outbox: a, shared: shared, name: "memory(peripheral)", bonds: bonds, end: 1)
     )
   }
 }
@@ -38,16 +47,26 @@ public final class MemoryBearer: ATTBearer {
     }
   }
 
+  /// Both ends' parts in bonded security, when both keep bonds.
+  struct Bonds {
+    var exchanges: [BondExchange]
+  }
+
   private let inbox: PDUQueue
   private let outbox: PDUQueue
   private let shared: Shared
   public let name: String
+  private let bonds: Locked<Bonds>?
+  /// This end's index in `bonds`.
+  private let end: Int
 
-  init(inbox: PDUQueue, outbox: PDUQueue, shared: Shared, name: String) {
+  init(inbox: PDUQueue, outbox: PDUQueue, shared: Shared, name: String, bonds: Locked<Bonds>? = nil, end: Int = 0) {
     self.inbox = inbox
     self.outbox = outbox
     self.shared = shared
     self.name = name
+    self.bonds = bonds
+    self.end = end
   }
 
   public func send(_ pdu: [UInt8]) async throws(BearerError) {
@@ -74,7 +93,43 @@ public final class MemoryBearer: ATTBearer {
 
   public func pair(_ level: SecurityLevel) async throws(BearerError) -> SecurityLevel {
     if inbox.isClosed { throw .disconnected }
-    return try shared.pairingResult(level)
+    guard let bonds else { return try shared.pairingResult(level) }
+    return try bondedPairing(level, bonds).get()
+  }
+
+  /// Carries the messages of a bonded exchange between the two ends at once, as the socket
+  /// links carry them over the wire: this end's Security Request, the other's answer, and so on.
+  private func bondedPairing(_ wanted: SecurityLevel, _ bonds: Locked<Bonds>) -> Result<SecurityLevel, BearerError> {
+    var outcome: Result<SecurityLevel, BearerError>?
+    var closing = false
+    bonds.withLock { bonds in
+      var message: ControlMessage? = bonds.exchanges[end].request(wanted)
+      var receiver = 1 - end
+      while let next = message {
+        message = nil
+        let level = shared.level.withLock { $0 }
+        if case .pairReject(let reason, let text) = next, !bonds.exchanges[receiver].handles(next) {
+          // The answering end refused this end's request.
+          outcome = .failure(
+            .pairingFailed(text.isEmpty ? "the peer rejected pairing (reason 0x\(hex(reason)))" : text))
+          break
+        }
+        for effect in bonds.exchanges[receiver].received(next, level: level) {
+          switch effect {
+          case .send(let reply): message = reply
+          case .raise(let raised): shared.level.withLock { $0 = max($0, raised) }
+          case .finish(let result): outcome = result
+          case .disconnect: closing = true
+          }
+        }
+        receiver = 1 - receiver
+      }
+    }
+    if closing { close() }
+    if let outcome { return outcome }
+    // The answering end disconnected (its bond was unknown here, or the exchange ended
+    // without a word for this end).
+    return closing ? .failure(.disconnected) : .success(shared.level.withLock { $0 })
   }
 
   public func close() {

@@ -101,12 +101,16 @@ final class SocketCore: Sendable {
     var level: SecurityLevel
     var pendingPairs: [PairWaiter] = []
     var fault: LinkFault?
+    /// This end's part in bonded security, when it keeps bonds.
+    var exchange: BondExchange?
   }
 
   let socket: OwnedFD
   let framing: Framing
   let name: String
   let pairing: PairingPolicy
+  /// Where this end keeps its bonds; nil pairs without bonds.
+  let keyring: Keyring?
   /// Security kept by the kernel (`bareATT`); nil where this end's framing carries pairing.
   let kernel: (any KernelSecurity)?
   let inbox = PDUQueue()
@@ -117,23 +121,26 @@ final class SocketCore: Sendable {
   private let streamDecoder = Locked(StreamFrameDecoder())
 
   private init(
-    fd: Int32, framing: Framing, name: String, pairing: PairingPolicy, level: SecurityLevel,
+    fd: Int32, framing: Framing, name: String, pairing: PairingPolicy, keyring: Keyring?, level: SecurityLevel,
     kernel: (any KernelSecurity)?
   ) {
     self.socket = OwnedFD(fd)
     self.framing = framing
     self.name = name
     self.pairing = pairing
+    self.keyring = keyring
     self.kernel = kernel
-    self.state = Locked(State(level: level))
+    self.state = Locked(
+      State(level: level, exchange: keyring.map { BondExchange(keyring: $0, policy: pairing) }))
   }
 
   /// Takes over a connected socket and has the event loop read it.
   static func start(
-    fd: Int32, framing: Framing, name: String, pairing: PairingPolicy, level: SecurityLevel = .unencrypted,
-    kernel: (any KernelSecurity)? = nil
+    fd: Int32, framing: Framing, name: String, pairing: PairingPolicy, keyring: Keyring? = nil,
+    level: SecurityLevel = .unencrypted, kernel: (any KernelSecurity)? = nil
   ) throws(LinkError) -> SocketBearer {
-    let core = SocketCore(fd: fd, framing: framing, name: name, pairing: pairing, level: level, kernel: kernel)
+    let core = SocketCore(
+      fd: fd, framing: framing, name: name, pairing: pairing, keyring: keyring, level: level, kernel: kernel)
     guard EventLoop.shared.register(core) else {
       let code = errno
       throw LinkError(
@@ -226,19 +233,18 @@ final class SocketCore: Sendable {
       return await kernel.raise(socket.fd, to: wanted)
     }
     return await withCheckedContinuation { (waiter: PairWaiter) in
-      let registered = state.withLock { state -> Bool in
-        if state.closed { return false }
+      let request = state.withLock { state -> ControlMessage? in
+        if state.closed { return nil }
         state.pendingPairs.append(waiter)
-        return true
+        return state.exchange?.request(wanted) ?? .pairRequest(wanted: UInt8(wanted.rawValue))
       }
-      guard registered else {
+      guard let request else {
         waiter.resume(returning: .failure(.disconnected))
         return
       }
       // A failed send disconnects (or found the link already closed, which disconnected it),
       // and disconnecting fails every pending request, this one included.
-      try? sendFrame(
-        channel: LinkFraming.controlChannel, ControlMessage.pairRequest(wanted: UInt8(wanted.rawValue)).encoded)
+      try? sendFrame(channel: LinkFraming.controlChannel, request.encoded)
     }
   }
 
@@ -345,8 +351,9 @@ final class SocketCore: Sendable {
       disconnect(fault: error)
       return false
     }
+    if let effects = bonded(message) { return perform(effects) }
     switch message {
-    case .pairRequest(let wanted):
+    case .pairRequest(let wanted), .securityRequest(let wanted, _):
       // The level rises before the Accept leaves, so nothing this end sends afterwards
       // can reach the initiator before the initiator knows the link is protected.
       let answer = state.withLock { state -> ControlMessage in
@@ -383,6 +390,46 @@ final class SocketCore: Sendable {
       let why = text.isEmpty ? "the peer rejected pairing (reason 0x\(hex(reason)))" : text
       waiter.resume(returning: .failure(.pairingFailed(why)))
       return true
+    case .encrypt, .encryptAccept, .keyMissing, .bondRequest:
+      // Only an end that keeps bonds asks for these.
+      disconnect(fault: .unexpectedPairResponse)
+      return false
     }
+  }
+
+  /// Runs `message` through this end's bonded exchange, if it has one and the message is
+  /// its: the effects, with the level raised and the pending `pair` taken under the lock.
+  private func bonded(_ message: ControlMessage) -> [(BondExchange.Effect, PairWaiter?)]? {
+    state.withLock { state -> [(BondExchange.Effect, PairWaiter?)]? in
+      guard var exchange = state.exchange, exchange.handles(message) else { return nil }
+      let effects = exchange.received(message, level: state.level)
+      state.exchange = exchange
+      return effects.map { effect in
+        switch effect {
+        case .raise(let level):
+          state.level = max(state.level, level)
+          return (effect, nil)
+        case .finish:
+          return (effect, state.pendingPairs.isEmpty ? nil : state.pendingPairs.removeFirst())
+        case .send, .disconnect:
+          return (effect, nil)
+        }
+      }
+    }
+  }
+
+  private func perform(_ effects: [(BondExchange.Effect, PairWaiter?)]) -> Bool {
+    for (effect, waiter) in effects {
+      switch effect {
+      case .raise: continue
+      case .send(let message):
+        do { try sendFrame(channel: LinkFraming.controlChannel, message.encoded) } catch { return false }
+      case .finish(let result): waiter?.resume(returning: result)
+      case .disconnect:
+        disconnect(fault: nil)
+        return false
+      }
+    }
+    return true
   }
 }

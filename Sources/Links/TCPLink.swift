@@ -10,7 +10,8 @@ public enum TCPLink {
 
   /// Connects to a `TCPListener`, possibly in another process or on another machine.
   public static func connect(
-    host: String = defaultHost, port: UInt16, pairing: PairingPolicy = .accept(upTo: .authenticated)
+    host: String = defaultHost, port: UInt16, pairing: PairingPolicy = .accept(upTo: .authenticated),
+    keyring: Keyring? = nil
   ) async throws(LinkError) -> SocketBearer {
     let address = "tcp:\(tcpHostText(host)):\(port)"
     let outcome = try await cancellable(address) { wake -> Result<Int32, LinkError> in
@@ -39,7 +40,7 @@ public enum TCPLink {
     }
     let fd = try outcome.get()
     setNoDelay(fd)
-    return try SocketCore.start(fd: fd, framing: .stream, name: address, pairing: pairing)
+    return try SocketCore.start(fd: fd, framing: .stream, name: address, pairing: pairing, keyring: keyring)
   }
 }
 
@@ -49,14 +50,18 @@ public final class TCPListener: LinkListener {
   /// The port actually listened on (the ephemeral one when 0 was asked for).
   public let port: UInt16
   public let pairing: PairingPolicy
+  /// Where the links it accepts keep their bonds; nil pairs without bonds.
+  public let keyring: Keyring?
   private let socket: OwnedFD
   private let closed = Locked(false)
 
   public var name: String { "tcp:\(tcpHostText(host)):\(port)" }
 
   public init(
-    host: String = TCPLink.defaultHost, port: UInt16 = 0, pairing: PairingPolicy = .accept(upTo: .authenticated)
+    host: String = TCPLink.defaultHost, port: UInt16 = 0, pairing: PairingPolicy = .accept(upTo: .authenticated),
+    keyring: Keyring? = nil
   ) throws(LinkError) {
+    self.keyring = keyring
     let address = "tcp:\(tcpHostText(host)):\(port)"
     let candidates: [SocketAddress]
     switch SocketAddress.resolveTCP(host: host, port: port, passive: true) {
@@ -122,7 +127,8 @@ public final class TCPListener: LinkListener {
       throw LinkError.listenerClosed(address)
     }
     setNoDelay(fd)
-    return try SocketCore.start(fd: fd, framing: .stream, name: "\(address) (from \(peer))", pairing: pairing)
+    return try SocketCore.start(
+      fd: fd, framing: .stream, name: "\(address) (from \(peer))", pairing: pairing, keyring: keyring)
   }
 
   /// Stops listening (idempotent) and wakes a pending `accept`. Links already accepted stay up.

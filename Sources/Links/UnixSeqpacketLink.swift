@@ -6,9 +6,11 @@ import Wire
 /// one L2CAP packet is one PDU. Framing at the top of LinkFraming.swift.
 public enum UnixSeqpacketLink {
   /// A connected pair in one process (socketpair(2)): `central` (the phone, in ANCS) and
-  /// `peripheral` (the watch). Both ends answer pairing requests with `pairing`.
+  /// `peripheral` (the watch). Both ends answer pairing requests with `pairing`, and keep
+  /// bonds in their keyrings, if given.
   public static func pair(
-    pairing: PairingPolicy = .accept(upTo: .authenticated), initialLevel: SecurityLevel = .unencrypted
+    pairing: PairingPolicy = .accept(upTo: .authenticated), initialLevel: SecurityLevel = .unencrypted,
+    keyrings: (central: Keyring?, peripheral: Keyring?) = (nil, nil)
   ) throws(LinkError) -> (central: SocketBearer, peripheral: SocketBearer) {
     var fds: [Int32] = [-1, -1]
     let type = Int32(SOCK_SEQPACKET.rawValue) | Int32(SOCK_CLOEXEC.rawValue)
@@ -19,19 +21,21 @@ public enum UnixSeqpacketLink {
     let central: SocketBearer
     do {
       central = try SocketCore.start(
-        fd: fds[0], framing: .messages, name: "unix:socketpair(central)", pairing: pairing, level: initialLevel)
+        fd: fds[0], framing: .messages, name: "unix:socketpair(central)", pairing: pairing,
+        keyring: keyrings.central, level: initialLevel)
     } catch {
       Glibc.close(fds[1])
       throw error
     }
     let peripheral = try SocketCore.start(
-      fd: fds[1], framing: .messages, name: "unix:socketpair(peripheral)", pairing: pairing, level: initialLevel)
+      fd: fds[1], framing: .messages, name: "unix:socketpair(peripheral)", pairing: pairing,
+      keyring: keyrings.peripheral, level: initialLevel)
     return (central, peripheral)
   }
 
   /// Connects to a `UnixSeqpacketListener` at `path`, possibly in another process.
   public static func connect(
-    path: String, pairing: PairingPolicy = .accept(upTo: .authenticated)
+    path: String, pairing: PairingPolicy = .accept(upTo: .authenticated), keyring: Keyring? = nil
   ) async throws(LinkError) -> SocketBearer {
     let address = "unix:\(path)"
     guard let socketAddress = SocketAddress(unixPath: path) else { throw LinkError.unixPathUnusable(path) }
@@ -50,7 +54,7 @@ public enum UnixSeqpacketLink {
       return .failure(LinkError.unixConnect(address: address, errno: code))
     }
     let fd = try outcome.get()
-    return try SocketCore.start(fd: fd, framing: .messages, name: address, pairing: pairing)
+    return try SocketCore.start(fd: fd, framing: .messages, name: address, pairing: pairing, keyring: keyring)
   }
 }
 
@@ -64,6 +68,8 @@ public enum UnixSeqpacketLink {
 public final class UnixSeqpacketListener: LinkListener {
   public let path: String
   public let pairing: PairingPolicy
+  /// Where the links it accepts keep their bonds; nil pairs without bonds.
+  public let keyring: Keyring?
   private let socket: OwnedFD
   /// Device and inode of the socket file, to remove only our own on close.
   private let identity: (dev_t, ino_t)
@@ -71,7 +77,10 @@ public final class UnixSeqpacketListener: LinkListener {
 
   public var name: String { "unix:\(path)" }
 
-  public init(path: String, pairing: PairingPolicy = .accept(upTo: .authenticated)) throws(LinkError) {
+  public init(
+    path: String, pairing: PairingPolicy = .accept(upTo: .authenticated), keyring: Keyring? = nil
+  ) throws(LinkError) {
+    self.keyring = keyring
     let address = "unix:\(path)"
     guard let socketAddress = SocketAddress(unixPath: path) else { throw LinkError.unixPathUnusable(path) }
     try Self.clearStalePath(path, socketAddress: socketAddress, address: address)
@@ -132,7 +141,7 @@ public final class UnixSeqpacketListener: LinkListener {
       Glibc.close(fd)
       throw LinkError.listenerClosed(address)
     }
-    return try SocketCore.start(fd: fd, framing: .messages, name: address, pairing: pairing)
+    return try SocketCore.start(fd: fd, framing: .messages, name: address, pairing: pairing, keyring: keyring)
   }
 
   /// Stops listening (idempotent), wakes a pending `accept`, and removes the socket file if it
