@@ -65,6 +65,9 @@ public protocol ATTBearer: AnyObject, Sendable {
   func close()
   /// A short description of the link, for logs ("memory", "unix:/tmp/phone.sock").
   var name: String { get }
+  /// The peer's address, when the link knows it (a Bluetooth connection; a simulated link
+  /// once the peer has named itself in a bonded exchange). Optional: the default is nil.
+  var peerAddress: String? { get }
 }
 
 extension ATTBearer {
@@ -74,4 +77,6 @@ extension ATTBearer {
   /// Nothing is ever ready without `receive()`: links that queue what they receive say
   /// otherwise.
   public func receiveIfReady() -> [UInt8]? { nil }
+
+  public var peerAddress: String? { nil }
 }

@@ -1,3 +1,41 @@
+/// What happened to a bond, for a device's log and events.
+public enum BondEvent: Hashable, Sendable {
+  /// Paired and bonded; `again` when it replaced a bond this device already had.
+  case bonded(peer: String, level: SecurityLevel, again: Bool)
+  /// The link was encrypted with the bond.
+  case encrypted(peer: String)
+  /// This device encrypted with its bond and the peer has no such key (it lost the bond).
+  case peerLostKey(peer: String)
+  /// The peer encrypted with a bond this device does not hold.
+  case keyMissing(peer: String)
+  /// The peer, bonded already, asked to pair again and this device refused.
+  case repairingRefused(peer: String)
+  /// The bond was forgotten here.
+  case forgotten(peer: String)
+
+  /// The peer's address.
+  public var peer: String {
+    switch self {
+    case .bonded(let peer, _, _), .encrypted(let peer), .peerLostKey(let peer), .keyMissing(let peer),
+      .repairingRefused(let peer), .forgotten(let peer):
+      return peer
+    }
+  }
+
+  /// The event's name in JSON events: bonded, encrypted, peerLostKey, keyMissing,
+  /// repairingRefused, forgotten.
+  public var name: String {
+    switch self {
+    case .bonded: return "bonded"
+    case .encrypted: return "encrypted"
+    case .peerLostKey: return "peerLostKey"
+    case .keyMissing: return "keyMissing"
+    case .repairingRefused: return "repairingRefused"
+    case .forgotten: return "forgotten"
+    }
+  }
+}
+
 /// A device's bonds, as its user manages them (an iPhone's "Forget This Device"): the
 /// simulated links' `Keyring` and the Bluetooth host's `BondStore` both are one.
 public protocol BondBook: AnyObject, Sendable {
@@ -7,4 +45,7 @@ public protocol BondBook: AnyObject, Sendable {
   /// nil; returns the addresses forgotten. Throws when the change cannot be kept (a bond
   /// file that cannot be written).
   @discardableResult func forget(_ peer: String?) throws -> [String]
+  /// Calls `observer` with every bond event from now on (one observer; a later call
+  /// replaces it).
+  func observe(_ observer: @escaping @Sendable (BondEvent) -> Void)
 }

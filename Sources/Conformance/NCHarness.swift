@@ -545,6 +545,7 @@ final class RecordingBearer: ATTBearer {
     return pdu
   }
   var securityLevel: SecurityLevel { inner.securityLevel }
+  var peerAddress: String? { inner.peerAddress }
   func pair(_ level: SecurityLevel) async throws(BearerError) -> SecurityLevel { try await inner.pair(level) }
   func close() { inner.close() }
 }

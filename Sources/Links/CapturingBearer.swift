@@ -50,6 +50,7 @@ public final class CapturingBearer: ATTBearer {
   }
 
   public var securityLevel: SecurityLevel { inner.securityLevel }
+  public var peerAddress: String? { inner.peerAddress }
 
   public func pair(_ level: SecurityLevel) async throws(BearerError) -> SecurityLevel {
     try await inner.pair(level)

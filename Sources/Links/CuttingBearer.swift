@@ -56,6 +56,7 @@ public final class CuttingBearer: ATTBearer {
   }
 
   public var securityLevel: SecurityLevel { inner.securityLevel }
+  public var peerAddress: String? { inner.peerAddress }
 
   public func pair(_ level: SecurityLevel) async throws(BearerError) -> SecurityLevel { try await inner.pair(level) }
 

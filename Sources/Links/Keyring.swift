@@ -47,21 +47,7 @@ public final class Keyring: BondBook {
     }
   }
 
-  /// What happened to a bond, for the device's log and events.
-  public enum Event: Hashable, Sendable {
-    /// Paired and bonded; `again` when it replaced a bond this device already had.
-    case bonded(peer: String, level: SecurityLevel, again: Bool)
-    /// The link was encrypted with the bond.
-    case encrypted(peer: String)
-    /// This device encrypted with its bond and the peer has no such key.
-    case peerLostKey(peer: String)
-    /// The peer encrypted with a bond this device does not hold.
-    case keyMissing(peer: String)
-    /// The peer, bonded already, asked to pair again and this device refused.
-    case repairingRefused(peer: String)
-    /// The bond was forgotten here.
-    case forgotten(peer: String)
-  }
+  public typealias Event = BondEvent
 
   private struct State {
     var bonds: [String: Bond] = [:]

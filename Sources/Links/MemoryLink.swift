@@ -87,6 +87,8 @@ public final class MemoryBearer: ATTBearer {
   public func receiveIfReady() -> [UInt8]? { inbox.nextIfReady() }
 
   public var securityLevel: SecurityLevel { shared.level.withLock { $0 } }
+  /// The peer's address once it named itself in a bonded exchange.
+  public var peerAddress: String? { bonds?.withLock { $0.exchanges[end].peer } }
 
   /// PDUs the peer has sent that this end has not yet received.
   public var queuedCount: Int { inbox.count }

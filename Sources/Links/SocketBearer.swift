@@ -45,6 +45,8 @@ public final class SocketBearer: ATTBearer {
   public func receiveIfReady() -> [UInt8]? { core.inbox.nextIfReady() }
 
   public var securityLevel: SecurityLevel { core.securityLevel }
+  /// The peer's address once it named itself in a bonded exchange.
+  public var peerAddress: String? { core.peerAddress }
 
   public func pair(_ level: SecurityLevel) async throws(BearerError) -> SecurityLevel {
     try await core.pair(level).get()
@@ -150,6 +152,7 @@ final class SocketCore: Sendable {
   }
 
   var isClosed: Bool { state.withLock { $0.closed } }
+  var peerAddress: String? { state.withLock { $0.exchange?.peer } }
   var fault: LinkFault? { state.withLock { $0.fault } }
   var securityLevel: SecurityLevel {
     if let kernel { return kernel.level(of: socket.fd) }

@@ -17,6 +17,10 @@ public enum PhoneCommand: Hashable, Sendable {
   case allow(watch: Int?)
   /// Revokes notification sharing for one watch, or every watch.
   case revoke(watch: Int?)
+  /// Lists the accessories this phone has bonds with.
+  case bonds
+  /// Forgets the bond with one accessory (by its address), or every bond.
+  case forget(peer: String?)
   case help
   case quit
 }
@@ -33,7 +37,9 @@ public struct ConsoleError: Error, Hashable, Sendable, CustomStringConvertible {
 extension PhoneCommand {
   /// The command words, in help order.
   public static let commandNames = [
-    "post", "modify", "remove", "call", "list", "battery", "time", "disconnect", "allow", "revoke", "help", "quit",
+    "post", "modify", "remove", "call", "list", "battery", "time", "disconnect", "allow", "revoke", "bonds", "forget",
+    "help",
+    "quit",
   ]
 
   /// Keys of `post` (positive and negative also as positiveAction and negativeAction).
@@ -116,6 +122,15 @@ extension PhoneCommand {
         watch = number
       }
       return word == "allow" ? .allow(watch: watch) : .revoke(watch: watch)
+    case "bonds":
+      try noArguments()
+      return .bonds
+    case "forget":
+      try noPairs("forget [ADDRESS]")
+      guard plain.count <= 1 else {
+        throw ConsoleError("forget takes one accessory's address or nothing (every bond): forget C3:1A:05:7E:22:90")
+      }
+      return .forget(peer: plain.first)
     case "help", "?":
       return .help
     case "quit", "exit", "q":
@@ -385,6 +400,8 @@ extension PhoneCommand {
     case .disconnect: return "disconnect"
     case .allow(let watch): return "allow" + (watch.map { " \($0)" } ?? "")
     case .revoke(let watch): return "revoke" + (watch.map { " \($0)" } ?? "")
+    case .bonds: return "bonds"
+    case .forget(let peer): return "forget" + (peer.map { " " + text($0) } ?? "")
     case .help: return "help"
     case .quit: return "quit"
     }
@@ -397,7 +414,8 @@ extension PhoneCommand {
   /// Parses one JSON command line: `{"cmd":"post","app":"com.example.chat","title":"Hi"}`.
   /// Post takes the fields of a scenario notification (without "id"); modify takes "uid"
   /// and the fields of a scenario modify step; remove "uid"; call "caller"; battery "level";
-  /// time "date"; list, disconnect, help and quit nothing else. Nil for a blank line.
+  /// time "date"; allow and revoke an optional "watch"; forget an optional "peer"; list,
+  /// disconnect, bonds, help and quit nothing else. Nil for a blank line.
   public static func parse(jsonLine line: String) throws(ConsoleError) -> PhoneCommand? {
     if line.allSatisfy(\.isWhitespace) { return nil }
     let json: JSON
@@ -457,9 +475,15 @@ extension PhoneCommand {
         watch = Int(number)
       }
       return cmd == "allow" ? .allow(watch: watch) : .revoke(watch: watch)
-    case "list", "disconnect", "help", "quit":
+    case "forget":
+      try fields.only(["cmd", "peer"], "in a forget command")
+      return .forget(
+        peer: try fields["peer"].map { value throws(ScenarioIssue) in
+          try ScenarioReader.string(value, at: root.key("peer"), nonEmpty: true)
+        })
+    case "list", "disconnect", "bonds", "help", "quit":
       try fields.only(["cmd"], "in a \(cmd) command")
-      return ["list": .list, "disconnect": .disconnect, "help": .help, "quit": .quit][cmd]!
+      return ["list": .list, "disconnect": .disconnect, "bonds": .bonds, "help": .help, "quit": .quit][cmd]!
     default:
       throw ScenarioIssue(
         path: root.key("cmd"), reason: "unknown command \(quoted(cmd)); valid: " + commandNames.joined(separator: ", "))
@@ -596,6 +620,29 @@ public struct PhoneConsole: Sendable {
         ]
         : changed.map { "watch \($0) \(what)" }
       return done(cmd, lines, [("watches", .array(changed.map { .number(Double($0)) }))])
+    case .bonds:
+      guard let book = phone.bonds else { return failed("bonds", Self.noBonds) }
+      let peers = book.bondedPeers
+      return done(
+        "bonds", peers.isEmpty ? ["no bonds"] : peers.map { "bonded with \($0)" },
+        [("peers", .array(peers.map(JSON.string)))])
+    case .forget(let peer):
+      let forgotten: [String]?
+      do { forgotten = try phone.forget(peer) } catch { return failed("forget", "\(error)") }
+      guard let forgotten else { return failed("forget", Self.noBonds) }
+      if let peer, forgotten.isEmpty {
+        let known = phone.bonds?.bondedPeers ?? []
+        return failed(
+          "forget",
+          "no bond with \(peer); " + (known.isEmpty ? "the phone has none" : "bonded: " + known.joined(separator: ", "))
+        )
+      }
+      return done(
+        "forget",
+        forgotten.isEmpty
+          ? ["no bonds to forget"]
+          : forgotten.map { "forgot \($0): it must pair again (its link, if up, was dropped)" },
+        [("peers", .array(forgotten.map(JSON.string)))])
     case .help:
       return done("help", Self.help.split(separator: "\n", omittingEmptySubsequences: false).map(String.init))
     case .quit:
@@ -676,6 +723,8 @@ public struct PhoneConsole: Sendable {
     return .object(pairs)
   }
 
+  static let noBonds = "this phone keeps no bonds on this link"
+
   // MARK: Text helpers
 
   /// "Chat — Hello there": the app's name and the title (or the message's start).
@@ -740,6 +789,9 @@ public struct PhoneConsole: Sendable {
                        prompt does, e.g. allow 1
       revoke [WATCH]   stop sharing notifications with a watch (without a number: every
                        watch, now and later), the link staying up
+      bonds            the accessories this phone has bonds with, by address
+      forget [ADDRESS] forget an accessory's bond (without an address: every bond), as
+                       iOS's "Forget This Device": its link drops and it must pair again
       help             this text
       quit             stop the phone
     Categories: other, incomingCall, missedCall, voicemail, social, schedule, email, news,

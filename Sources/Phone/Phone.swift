@@ -30,6 +30,9 @@ public enum PhoneEvent: Hashable, Sendable {
   /// The accessory asked for other connection parameters (over the air); `broken` lists the
   /// rules of the Accessory Design Guidelines it broke, empty when they were accepted.
   case connectionParameters(session: Int?, link: String, request: ConnectionParameterRequest, broken: [String])
+  /// Something happened to a bond: an accessory paired, encrypted with its bond, had lost
+  /// it ("Peer removed pairing information" on an iPhone), or the user forgot it.
+  case bond(BondEvent)
 }
 
 /// The simulated iPhone: a notification center served as ANCS, with the Current Time and
@@ -91,6 +94,8 @@ public final class Phone: Sendable {
   let logger: Logger
   let state = Locked(State())
   private let hub = EventHub<PhoneEvent>()
+  /// Where the links keep this phone's bonds, once told.
+  private let bondBook = Locked<(any BondBook)?>(nil)
 
   public init(
     quirks: Quirks = Quirks(), faults: PhoneFaults = [], settings: PhoneSettings = PhoneSettings(),
@@ -341,6 +346,30 @@ public final class Phone: Sendable {
     let (now, offset) = wallClock.now()
     state.withLock { $0.timeShift = seconds - (now + Int64(offset)) }
     await notifyTime()
+  }
+
+  // MARK: - Bonds
+
+  /// Keeps this phone's bonds in `book` (the links' keyring, or the Bluetooth host's bond
+  /// store), reporting what happens to them as `.bond` events.
+  public func keepBonds(in book: any BondBook) {
+    bondBook.withLock { $0 = book }
+    book.observe { [weak self] event in self?.emit(.bond(event)) }
+  }
+
+  /// Where this phone's bonds are kept; nil when its links keep none.
+  public var bonds: (any BondBook)? { bondBook.withLock { $0 } }
+
+  /// Forgets the bond with `peer`, or every bond, as iOS's "Forget This Device" does, and
+  /// drops the links of the accessories forgotten. Returns their addresses; nil when this
+  /// phone keeps no bonds.
+  public func forget(_ peer: String?) throws -> [String]? {
+    guard let book = bonds else { return nil }
+    let forgotten = try book.forget(peer)
+    for session in server.sessions where session.connection.bearer.peerAddress.map(forgotten.contains) == true {
+      session.connection.close()
+    }
+    return forgotten
   }
 
   /// Closes every watch's link (as walking out of radio range would).

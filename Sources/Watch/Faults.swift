@@ -71,6 +71,10 @@ public struct WatchFaults: FaultSwitches, Hashable {
   public static let discoverBeforePairing = WatchFaults(rawValue: 1 << 28)
   /// Publishes no GAP Device Name.
   public static let noDeviceName = WatchFaults(rawValue: 1 << 29)
+  /// Refuses to pair with a phone it already has a bond with.
+  public static let refuseRepairing = WatchFaults(rawValue: 1 << 30)
+  /// Stops for good when pairing fails, instead of connecting again.
+  public static let pairingFailureFatal = WatchFaults(rawValue: 1 << 31)
 
   public typealias Definition = FaultDefinition<WatchFaults>
 
@@ -160,5 +164,11 @@ public struct WatchFaults: FaultSwitches, Hashable {
     Definition(
       name: "no-device-name", fault: .noDeviceName,
       rule: "iPhone.md, Behaviour on the link: the phone reads the accessory's Device Name"),
+    Definition(
+      name: "refuse-repairing", fault: .refuseRepairing,
+      rule: "iPhone.md, Pairing and bonds: a phone that forgot the bond pairs afresh; the accessory pairs again"),
+    Definition(
+      name: "pairing-failure-fatal", fault: .pairingFailureFatal,
+      rule: "iPhone.md, Pairing and bonds: an accessory whose bond the phone still holds comes back once forgotten"),
   ]
 }

@@ -48,6 +48,8 @@ public final class WatchEngine: Sendable {
   let logger: Logger
   let shared: Locked<Shared>
   private let hub = EventHub<WatchEvent>()
+  /// Where the links keep the watch's bonds, once told.
+  private let bondBook = Locked<(any BondBook)?>(nil)
   /// Work for the processor task: inputs that do not come from the receive loop, and actions
   /// the receive loop must not wait for (a Control Point write while another request is
   /// outstanding, a probe, a resubscription).
@@ -131,8 +133,9 @@ public final class WatchEngine: Sendable {
       var reason = "link closed"
       let sessionsBefore = shared.withLock { $0.sessionsStarted }
       do {
+        // The back-off starts again only once a session ran: a link that connects and then
+        // fails (pairing refused, a bond the phone lacks) must not be tried at full speed.
         let bearer = try await connect()
-        attempt = 0
         try await session(bearer)
       } catch {
         reason = "\(error)"
@@ -142,6 +145,7 @@ public final class WatchEngine: Sendable {
       // A session that ran is followed at once by a new try, as a watch advertises again as
       // soon as its phone goes; a link that never got that far backs off.
       if shared.withLock({ $0.sessionsStarted }) > sessionsBefore {
+        attempt = 0
         await apply(.link(.reconnecting(attempt: 0, retryIn: .zero, reason: reason)), generation: nil, onLoop: false)
         continue
       }
@@ -263,7 +267,32 @@ public final class WatchEngine: Sendable {
   }
 
   private func pair(_ bearer: any ATTBearer) async throws {
-    _ = try await bearer.pair(options.security == .authenticated ? .authenticated : .encrypted)
+    do {
+      _ = try await bearer.pair(options.security == .authenticated ? .authenticated : .encrypted)
+    } catch {
+      // FAULT pairing-failure-fatal: breaks "comes back once the phone forgot the bond".
+      if options.faults.contains(.pairingFailureFatal) { stop() }
+      throw error
+    }
+  }
+
+  // MARK: - Bonds
+
+  /// Keeps the watch's bonds in `book` (its links' keyring, or the Bluetooth host's bond
+  /// store), reporting what happens to them as `.bond` events.
+  public func keepBonds(in book: any BondBook) {
+    bondBook.withLock { $0 = book }
+    book.observe { [weak self] event in self?.emit(.bond(event)) }
+  }
+
+  /// Forgets every bond, as resetting a watch does, and drops the link: the phone, if it
+  /// still holds its bond, meets a missing key. Returns the addresses forgotten; nil when the
+  /// watch keeps no bonds.
+  public func forgetBonds() throws -> [String]? {
+    guard let book = bondBook.withLock({ $0 }) else { return nil }
+    let forgotten = try book.forget(nil)
+    shared.withLock { $0.connection }?.close()
+    return forgotten
   }
 
   private func cccd(of characteristic: DiscoveredCharacteristic, _ client: GATTClient) async throws -> UInt16 {

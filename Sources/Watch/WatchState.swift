@@ -1,4 +1,5 @@
 import ANCS
+import ATT
 import Wire
 
 /// One notification as the watch knows it.
@@ -99,6 +100,9 @@ public enum WatchEvent: Hashable, Sendable {
   /// The phone does (true) or does not (false: its Control Point answered Write Not
   /// Permitted) share its notifications with this watch.
   case sharing(allowed: Bool)
+  /// Something happened to a bond: paired, encrypted with it, the phone's key missing here,
+  /// pairing again refused, or forgotten (`forget`).
+  case bond(BondEvent)
 
   /// The JSON object of Protocol/events.md.
   public var json: JSON {
@@ -117,6 +121,7 @@ public enum WatchEvent: Hashable, Sendable {
     case .time(let date): return .object([("event", .string("time")), ("time", .string(date.description))])
     case .battery(let level): return .object([("event", .string("battery")), ("level", .number(Double(level)))])
     case .sharing(let allowed): return .object([("event", .string("sharing")), ("allowed", .bool(allowed))])
+    case .bond(let event): return event.json
     }
   }
 
@@ -131,5 +136,17 @@ public enum WatchEvent: Hashable, Sendable {
     if n.hasPositiveAction { pairs.append(("positiveAction", .string(n.positiveActionLabel))) }
     if n.hasNegativeAction { pairs.append(("negativeAction", .string(n.negativeActionLabel))) }
     return .object(pairs)
+  }
+}
+
+extension BondEvent {
+  /// `{"event":"bond","change":"bonded","peer":"C3:…","level":"encrypted","again":false}`
+  /// (Protocol/events.md); level and again only with bonded.
+  public var json: JSON {
+    var fields: [(String, JSON)] = [("event", .string("bond")), ("change", .string(name)), ("peer", .string(peer))]
+    if case .bonded(_, let level, let again) = self {
+      fields += [("level", .string(level.description)), ("again", .bool(again))]
+    }
+    return .object(fields)
   }
 }

@@ -1,4 +1,5 @@
 import ANCS
+import ATT
 import Watch
 
 /// What the face asks the outside world to do.
@@ -232,6 +233,24 @@ public struct FaceUI: Hashable, Sendable {
     }
   }
 
+  /// What the wearer learns of bond trouble; routine encryption with the bond says nothing.
+  private mutating func sayBond(_ change: BondEvent, now: Duration) {
+    switch change {
+    case .keyMissing:
+      say(
+        "The phone keeps a bond this watch lost: forget the watch in the phone's Bluetooth settings",
+        short: "Forget the watch on the phone", kind: .error, now: now)
+    case .repairingRefused:
+      say("Refused to pair again with the phone", kind: .error, now: now)
+    case .bonded(_, _, let again):
+      say(again ? "Paired again with the phone" : "Paired with the phone", now: now)
+    case .forgotten:
+      say("Bond forgotten", now: now)
+    case .encrypted, .peerLostKey:
+      break
+    }
+  }
+
   private mutating func say(
     _ text: String, short: String? = nil, category: CategoryID? = nil, kind: Toast.Kind = .info, now: Duration
   ) {
@@ -280,6 +299,8 @@ public struct FaceUI: Hashable, Sendable {
       everConnected = true
     case .sharing(let allowed):
       if allowed { say("The phone shares its notifications again", short: "Notifications shared", now: now) }
+    case .bond(let change):
+      sayBond(change, now: now)
     case .modified, .disconnected, .time, .battery:
       break
     }

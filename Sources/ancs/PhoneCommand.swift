@@ -167,7 +167,13 @@ enum PhoneCommandLine {
         report: { phone.judgedConnectionParameters(link: $0, ConnectionParameterRequest($1), broken: $2) })
       listener = CentralLinks(host: host, filter: peer.map { .address($0) } ?? .solicits(BluetoothCommandLine.ancs))
     } else if let address {
-      do { listener = ListenerLinks(listener: try address.listen()) } catch { throw UsageError("\(error)") }
+      // Bonds on the simulated links last while the phone runs; it reacts to bond trouble
+      // as an iPhone does (Protocol/iPhone.md, Pairing and bonds).
+      let keyring = Keyring()
+      phone.keepBonds(in: keyring)
+      do { listener = ListenerLinks(listener: try address.listen(keyring: keyring)) } catch {
+        throw UsageError("\(error)")
+      }
     } else {
       throw UsageError("phone needs --listen or --bluetooth")
     }
@@ -328,6 +334,22 @@ enum PhoneCommandLine {
       let who = session.map { "watch \($0)" } ?? "the accessory on \(link)"
       return "\(who) asked for connection parameters \(request.description): "
         + (broken.isEmpty ? "accepted" : "refused (\(broken.joined(separator: "; ")))")
+    case .bond(let event): return describe(event)
+    }
+  }
+
+  /// A console line for a bond event, as the iPhone's user would learn it.
+  static func describe(_ event: BondEvent) -> String {
+    switch event {
+    case .bonded(let peer, let level, let again):
+      return "paired with \(peer) and bonded (\(level))" + (again ? ", replacing the bond it had" : "")
+    case .encrypted(let peer): return "encrypted the link to \(peer) with its bond"
+    case .peerLostKey(let peer):
+      return "\(peer) has lost its bond with this phone (iOS: \"Peer removed pairing information\"); "
+        + "the phone drops the link and keeps its bond: type \"forget \(peer)\" to pair again"
+    case .keyMissing(let peer): return "\(peer) encrypted with a bond this phone does not have"
+    case .repairingRefused(let peer): return "refused to pair again with \(peer)"
+    case .forgotten(let peer): return "forgot the bond with \(peer)"
     }
   }
 
@@ -381,8 +403,10 @@ enum PhoneCommandLine {
             ("timeout", .number(Double(request.timeout) * 10)), ("accepted", .bool(broken.isEmpty)),
             ("broken", .array(broken.map { .string($0) })),
           ])
+    case .bond(let event): return event.json
     }
   }
+
 }
 
 /// Where `ancs phone` gets its watches: a listener's connections, or a central's.

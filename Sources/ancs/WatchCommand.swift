@@ -15,7 +15,8 @@ enum WatchCommand {
     that is not up yet, or goes away, is tried again with the reconnect back-off. With
     --headless (or when standard output is not a terminal) it prints one JSON object per
     event (Protocol/events.md) and takes commands on standard input, one per line:
-    `positive UID`, `negative UID`, `quit`.
+    `positive UID`, `negative UID`, `forget` (forget every bond, as resetting a watch
+    does), `quit`.
 
     options:
       --connect ADDRESS       unix:PATH or tcp:HOST:PORT of a running `ancs phone`
@@ -167,10 +168,13 @@ enum WatchCommand {
   ) throws(UsageError) -> WatchEngine {
     let writer = try capture.map(captureWriter)
     let waiting = Locked(false)
-    return WatchEngine(options: options, logger: logger) {
+    // The watch's bonds last while it runs (`forget` drops them, as resetting a watch does).
+    // FAULT refuse-repairing: breaks "pairs again with a phone that forgot the bond".
+    let keyring = Keyring(behaviour: .init(acceptRepairing: !options.faults.contains(.refuseRepairing)))
+    let engine = WatchEngine(options: options, logger: logger) {
       let bearer: SocketBearer
       do {
-        bearer = try await address.connect()
+        bearer = try await address.connect(keyring: keyring)
       } catch {
         let first = waiting.withLock { waiting in
           defer { waiting = true }
@@ -186,9 +190,12 @@ enum WatchCommand {
       waiting.withLock { $0 = false }
       return writer.map { CapturingBearer(bearer, writer: $0, role: .peripheral) } ?? bearer
     }
+    engine.keepBonds(in: keyring)
+    return engine
   }
 
-  /// Prints events as JSON lines and takes `positive UID`, `negative UID`, `quit` on stdin.
+  /// Prints events as JSON lines and takes `positive UID`, `negative UID`, `forget`, `quit`
+  /// on stdin.
   /// End of input stops the watch, as `quit` does, unless a `deadline` ends it (the demo).
   static func runHeadless(_ engine: WatchEngine, expectReconnect: Bool, until deadline: Duration? = nil) async -> Int32
   {
@@ -223,8 +230,18 @@ enum WatchCommand {
             continue
           }
           engine.perform(words[0] == "positive" ? .positive : .negative, on: uid)
+        case "forget":
+          guard words.count == 1 else {
+            printError("ancs: usage: forget (forgets every bond; it takes nothing after it)")
+            continue
+          }
+          do {
+            if try engine.forgetBonds() == nil { printError("ancs: this watch keeps no bonds on this link") }
+          } catch {
+            printError("ancs: forget: \(error)")
+          }
         default:
-          printError("ancs: unknown command '\(words[0])'; commands: positive UID, negative UID, quit")
+          printError("ancs: unknown command '\(words[0])'; commands: positive UID, negative UID, forget, quit")
         }
       }
     }

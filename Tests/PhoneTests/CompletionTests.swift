@@ -22,7 +22,8 @@ import Wire
     #expect(complete("") == (PhoneCommand.commandNames, nil))
     // "disconnect" alone starts with d; battery and time share nothing.
     #expect(complete("d").replacement == "disconnect ")
-    #expect(complete("b").candidates == ["battery"])
+    #expect(complete("b").candidates == ["battery", "bonds"])
+    #expect(complete("bo") == (["bonds"], "bonds "))
     #expect(complete("x") == ([], nil))
     #expect(complete("# a comment") == ([], nil))
   }

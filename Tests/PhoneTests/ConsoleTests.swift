@@ -1,4 +1,5 @@
 import ANCS
+import Links
 import Phone
 import Testing
 import Wire
@@ -109,7 +110,7 @@ private func jsonRefusal(_ line: String) -> String {
     .modify(uid: 4_294_967_295, NotificationChange(date: .now)),
     .remove(uid: 0), .call(caller: "Zoë \"Z\" Müller"), .list, .battery(42),
     .time(ANCSDate(year: 2027, month: 1, day: 1)),
-    .disconnect, .help, .quit,
+    .disconnect, .bonds, .forget(peer: nil), .forget(peer: "C3:1A:05:7E:22:90"), .help, .quit,
   ]
 
   @Test(arguments: roundTrips) func consoleLinesRoundTrip(command: PhoneCommand) throws {
@@ -130,11 +131,11 @@ private func jsonRefusal(_ line: String) -> String {
     (
       "frobnicate",
       #"unknown command "frobnicate"; commands: post, modify, remove, call, list, battery, time, "#
-        + #"disconnect, allow, revoke, help, quit (type "help" for the syntax)"#
+        + #"disconnect, allow, revoke, bonds, forget, help, quit (type "help" for the syntax)"#
     ),
     (
       #""post" chat"#,
-      #"a line starts with a command: post, modify, remove, call, list, battery, time, disconnect, allow, revoke, help, quit (try "help")"#
+      #"a line starts with a command: post, modify, remove, call, list, battery, time, disconnect, allow, revoke, bonds, forget, help, quit (try "help")"#
     ),
     (#"post chat "Hello"#, #"missing closing quote (") in: post chat "Hello"#),
     (#"post chat "a\qb""#, #"unknown escape \q in quotes; use \" \\ \n or \t"#),
@@ -225,6 +226,9 @@ private func jsonRefusal(_ line: String) -> String {
         == .time(ANCSDate(year: 2027, month: 1, day: 1)))
     #expect(try PhoneCommand.parse(jsonLine: #"{"cmd":"list"}"#) == .list)
     #expect(try PhoneCommand.parse(jsonLine: #"{"cmd":"disconnect"}"#) == .disconnect)
+    #expect(try PhoneCommand.parse(jsonLine: #"{"cmd":"bonds"}"#) == .bonds)
+    #expect(try PhoneCommand.parse(jsonLine: #"{"cmd":"forget"}"#) == .forget(peer: nil))
+    #expect(try PhoneCommand.parse(jsonLine: #"{"cmd":"forget","peer":"C3:1A"}"#) == .forget(peer: "C3:1A"))
     #expect(try PhoneCommand.parse(jsonLine: #"{"cmd":"help"}"#) == .help)
     #expect(try PhoneCommand.parse(jsonLine: #"{"cmd":"quit"}"#) == .quit)
     #expect(try PhoneCommand.parse(jsonLine: "  ") == nil)
@@ -235,11 +239,11 @@ private func jsonRefusal(_ line: String) -> String {
     ("[1]", #"$: expected an object like {"cmd":"list"}, found an array"#),
     (
       #"{"title":"x"}"#,
-      #"$: missing key "cmd" (one of post, modify, remove, call, list, battery, time, disconnect, allow, revoke, help, quit)"#
+      #"$: missing key "cmd" (one of post, modify, remove, call, list, battery, time, disconnect, allow, revoke, bonds, forget, help, quit)"#
     ),
     (
       #"{"cmd":"pots"}"#,
-      #"$.cmd: unknown command "pots"; valid: post, modify, remove, call, list, battery, time, disconnect, allow, revoke, help, quit"#
+      #"$.cmd: unknown command "pots"; valid: post, modify, remove, call, list, battery, time, disconnect, allow, revoke, bonds, forget, help, quit"#
     ),
     (
       #"{"cmd":"post","app":"a.b","id":"n1"}"#,
@@ -374,6 +378,29 @@ private func jsonRefusal(_ line: String) -> String {
     let quit = try #require(await console.run(jsonLine: #"{"cmd":"quit"}"#))
     #expect(quit.quit && quit.ok)
     #expect(await console.run(line: "list")?.quit == false)
+  }
+
+  @Test func bondsAndForget() async throws {
+    let console = try console()
+    #expect(await console.run(line: "bonds")?.lines == ["this phone keeps no bonds on this link"])
+    #expect(await console.run(line: "forget")?.ok == false)
+    let keyring = Keyring(address: "F0:00:00:00:00:01")
+    console.phone.keepBonds(in: keyring)
+    #expect(await console.run(line: "bonds")?.lines == ["no bonds"])
+    keyring.keep(Keyring.Bond(key: 7, level: .encrypted), with: "C3:1A:05:7E:22:90")
+    let listed = try #require(await console.run(jsonLine: #"{"cmd":"bonds"}"#))
+    #expect(listed.json.description == #"{"ok":true,"cmd":"bonds","peers":["C3:1A:05:7E:22:90"]}"#)
+    #expect(
+      await console.run(line: "forget C0:00:00:00:00:00")?.lines == [
+        "no bond with C0:00:00:00:00:00; bonded: C3:1A:05:7E:22:90"
+      ])
+    #expect(
+      await console.run(line: "forget C3:1A:05:7E:22:90")?.lines == [
+        "forgot C3:1A:05:7E:22:90: it must pair again (its link, if up, was dropped)"
+      ])
+    #expect(keyring.bondedPeers.isEmpty)
+    #expect(await console.run(line: "forget")?.lines == ["no bonds to forget"])
+    #expect(await console.run(line: "forget a b")?.ok == false)
   }
 
   @Test func theHelpExamplesParse() throws {

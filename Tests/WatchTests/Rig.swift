@@ -21,18 +21,26 @@ final class Rig {
   private(set) var history: [WatchEvent] = []
   let task: Task<Void, Never>
 
-  init(phone: Phone, options: WatchOptions = WatchOptions(), clock: any EngineClock = SystemClock()) {
+  /// With `keyrings`, the phone and the watch keep bonds (Links' Keyring.swift).
+  init(
+    phone: Phone, options: WatchOptions = WatchOptions(), clock: any EngineClock = SystemClock(),
+    keyrings: (phone: Keyring, watch: Keyring)? = nil
+  ) {
     self.phone = phone
     let links = self.links
     var options = options
     options.reconnectDelay = .zero
     watch = WatchEngine(options: options, clock: clock) {
-      let (central, peripheral) = MemoryLink.pair()
+      let (central, peripheral) = MemoryLink.pair(keyrings: (keyrings?.phone, keyrings?.watch))
       links.all.withLock { $0.append(central) }
       Task { await phone.serve(central) }
       return peripheral
     }
     events = watch.events().makeAsyncIterator()
+    if let keyrings {
+      phone.keepBonds(in: keyrings.phone)
+      watch.keepBonds(in: keyrings.watch)
+    }
     let watch = self.watch
     task = Task { await watch.run() }
   }

@@ -49,6 +49,7 @@ public final class HCIConnection: ATTBearer {
   /// Encrypted once the controller reported Encryption Change on (Just Works keys are never
   /// authenticated); unencrypted again if it reports encryption off.
   public var securityLevel: SecurityLevel { state.withLock { $0.encrypted } ? .encrypted : .unencrypted }
+  public var peerAddress: String? { peer.address.description }
 
   /// True until Disconnection Complete or the host's end.
   public var isConnected: Bool { state.withLock { $0.open } }
