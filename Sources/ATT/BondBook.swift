@@ -48,4 +48,8 @@ public protocol BondBook: AnyObject, Sendable {
   /// Calls `observer` with every bond event from now on (one observer; a later call
   /// replaces it).
   func observe(_ observer: @escaping @Sendable (BondEvent) -> Void)
+  /// For a conformance harness: replaces the key of the bond with `peer` by one the peer
+  /// never had, so that the next encryption meets a missing key, as when the peer has lost
+  /// the bond. False without a bond with `peer`.
+  @discardableResult func spoil(_ peer: String) throws -> Bool
 }

@@ -6,7 +6,8 @@ import Wire
 /// The NC cases: the harness plays the phone and judges the accessory. Each case's purpose,
 /// steps and pass criteria are in Protocol/conformance.md, under the same ID.
 enum NCCases {
-  static let all: [ConformanceCase] = discovery + security + notificationSource + controlPoint + dataSource
+  static let all: [ConformanceCase] =
+    discovery + security + notificationSource + controlPoint + dataSource + bonds
 
   static let accessoryRules = "Protocol/ANCS.md, What an accessory must do"
 
@@ -595,4 +596,54 @@ extension Result where Success == ControlPointCommand {
     if case .success(.getNotificationAttributes) = self { return true }
     return false
   }
+}
+
+extension NCCases {
+  // MARK: - BOND: bond trouble
+  //
+  // Last in the catalog: an accessory that fails one of these may be unable to pair with
+  // the harness again, which would fail every case after it.
+
+  static let bonds: [ConformanceCase] = [
+    ConformanceCase(
+      "ANCS/NC/BOND/BV-01", "Pairs again with a phone that has forgotten the bond",
+      rule: "Protocol/iPhone.md, Pairing and bonds: after \"Forget This Device\" the iPhone pairs afresh"
+    ) { ctx in
+      let (bonds, _) = try ctx.bonds()
+      let first = try await ctx.subscribed()
+      let peer = try ctx.bondedPeer(first, in: bonds)
+      // The phone's user forgets the accessory; the accessory still holds its bond.
+      _ = try bonds.forget(peer)
+      first.close()
+      let second = try await ctx.accept()
+      try await second.awaitSubscribed(" (the phone forgot the bond and pairs afresh; the accessory must pair again)")
+      let level = second.connection.securityLevel
+      try check(level >= .encrypted, "the accessory subscribed on a link at security level \(level)")
+      try check(bonds.bondedPeers.contains(peer), "the accessory subscribed without bonding again")
+    },
+    ConformanceCase(
+      "ANCS/NC/BOND/BV-02", "Comes back once the phone's user forgets a bond the accessory lost",
+      rule: "Protocol/iPhone.md, Pairing and bonds: an iPhone whose key the accessory lacks disconnects "
+        + "and keeps its bond until its user forgets the accessory"
+    ) { ctx in
+      let (bonds, events) = try ctx.bonds()
+      let first = try await ctx.subscribed()
+      let peer = try ctx.bondedPeer(first, in: bonds)
+      // From the accessory's side, a phone key it does not hold is a bond it lost.
+      try check(try bonds.spoil(peer), "the phone lost its bond with \(peer)")
+      first.close()
+      let second = try await ctx.accept()
+      try await ctx.log.awaiting("the accessory to ask for security, and to find the phone's key missing") {
+        () throws(CaseOutcome) in
+        for await event in events where event == .peerLostKey(peer: peer) { return }
+        throw .failed("the phone's bond events ended")
+      }
+      // The phone, as an iPhone, has dropped the link; its user forgets the accessory.
+      second.close()
+      _ = try bonds.forget(peer)
+      let third = try await ctx.subscribedOnALiveLink(" (the phone's user forgot the accessory; it must pair afresh)")
+      let level = third.connection.securityLevel
+      try check(level >= .encrypted, "the accessory subscribed on a link at security level \(level)")
+    },
+  ]
 }

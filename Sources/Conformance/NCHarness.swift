@@ -18,15 +18,19 @@ public struct AccessoryUnderTest: Sendable {
   public var wearer: (any WearerStimulus)?
   /// Its own timers, as its maker states them: cases that wait on one get that much longer.
   public var timers: AccessoryTimers
+  /// The harness phone's bonds on the links `accept` gives; nil when those links keep none,
+  /// and the bond cases are skipped.
+  public var bonds: (any BondBook)?
 
   public init(
     accept: @escaping @Sendable () async throws -> any ATTBearer, observer: AccessoryObserver? = nil,
-    wearer: (any WearerStimulus)? = nil, timers: AccessoryTimers = AccessoryTimers()
+    wearer: (any WearerStimulus)? = nil, timers: AccessoryTimers = AccessoryTimers(), bonds: (any BondBook)? = nil
   ) {
     self.accept = accept
     self.observer = observer
     self.wearer = wearer
     self.timers = timers
+    self.bonds = bonds
   }
 }
 
@@ -618,6 +622,41 @@ public final class NCContext: CaseContext {
     let session = try await accept()
     try await session.awaitSubscribed()
     return session
+  }
+
+  /// Accepts the accessory's links until one subscribes to both ANCS sources, skipping those
+  /// it drops first (a reconnecting accessory may have tried again meanwhile, and found the
+  /// phone as it was then).
+  public func subscribedOnALiveLink(_ why: String) async throws(CaseOutcome) -> NCSession {
+    while true {
+      let session = try await accept()
+      do {
+        try await session.awaitSubscribed(why)
+        return session
+      } catch {
+        if session.connection.closedReason == nil { throw error }
+        log.peerDid("dropped a link before subscribing")
+      }
+    }
+  }
+
+  /// The harness phone's bonds, and a stream of what happens to them from now on; the case
+  /// is skipped when its links keep no bonds.
+  public func bonds() throws(CaseOutcome) -> (book: any BondBook, events: AsyncStream<BondEvent>) {
+    guard let book = accessory.bonds else {
+      throw .skipped("needs a harness that keeps bonds: a simulated link (unix:, tcp:) or Bluetooth")
+    }
+    let (events, continuation) = AsyncStream<BondEvent>.makeStream()
+    book.observe { continuation.yield($0) }
+    return (book, events)
+  }
+
+  /// The accessory's address on `session`'s link, with which the harness phone has bonded.
+  public func bondedPeer(_ session: NCSession, in book: any BondBook) throws(CaseOutcome) -> String {
+    guard let peer = session.connection.bearer.peerAddress, book.bondedPeers.contains(peer) else {
+      throw .failed("the accessory subscribed without bonding with the phone (the phone holds no bond for it)")
+    }
+    return peer
   }
 
   /// The accessory's reports; the case is skipped without them.

@@ -91,8 +91,6 @@ public final class Keyring: BondBook {
     state.withLock { $0.bonds[peer] = bond }
   }
 
-  /// Replaces the key of the bond with `peer` by one the peer has never seen, as if the peer
-  /// had lost the bond: the next encryption meets Key Missing. False without a bond.
   @discardableResult
   public func spoil(_ peer: String) -> Bool {
     state.withLock { state in

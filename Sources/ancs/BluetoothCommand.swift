@@ -65,9 +65,9 @@ enum BluetoothCommandLine {
 
   /// Opens the radio: for a controller, the bond store (creating its directory) and the
   /// controller, set up; for `l2cap:hciN`, the kernel's host.
-  static func open(_ settings: Settings, capture: String?, logger: Logger) async throws(UsageError)
-    -> any BluetoothRadio
-  {
+  static func open(
+    _ settings: Settings, capture: String?, logger: Logger, security: SMPSecurityManager.Options = .init()
+  ) async throws(UsageError) -> any BluetoothRadio {
     if case .l2cap(let index) = settings.transport {
       if settings.bondsGiven {
         throw UsageError(
@@ -87,7 +87,7 @@ enum BluetoothCommandLine {
     }
     let store: BondStore
     do { store = try BondStore(path: settings.bonds) } catch { throw UsageError("\(error)") }
-    let security = SMPSecurityManager(store: store, logger: logger)
+    let security = SMPSecurityManager(store: store, options: security, logger: logger)
     do {
       // The address of earlier runs, so that peers bonded with this device find it again.
       let (host, setup) = try await HCIHost.open(
@@ -104,5 +104,11 @@ enum BluetoothCommandLine {
     } catch {
       throw UsageError("\(error)")
     }
+  }
+
+  /// The bonds a radio keeps: its host's bond file; nil for `l2cap:hciN`, whose bonds are
+  /// the kernel's.
+  static func bonds(of radio: any BluetoothRadio) -> BondStore? {
+    ((radio as? HCIHost)?.security as? SMPSecurityManager)?.store
   }
 }

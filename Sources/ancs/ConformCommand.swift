@@ -227,7 +227,9 @@ enum ConformCommand {
       if let bluetooth {
         // The accessory may be started by --spawn; the radio is opened first, so a bad
         // transport fails before anything starts.
-        let radio = try await BluetoothCommandLine.open(bluetooth, capture: capture, logger: logger)
+        // The harness is an iPhone: it drops an accessory that lost its bond, keeping its own.
+        let radio = try await BluetoothCommandLine.open(
+          bluetooth, capture: capture, logger: logger, security: .init(disconnectOnKeyMissing: true))
         accessoryLinks = CentralLinks(
           host: radio, filter: peer.map { .address($0) } ?? .solicits(BluetoothCommandLine.ancs))
       } else {
@@ -237,7 +239,10 @@ enum ConformCommand {
           )
         }
         let address = try twoProcessAddress(listen)
-        do { accessoryLinks = ListenerLinks(listener: try address.listen()) } catch { throw UsageError("\(error)") }
+        let keyring = Keyring()
+        do { accessoryLinks = ListenerLinks(listener: try address.listen(keyring: keyring), bonds: keyring) } catch {
+          throw UsageError("\(error)")
+        }
       }
       return try await judgeAccessory(
         cases, accessoryLinks, spawn: spawn, observe: observe, timers: timers,
@@ -367,7 +372,8 @@ enum ConformCommand {
     }
     printError("conform: \(listener.waitingLine)")
     let accessory = AccessoryUnderTest(
-      accept: { try await listener.nextAccessory() }, observer: observer, wearer: wearer, timers: timers)
+      accept: { try await listener.nextAccessory() }, observer: observer, wearer: wearer, timers: timers,
+      bonds: listener.bondBook)
     let runner = ConformanceRunner(
       accessory: accessory, timeout: common.duration, captureDirectory: capturePath, contactWait: seconds(wait))
     let judgement = await run(cases, on: runner, common)
@@ -627,17 +633,21 @@ protocol AccessoryLinks: Sendable {
   /// What the harness prints while it waits for the first accessory.
   var waitingLine: String { get }
   func nextAccessory() async throws -> any ATTBearer
+  /// The harness phone's bonds on these links, if they keep any.
+  var bondBook: (any BondBook)? { get }
   /// Closes, leaving a controller as it was found.
   func finish() async
 }
 
 extension ListenerLinks: AccessoryLinks {
   var waitingLine: String { "listening on \(name); waiting for the accessory" }
+  var bondBook: (any BondBook)? { bonds }
   func nextAccessory() async throws -> any ATTBearer { try await listener.accept() }
 }
 
 extension CentralLinks: AccessoryLinks {
   var waitingLine: String { "\(name)" }
+  var bondBook: (any BondBook)? { BluetoothCommandLine.bonds(of: host) }
 
   func nextAccessory() async throws -> any ATTBearer {
     try await host.connectLink(scanningFor: filter, timeout: .seconds(60))

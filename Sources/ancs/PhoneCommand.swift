@@ -159,7 +159,11 @@ enum PhoneCommandLine {
     raiseOpenFileLimit(toAtLeast: .max)
     let listener: any PhoneLinks
     if let bluetooth {
-      let host = try await BluetoothCommandLine.open(bluetooth, capture: capture, logger: logger)
+      // An iPhone whose bond the accessory lost drops the link and keeps the bond until its
+      // user forgets the accessory (Protocol/iPhone.md, Pairing and bonds).
+      let host = try await BluetoothCommandLine.open(
+        bluetooth, capture: capture, logger: logger, security: .init(disconnectOnKeyMissing: true))
+      if let store = BluetoothCommandLine.bonds(of: host) { phone.keepBonds(in: store) }
       // An iPhone refuses an accessory's connection parameters outside Apple's rules, and the
       // console says which it broke (the kernel's l2cap:hciN answers such requests itself).
       (host as? HCIHost)?.parameterJudge = HCIHost.ParameterJudge(
@@ -431,6 +435,8 @@ extension PhoneLinks {
 /// The connections of a simulated-link listener, served side by side.
 struct ListenerLinks: PhoneLinks {
   let listener: any LinkListener
+  /// Where the links the listener accepts keep bonds, if they do.
+  var bonds: Keyring? = nil
   var name: String { listener.name }
   var oneAtATime: Bool { false }
   func next() async -> (any ATTBearer)? { try? await listener.accept() }

@@ -135,12 +135,16 @@ enum WatchCommand {
     let engine: WatchEngine
     var radio: (any BluetoothRadio)?
     if let bluetooth {
-      let host = try await BluetoothCommandLine.open(bluetooth, capture: capture, logger: logger)
+      // FAULT refuse-repairing: breaks "pairs again with a phone that forgot the bond".
+      let host = try await BluetoothCommandLine.open(
+        bluetooth, capture: capture, logger: logger,
+        security: .init(acceptRepairing: !options.faults.contains(.refuseRepairing)))
       let advertisement = Advertisement(
         name: options.deviceName, solicitedServices: [BluetoothCommandLine.ancs])
       // A peripheral, as a watch is: advertise the ANCS solicitation, take the phone's
       // connection; the engine then pairs (a Security Request) and goes on as over any link.
       engine = WatchEngine(options: options, logger: logger) { try await host.acceptLink(advertisement, timeout: nil) }
+      if let store = BluetoothCommandLine.bonds(of: host) { engine.keepBonds(in: store) }
       radio = host
       onTerminationSignal { blocking { await host.leave() } }
     } else {

@@ -29,11 +29,16 @@ func ownWatch(_ configure: (inout WatchOptions) -> Void = { _ in }) -> (WatchEng
   options.titleMaximum = 64
   configure(&options)
   let connections = Inbox<any ATTBearer>()
+  // Both keep bonds, as a watch and an iPhone do (the SEC bond cases need them).
+  let watchKeys = Keyring(behaviour: .init(acceptRepairing: !options.faults.contains(.refuseRepairing)))
+  let harnessKeys = Keyring()
   let engine = WatchEngine(options: options) {
-    let (central, peripheral) = MemoryLink.pair()
+    // The engine's end is the one named central here; roles follow who asks for security.
+    let (central, peripheral) = MemoryLink.pair(keyrings: (watchKeys, harnessKeys))
     connections.push(peripheral)
     return central
   }
+  engine.keepBonds(in: watchKeys)
   let observer = AccessoryObserver()
   let events = engine.events()
   Task {
@@ -50,7 +55,7 @@ func ownWatch(_ configure: (inout WatchOptions) -> Void = { _ in }) -> (WatchEng
     accept: {
       guard let bearer = await connections.next() else { throw StimulusError("the watch stopped connecting") }
       return bearer
-    }, observer: observer, wearer: EngineWearer(engine: engine), timers: timers)
+    }, observer: observer, wearer: EngineWearer(engine: engine), timers: timers, bonds: harnessKeys)
   Task { await engine.run() }
   return (engine, accessory)
 }

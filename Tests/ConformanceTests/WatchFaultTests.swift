@@ -12,7 +12,8 @@ import Wire
   static func nc(_ id: String) -> String { "ANCS/NC/" + id }
   /// Cases that wait for a fetch of a notification the harness posted.
   static let fetching = all.filter {
-    !["DISC/BV-01", "DISC/BV-02", "DISC/BV-07", "DISC/BV-08", "SEC/BV-01"].map(nc).contains($0)
+    !["DISC/BV-01", "DISC/BV-02", "DISC/BV-07", "DISC/BV-08", "SEC/BV-01", "BOND/BV-01", "BOND/BV-02"].map(nc)
+      .contains($0)
   }
   /// Cases that check what the accessory shows (observe), and the action case, which waits
   /// for the call to be shown first.
@@ -53,6 +54,10 @@ import Wire
     "reserved-flags-rejected": ["NS/BV-08"].map(nc),
     "discover-before-pairing": ["DISC/BV-07"].map(nc),
     "no-device-name": ["DISC/BV-08"].map(nc),
+    // The case where the accessory lost its bond ends in pairing afresh too: from the
+    // accessory's side, a phone it still has a (different) bond with.
+    "refuse-repairing": ["BOND/BV-01", "BOND/BV-02"].map(nc),
+    "pairing-failure-fatal": ["BOND/BV-02"].map(nc),
   ]
 
   /// The whole NC suite against the in-process watch with `names` switched on. The watch

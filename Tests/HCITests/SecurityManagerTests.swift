@@ -164,6 +164,52 @@ struct SecurityManagerTests {
     }
   }
 
+  @Test("as an iPhone, a central whose peer lost the bond keeps it, disconnects with 0x05 and says so")
+  func iPhoneKeepsTheBondAndDisconnects() async throws {
+    try await withBondPath { path in
+      let (store, bond) = try storeWithBond(at: path)
+      let events = Locked<[BondEvent]>([])
+      store.observe { event in events.withLock { $0.append(event) } }
+      let security = SMPSecurityManager(store: store, options: .init(disconnectOnKeyMissing: true))
+      let (fake, _, connection) = try await connectedHost(role: .central, roomy, security: security)
+      let pairing = Task { try await connection.pair(.encrypted) }
+      #expect(try #require(await fake.nextCommand()).opcode == LEStartEncryption.opcode)
+      fake.send(
+        .encryptionChange(
+          EncryptionChange(status: HCIStatus(rawValue: 0x06), connectionHandle: 0x0040, encryptionEnabled: 0)))
+      await #expect(throws: BearerError.self) { try await pairing.value }
+      let disconnect = try Disconnect(packet: try #require(await fake.nextCommand()))
+      #expect(disconnect.reason == .authenticationFailure)
+      #expect(store.bond(for: peerAddress)?.ltk == bond.ltk, "the bond is kept")
+      // Named by the identity address the bond holds, as `bondedPeers` names it.
+      let name = try #require(store.bondedPeers.first)
+      #expect(name == bond.identity?.address.description)
+      #expect(events.withLock { $0 } == [.peerLostKey(peer: name)])
+      #expect(try store.forget(nil) == [name])
+      #expect(try BondStore(path: path).all.isEmpty, "forget rewrites the file")
+    }
+  }
+
+  @Test("a peripheral that refuses to pair again with a bonded central answers Pairing Failed 0x08")
+  func repairingRefused() async throws {
+    try await withBondPath { path in
+      let (store, bond) = try storeWithBond(at: path)
+      let events = Locked<[BondEvent]>([])
+      store.observe { event in events.withLock { $0.append(event) } }
+      let security = SMPSecurityManager(store: store, options: .init(acceptRepairing: false))
+      let (fake, _, _) = try await connectedHost(role: .peripheral, roomy, security: security)
+      var central = SMPPairing(
+        role: .central, local: peerAddress,
+        peer: DeviceAddress(type: .random, address: BDAddress("C1:00:00:00:00:01")!),
+        offer: SMPPairing.justWorks(secureConnections: true))
+      for case .send(let pdu) in central.start() { fake.send(.smp, pdu.encoded) }
+      let answer = try #require(await fake.nextFrame())
+      #expect(try SMPPDU(decoding: answer.payload) == .pairingFailed(.unspecifiedReason))
+      #expect(store.bond(for: peerAddress)?.ltk == bond.ltk)
+      #expect(events.withLock { $0 } == [.repairingRefused(peer: try #require(store.bondedPeers.first))])
+    }
+  }
+
   @Test("a peripheral answers the LTK request from the bond when EDIV and Rand match, negatively otherwise")
   func peripheralReconnects() async throws {
     try await withBondPath { path in

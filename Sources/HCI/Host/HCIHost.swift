@@ -79,7 +79,7 @@ public final class HCIHost: Sendable {
   let clock: any EngineClock
   let logger: Logger
   let capture: BtsnoopWriter?
-  let security: any HCISecurityManager
+  public let security: any HCISecurityManager
   let state = Locked(State())
   private let outbox = Inbox<H4Packet>()
   /// LE Connection Complete events, as connections or failures, for `accept` and `connect`.

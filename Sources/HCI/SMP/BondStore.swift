@@ -1,3 +1,4 @@
+import ATT
 import Wire
 
 #if canImport(Glibc)
@@ -23,11 +24,12 @@ public struct BondStoreError: Error, Hashable, Sendable, CustomStringConvertible
 /// holds link keys. A file that is not a bond file, or is damaged, is refused when the store
 /// opens, and is never overwritten. Saving replaces the file atomically (a 0600 temporary file
 /// renamed over it).
-public final class BondStore: Sendable {
+public final class BondStore: BondBook {
   /// The value of the file's "format" field.
   public static let format = "ancs-sim bonds"
   public let path: String
   private let bonds: Locked<[Bond]>
+  private let observer = Locked<(@Sendable (BondEvent) -> Void)?>(nil)
   /// The random static address this device used when it bonded, so that peers find it again
   /// in later runs (a bond is with an address).
   private let local: Locked<BDAddress?>
@@ -87,6 +89,59 @@ public final class BondStore: Sendable {
     }
     try write(snapshot)
   }
+
+  // MARK: BondBook
+
+  /// Each bond's peer by its identity address when it gave one, else the address it
+  /// connected with.
+  public var bondedPeers: [String] { all.map(Self.name).sorted() }
+
+  private static func name(_ bond: Bond) -> String { (bond.identity ?? bond.peer).address.description }
+
+  private static func matches(_ bond: Bond, _ peer: String) -> Bool {
+    bond.peer.address.description == peer || bond.identity?.address.description == peer
+  }
+
+  @discardableResult
+  public func forget(_ peer: String?) throws -> [String] {
+    let (kept, forgotten) = bonds.withLock { bonds -> ([Bond], [String]) in
+      let gone = bonds.filter { bond in peer.map { Self.matches(bond, $0) } ?? true }
+      bonds.removeAll { bond in peer.map { Self.matches(bond, $0) } ?? true }
+      return (bonds, gone.map(Self.name))
+    }
+    if forgotten.isEmpty { return [] }
+    try write(kept)
+    for peer in forgotten { emit(.forgotten(peer: peer)) }
+    return forgotten
+  }
+
+  public func observe(_ observer: @escaping @Sendable (BondEvent) -> Void) {
+    self.observer.withLock { $0 = observer }
+  }
+
+  /// Reports what became of a bond to the observer (the security manager calls it).
+  public func emit(_ event: BondEvent) {
+    observer.withLock { $0 }?(event)
+  }
+
+  /// A new random key, EDIV and Rand for the bond with `peer`: the peer's LTK request finds
+  /// no such bond, as when it has lost its own.
+  @discardableResult
+  public func spoil(_ peer: String) throws -> Bool {
+    let snapshot = bonds.withLock { bonds -> [Bond]? in
+      guard let index = bonds.firstIndex(where: { Self.matches($0, peer) }) else { return nil }
+      bonds[index].ltk = UInt128.random(in: 1...UInt128.max)
+      bonds[index].ediv = UInt16.random(in: 1...UInt16.max)
+      bonds[index].rand = UInt64.random(in: 1...UInt64.max)
+      return bonds
+    }
+    guard let snapshot else { return false }
+    try write(snapshot)
+    return true
+  }
+
+  /// The name `bondedPeers` gives the bond with `peer`, if there is one.
+  public func name(of peer: DeviceAddress) -> String? { bond(for: peer).map(Self.name) }
 
   // MARK: File
 

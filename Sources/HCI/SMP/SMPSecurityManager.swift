@@ -22,11 +22,23 @@ public final class SMPSecurityManager: HCISecurityManager {
     public var bonding: Bool
     /// The SMP timeout (30 s in the spec).
     public var timeout: Duration
+    /// Central, when the peer answers its bond's key with "PIN or Key Missing": true
+    /// disconnects (Authentication Failure) and keeps the bond until it is forgotten, as an
+    /// iPhone does; false pairs again at once, the new bond replacing the old.
+    public var disconnectOnKeyMissing: Bool
+    /// Peripheral: pairs again with a central it already has a bond with (replacing the
+    /// bond); false answers Pairing Failed, Unspecified Reason.
+    public var acceptRepairing: Bool
 
-    public init(secureConnections: Bool = true, bonding: Bool = true, timeout: Duration = .seconds(30)) {
+    public init(
+      secureConnections: Bool = true, bonding: Bool = true, timeout: Duration = .seconds(30),
+      disconnectOnKeyMissing: Bool = false, acceptRepairing: Bool = true
+    ) {
       self.secureConnections = secureConnections
       self.bonding = bonding
       self.timeout = timeout
+      self.disconnectOnKeyMissing = disconnectOnKeyMissing
+      self.acceptRepairing = acceptRepairing
     }
   }
 
@@ -89,6 +101,15 @@ public final class SMPSecurityManager: HCISecurityManager {
       securityRequested(on: connection)
       return
     }
+    if case .pairingRequest = decoded, connection.role == .peripheral, !options.acceptRepairing,
+      store?.bond(for: connection.peer) != nil
+    {
+      logger.info("\(connection.name): refusing to pair again with a peer this device has a bond with")
+      connection.sendSMP(SMPPDU.pairingFailed(.unspecifiedReason).encoded)
+      store?.emit(.repairingRefused(peer: peerName(connection)))
+      finish(connection, .failure(.refused(.unspecifiedReason, "refused to pair again: it has a bond with this peer")))
+      return
+    }
     let actions = update(connection) { link -> [SMPAction] in
       guard !link.timedOut else { return [] }
       if case .pairingRequest = decoded, connection.role == .peripheral,
@@ -131,12 +152,14 @@ public final class SMPSecurityManager: HCISecurityManager {
     }
     logger.info("\(connection.name): no key for EDIV \(request.encryptedDiversifier), negative reply")
     connection.sendCommand(LELongTermKeyRequestNegativeReply(connectionHandle: handle))
+    store?.emit(.keyMissing(peer: peerName(connection)))
   }
 
   public func encryptionChanged(_ event: EncryptionChange, on connection: HCIConnection) {
     let enabled = event.status == .success && event.encryptionEnabled != 0
     var finished: Result<SecurityLevel, SMPPairingError>?
     var pairAgain = false
+    var lostKey = false
     let actions = update(connection) { link -> [SMPAction] in
       if var pairing = link.pairing, pairing.phase == .awaitingEncryption {
         let actions = pairing.encryptionChanged(status: event.status, enabled: event.encryptionEnabled != 0)
@@ -145,22 +168,32 @@ public final class SMPSecurityManager: HCISecurityManager {
       }
       if link.reencrypting {
         link.reencrypting = false
-        // "PIN or Key Missing": the peer has lost the bond; pair again (a new bond replaces it).
-        pairAgain = !enabled && connection.role == .central && event.status == Self.pinOrKeyMissing
+        // "PIN or Key Missing": the peer has lost the bond; pair again (a new bond replaces
+        // it), or, as an iPhone, give up on the link and keep the bond.
+        lostKey = !enabled && connection.role == .central && event.status == HCIStatus.pinOrKeyMissing
+        pairAgain = lostKey && !options.disconnectOnKeyMissing
         if !pairAgain { finished = enabled ? .success(.encrypted) : .failure(.encryptionFailed(event.status)) }
       }
       return []
     }
     perform(actions, on: connection)
+    if case .success = finished { store?.emit(.encrypted(peer: peerName(connection))) }
+    if lostKey { store?.emit(.peerLostKey(peer: peerName(connection))) }
     if let finished { finish(connection, finished) }
     if pairAgain {
       logger.info("\(connection.name): the peer has no key for the bond, pairing again")
       begin(on: connection, useBond: false)
+    } else if lostKey {
+      logger.info("\(connection.name): the peer has no key for the bond; disconnecting, the bond kept")
+      Task { try? await connection.disconnect(reason: .authenticationFailure) }
     }
   }
 
-  /// HCI error 0x06.
-  static let pinOrKeyMissing = HCIStatus(rawValue: 0x06)
+  /// How bond events name the peer: as the bond store does, else by the address it
+  /// connected with.
+  private func peerName(_ connection: HCIConnection) -> String {
+    store?.name(of: connection.peer) ?? connection.peer.address.description
+  }
 
   public func disconnected(_ connection: HCIConnection) {
     let link = links.withLock { $0.removeValue(forKey: connection.handle) }
@@ -257,8 +290,10 @@ public final class SMPSecurityManager: HCISecurityManager {
             connectionHandle: connection.handle, randomNumber: rand, encryptedDiversifier: ediv, longTermKey: ltk))
       case .completed(let bond):
         if let bond, options.bonding, let store {
+          let again = store.bond(for: connection.peer) != nil
           do {
             try store.save(bond)
+            store.emit(.bonded(peer: peerName(connection), level: connection.securityLevel, again: again))
           } catch {
             logger.error("\(connection.name): paired, but the bond was not saved: \(error)")
           }
