@@ -51,7 +51,7 @@ let package = Package(
     .testTarget(name: "HCITests", dependencies: ["HCI", "ATT", "GATT", "Links", "Wire"]),
     .testTarget(name: "InteropTests", dependencies: ["HCI", "ATT", "GATT", "Wire"]),
     .testTarget(
-      name: "WatchDisplayTests", dependencies: ["WatchDisplay", "Watch", "ANCS", "CNcurses", "Wire"],
+      name: "WatchDisplayTests", dependencies: ["WatchDisplay", "Watch", "ANCS", "ATT", "CNcurses", "Wire"],
       exclude: ["Snapshots", "scenario.json"]),
   ]
 )

@@ -183,6 +183,37 @@ struct CLITests {
     #expect(try await phone.exitCode() == 0)
   }
 
+  /// Bond trouble between two processes (README, Bond trouble): the watch forgets its bond,
+  /// the phone finds its key missing and drops the link at every try, keeping its bond,
+  /// until its user types `forget ADDRESS`; then they pair afresh.
+  @Test func aWatchThatLostItsBondComesBackOnceThePhoneForgetsIt() async throws {
+    let path = temporaryPath("phone.sock")
+    let phone = try Command(["phone", "--listen", "unix:\(path)", "--share-notifications", "allow"])
+    defer { phone.terminate() }
+    await phone.line(containing: "listening on")
+    let watch = try Command(["watch", "--connect", "unix:\(path)", "--headless", "--reconnect-delay", "0.05"])
+    defer { watch.terminate() }
+    let bonded = await phone.line(containing: "paired with") ?? ""
+    let address = try #require(bonded.firstMatch(of: /paired with ([0-9A-F:]{17}) and bonded/).map { String($0.1) })
+    await watch.line(containing: #""event":"connected""#)
+    phone.send("bonds")
+    await phone.line(containing: "bonded with \(address)")
+    watch.send("forget")
+    await watch.line(containing: #""change":"forgotten""#)
+    await watch.line(containing: #""change":"keyMissing""#)
+    await phone.line(
+      containing: "\(address) has lost its bond with this phone (iOS: \"Peer removed pairing information\")")
+    phone.send("forget \(address)")
+    await phone.line(containing: "forgot \(address): it must pair again")
+    let again = await watch.line(containing: #""change":"bonded""#) ?? ""
+    #expect(again.contains(#""again":false"#), "\(again)")
+    await watch.line(containing: #""event":"connected""#)
+    watch.send("quit")
+    #expect(try await watch.exitCode() == 0)
+    phone.send("quit")
+    #expect(try await phone.exitCode() == 0)
+  }
+
   @Test func theIOSProfilesAreListed() async throws {
     let (status, out, err) = try await runAncs(["phone", "--ios", "list"])
     #expect(status == 0 && err.isEmpty)

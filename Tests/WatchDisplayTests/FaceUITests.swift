@@ -1,4 +1,5 @@
 import ANCS
+import ATT
 import Testing
 import Wire
 
@@ -19,6 +20,19 @@ import Wire
       (.character("x"), nil), (.character("é"), nil), (.resize, nil), (.tab, nil),
     ]
     for (key, intent) in table { #expect(KeyMap.intent(for: key) == intent, "\(key)") }
+  }
+
+  /// Bond trouble reaches the wearer: a key the watch lost says what to do on the phone;
+  /// a routine encryption with the bond says nothing.
+  @Test func bondTroubleIsToldToTheWearer() {
+    var ui = Fixture.ui(five)
+    _ = ui.observe(.bond(.encrypted(peer: "C0:00:00:00:00:01")), state: five, now: now)
+    #expect(ui.toast == nil)
+    _ = ui.observe(.bond(.keyMissing(peer: "C0:00:00:00:00:01")), state: five, now: now)
+    #expect(ui.toast?.kind == .error)
+    #expect(ui.toast?.text.contains("forget the watch in the phone's Bluetooth settings") == true)
+    _ = ui.observe(.bond(.bonded(peer: "C0:00:00:00:00:01", level: .encrypted, again: true)), state: five, now: now)
+    #expect(ui.toast?.text == "Paired again with the phone")
   }
 
   @Test func theListIsNewestFirstAndTheCursorMoves() {
