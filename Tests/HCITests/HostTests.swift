@@ -296,6 +296,17 @@ struct HostConnectionTests {
     #expect(try await connection.waitForDisconnection() == .remoteUserTerminatedConnection)
   }
 
+  @Test("any number of callers wait for the disconnection, and every one learns its reason")
+  func manyWaitForTheDisconnection() async throws {
+    let (fake, _, connection) = try await connectedHost(role: .central)
+    let waiting = (0..<3).map { _ in Task { try await connection.waitForDisconnection() } }
+    while connection.disconnectionWaiters < 3 { await Task.yield() }
+    fake.send(
+      .disconnectionComplete(DisconnectionComplete(connectionHandle: 0x0040, reason: .authenticationFailure)))
+    for task in waiting { #expect(try await task.value == .authenticationFailure) }
+    #expect(try await connection.waitForDisconnection() == .authenticationFailure)
+  }
+
   @Test("disconnect: HCI_Disconnect with the reason, then receive is nil and send throws")
   func disconnect() async throws {
     let (fake, host, connection) = try await connectedHost(role: .central)

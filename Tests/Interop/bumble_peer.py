@@ -16,6 +16,10 @@ one line per step ("found ...", "mtu ...", "read ...", "disconnected ..."), and 
                                        pairs Just Works (bonding, mitm=False, SC or legacy)
                                        when the Swift central asks, and then accepts a second
                                        connection that encrypts with the bond.
+    python bumble_peer.py pair-peripheral sc|legacy forget
+                                       The same, but Bumble forgets its bonds ("forgot")
+                                       before the second connection, as a reset accessory
+                                       does, and accepts a third.
     python bumble_peer.py radio        No Bumble device: two virtual controllers on one link,
                                        both served over TCP ("ready PORT PORT"), for two Swift
                                        hosts (ancs phone and ancs watch) to meet over the air.
@@ -28,6 +32,10 @@ one line per step ("found ...", "mtu ...", "read ...", "disconnected ..."), and 
                                        (or, the second time, encrypts with the bond) when the
                                        Swift host sends a Security Request, then reads the
                                        characteristic that needs encryption.
+    python bumble_peer.py pair-central sc|legacy forget
+                                       The same, but Bumble forgets its bonds ("forgot")
+                                       before the second connection, as a phone whose user
+                                       chose "Forget This Device", and so pairs afresh.
     python bumble_peer.py ancs-client COUNT
                                        Bumble's own AncsClient (bumble.profiles.ancs) on a
                                        device that advertises the ANCS solicitation: pairs on
@@ -180,10 +188,18 @@ async def advertise_until_connected(device: Device, name: str, attempt: int = 0)
     return await connected
 
 
-async def bumble_peripheral(device: Device, connections: int = 1, encrypted: bool = False):
+async def forget_bonds(device: Device):
+    """Deletes every bond Bumble keeps, and says so."""
+    await device.keystore.delete_all()
+    say('forgot')
+
+
+async def bumble_peripheral(
+    device: Device, connections: int = 1, encrypted: bool = False, forget_before: int | None = None
+):
     """Advertise the ANCS solicitation with a name, serve a small service (its value readable
     only over an encrypted link if `encrypted`), and await the host's connections, one after
-    the other."""
+    the other; forget every bond before connection number `forget_before` (from 0)."""
     loop = asyncio.get_running_loop()
     permissions = Characteristic.READABLE
     if encrypted:
@@ -199,6 +215,8 @@ async def bumble_peripheral(device: Device, connections: int = 1, encrypted: boo
         )
     )
     for attempt in range(connections):
+        if attempt == forget_before:
+            await forget_bonds(device)
         connection = await advertise_until_connected(device, 'Bumble watch', attempt)
         report_security(connection)
         say('connected', connection.peer_address)
@@ -243,12 +261,15 @@ def report_security(connection):
     connection.on('connection_encryption_failure', lambda error: say('encryption-failed', error))
 
 
-async def bumble_pairing_central(device: Device, sc: bool):
-    """Connect to the Swift peripheral twice; pair or encrypt on its Security Request."""
+async def bumble_pairing_central(device: Device, sc: bool, forget: bool = False):
+    """Connect to the Swift peripheral twice; pair or encrypt on its Security Request; with
+    `forget`, forget the bond between the two."""
     loop = asyncio.get_running_loop()
     use_just_works(device, sc)
     address, _ = await find_ancs_advertiser(device)
     for attempt in range(2):
+        if forget and attempt == 1:
+            await forget_bonds(device)
         connection = await device.connect(address)
         say('connected', attempt)
         report_security(connection)
@@ -546,7 +567,7 @@ async def radio(uart: bool):
     await asyncio.get_running_loop().create_future()
 
 
-async def main(role: str, mode: str | None):
+async def main(role: str, mode: str | None, forget: bool = False):
     if role == 'radio':
         await radio(mode == 'uart')
         return
@@ -574,9 +595,11 @@ async def main(role: str, mode: str | None):
             await bumble_ancs_client(device, int(mode))
         elif role == 'pair-peripheral':
             use_just_works(device, mode == 'sc')
-            await bumble_peripheral(device, connections=2, encrypted=True)
+            await bumble_peripheral(
+                device, connections=3 if forget else 2, encrypted=True, forget_before=1 if forget else None
+            )
         else:
-            await bumble_pairing_central(device, mode == 'sc')
+            await bumble_pairing_central(device, mode == 'sc', forget)
         say('done')
     except Exception as error:  # reported to the Swift test, which fails with it
         say('error', type(error).__name__, error)
@@ -594,16 +617,17 @@ if __name__ == '__main__':
     )
     uart = arguments == ['radio', 'uart']
     pairing = (
-        len(arguments) == 2
+        len(arguments) in (2, 3)
         and arguments[0] in ('pair-central', 'pair-peripheral')
         and arguments[1] in ('sc', 'legacy')
+        and arguments[2:] in ([], ['forget'])
     )
     ancs_client = len(arguments) == 2 and arguments[0] == 'ancs-client' and arguments[1].isdigit()
     accessory = len(arguments) == 2 and arguments[0] == 'ancs-accessory'
     if not (simple or uart or pairing or ancs_client or accessory):
         sys.exit(
             'usage: bumble_peer.py central|peripheral|parameters-peripheral|radio [uart]'
-            '|pair-central MODE|pair-peripheral MODE'
+            '|pair-central MODE [forget]|pair-peripheral MODE [forget]'
             '|ancs-client COUNT|ancs-accessory TRANSPORT'
         )
-    asyncio.run(main(arguments[0], arguments[1] if len(arguments) == 2 else None))
+    asyncio.run(main(arguments[0], arguments[1] if len(arguments) >= 2 else None, arguments[2:] == ['forget']))

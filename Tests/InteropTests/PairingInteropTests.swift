@@ -100,14 +100,104 @@ struct BumblePairingTests {
   }
 }
 
+/// Bond trouble with Bumble (issue #16, 5 and 6): each side forgets in turn.
+@Suite(
+  "Bond trouble with Bumble over hci-tcp", .serialized,
+  .enabled(if: bumblePython != nil, "needs python3 -m venv and PyPI to install bumble (scripts/bumble-venv.sh)"),
+  .timeLimit(scaledMinutes(1)))
+struct BumbleBondTroubleTests {
+  @Test(
+    "a Bumble peripheral that lost the bond: our central, as an iPhone, keeps its bond and drops the link, then pairs afresh once it forgets",
+    arguments: [true, false])
+  func accessoryLostTheBond(secureConnections: Bool) async throws {
+    let mode = secureConnections ? "sc" : "legacy"
+    try await withBumblePeer(role: "pair-peripheral \(mode) forget") { peer in
+      let port = try #require(await peer.readyPort())
+      let path = "/tmp/ancs-interop-\(getpid())-bonds-lost-\(mode).json"
+      defer { unlink(path) }
+      let (host, _, store) = try await pairingHost(
+        port: port, bondFile: path, secureConnections: secureConnections, disconnectOnKeyMissing: true)
+      defer { host.close() }
+      let events = Locked<[BondEvent]>([])
+      store.observe { event in events.withLock { $0.append(event) } }
+
+      let (first, _) = try await host.connect(scanningFor: .solicits(ancs), timeout: .seconds(20))
+      #expect(try await first.pair(.encrypted) == .encrypted)
+      let bond = try #require(store.bond(for: first.peer))
+      try await first.disconnect()
+      #expect(await peer.line(startingWith: "forgot") != nil)
+
+      // Bumble has no key: Encryption Change 0x06; the phone keeps its bond and disconnects.
+      let (second, _) = try await host.connect(scanningFor: .solicits(ancs), timeout: .seconds(20))
+      await #expect(throws: BearerError.self) { try await second.pair(.encrypted) }
+      #expect(try await second.waitForDisconnection() != .success)
+      #expect(store.bond(for: second.peer)?.ltk == bond.ltk, "an iPhone keeps its bond")
+      let name = try #require(store.bondedPeers.first)
+      #expect(events.withLock { $0.contains(.peerLostKey(peer: name)) })
+
+      // The user forgets the accessory: the next connection pairs afresh.
+      #expect(try store.forget(name) == [name])
+      let (third, _) = try await host.connect(scanningFor: .solicits(ancs), timeout: .seconds(20))
+      #expect(try await third.pair(.encrypted) == .encrypted)
+      #expect(store.bond(for: third.peer).map { $0.ltk != bond.ltk } == true)
+      try await third.disconnect()
+      #expect(await peer.line(startingWith: "done") != nil)
+      #expect(peer.transcript.filter { $0.hasPrefix("paired") }.count == 2)
+    }
+  }
+
+  @Test(
+    "a Bumble central that forgot the bond pairs afresh; our peripheral, still bonded, pairs again",
+    arguments: [true, false])
+  func phoneForgotTheBond(secureConnections: Bool) async throws {
+    let mode = secureConnections ? "sc" : "legacy"
+    try await withBumblePeer(role: "pair-central \(mode) forget") { peer in
+      let port = try #require(await peer.readyPort())
+      let path = "/tmp/ancs-interop-\(getpid())-bonds-forgot-\(mode).json"
+      defer { unlink(path) }
+      let (host, _, store) = try await pairingHost(port: port, bondFile: path, secureConnections: secureConnections)
+      defer { host.close() }
+      let events = Locked<[BondEvent]>([])
+      store.observe { event in events.withLock { $0.append(event) } }
+      let server = try GATTServer(
+        services: [
+          ServiceDefinition(
+            uuid: ancs,
+            characteristics: [.constant(BluetoothUUID("2A00")!, Array("ancs-sim watch".utf8), security: .encrypted)])
+        ],
+        serviceChanged: false)
+      var keys: [UInt128] = []
+      for _ in 0..<2 {
+        let connection = try await host.accept(
+          Advertisement(name: "ancs-sim", solicitedServices: [ancs]), timeout: .seconds(20))
+        let att = ATTConnection(bearer: connection)
+        server.attach(att)
+        let serving = Task { await att.run() }
+        #expect(try await connection.pair(.encrypted) == .encrypted)
+        #expect(await peer.line(startingWith: "read ") == "read ancs-sim watch")
+        keys.append(try #require(store.bond(for: connection.peer)).ltk)
+        _ = try await connection.waitForDisconnection()
+        await serving.value
+      }
+      #expect(await peer.line(startingWith: "done") != nil)
+      #expect(peer.transcript.filter { $0.hasPrefix("paired") }.count == 2, "Bumble paired twice")
+      #expect(keys[0] != keys[1] && store.all.count == 1, "the new bond replaced the old")
+      #expect(events.withLock { $0.filter { if case .bonded(_, _, true) = $0 { true } else { false } }.count } == 1)
+    }
+  }
+}
+
 /// A host on the virtual controller at `port` whose security manager pairs Just Works and
 /// keeps bonds in `bondFile` (read again for each host).
 private func pairingHost(
-  port: UInt16, bondFile: String, secureConnections: Bool, randomAddress: BDAddress? = nil
+  port: UInt16, bondFile: String, secureConnections: Bool, randomAddress: BDAddress? = nil,
+  disconnectOnKeyMissing: Bool = false
 ) async throws -> (HCIHost, ControllerSetup, BondStore) {
   let store = try BondStore(path: bondFile)
   let security = SMPSecurityManager(
-    store: store, options: SMPSecurityManager.Options(secureConnections: secureConnections))
+    store: store,
+    options: SMPSecurityManager.Options(
+      secureConnections: secureConnections, disconnectOnKeyMissing: disconnectOnKeyMissing))
   let (host, setup) = try await HCIHost.open(
     transport: .hciTCP(host: "127.0.0.1", port: port), security: security, randomAddress: randomAddress)
   return (host, setup, store)

@@ -21,6 +21,9 @@ public final class HCIConnection: ATTBearer {
     /// Disconnect has been sent.
     var disconnecting = false
     var reason: HCIStatus?
+    /// Each caller of `waitForDisconnection` waiting now has its own inbox: any number may
+    /// wait (the security manager and the application both do).
+    var endWaiters: [Inbox<HCIStatus>] = []
   }
 
   public let handle: UInt16
@@ -33,7 +36,6 @@ public final class HCIConnection: ATTBearer {
   let host: HCIHost
   private let state = Locked(State())
   private let att = Inbox<[UInt8]>()
-  private let ended = Inbox<HCIStatus>()
 
   init(host: HCIHost, event: LEConnectionComplete) {
     self.host = host
@@ -106,11 +108,19 @@ public final class HCIConnection: ATTBearer {
   /// when the host itself closed).
   @discardableResult
   public func waitForDisconnection() async throws(HCIHostError) -> HCIStatus {
-    if let reason = state.withLock({ $0.reason }) { return reason }
+    let ended = Inbox<HCIStatus>()
+    let known = state.withLock { state -> HCIStatus? in
+      if state.reason == nil { state.endWaiters.append(ended) }
+      return state.reason
+    }
+    if let known { return known }
     if let reason = await ended.next() { return reason }
     if let reason = state.withLock({ $0.reason }) { return reason }
     throw .cancelled
   }
+
+  /// How many callers wait in `waitForDisconnection` now.
+  public var disconnectionWaiters: Int { state.withLock { $0.endWaiters.count } }
 
   /// Sends one SMP PDU (CID 0x0006), for the security manager.
   public func sendSMP(_ pdu: [UInt8]) {
@@ -181,13 +191,17 @@ public final class HCIConnection: ATTBearer {
   /// `reason` nil: the host closed.
   func didDisconnect(reason: HCIStatus?) {
     let reason = reason ?? .connectionTerminatedByLocalHost
-    state.withLock { state in
+    let waiters = state.withLock { state in
       state.open = false
       state.reason = reason
+      defer { state.endWaiters = [] }
+      return state.endWaiters
     }
     att.close()
-    ended.push(reason)
-    ended.close()
+    for ended in waiters {
+      ended.push(reason)
+      ended.close()
+    }
     host.security.disconnected(self)
   }
 }
