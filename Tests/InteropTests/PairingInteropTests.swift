@@ -70,42 +70,21 @@ struct BumblePairingTests {
       defer { unlink(path) }
       let (host, _, store) = try await pairingHost(port: port, bondFile: path, secureConnections: secureConnections)
       defer { host.close() }
-      let server = try GATTServer(
-        services: [
-          ServiceDefinition(
-            uuid: ancs,
-            characteristics: [.constant(BluetoothUUID("2A00")!, Array("ancs-sim watch".utf8), security: .encrypted)])
-        ],
-        serviceChanged: false)
-
-      for attempt in 0..<2 {
-        let connection = try await host.accept(
-          Advertisement(name: "ancs-sim", solicitedServices: [ancs]), timeout: .seconds(20))
-        let att = ATTConnection(bearer: connection)
-        server.attach(att)
-        let serving = Task { await att.run() }
-        #expect(try await connection.pair(.encrypted) == .encrypted)
+      let keys = try await servePeripheral(host, to: peer, connections: 2) { attempt in
         if attempt == 0 {
           #expect(await peer.line(startingWith: "paired") == (secureConnections ? "paired ltk" : "paired legacy"))
           #expect(store.all.count == 1)
         }
-        #expect(await peer.line(startingWith: "read ") == "read ancs-sim watch")
-        _ = try await connection.waitForDisconnection()
-        await serving.value
       }
+      #expect(keys.count == 2 && keys[0] == keys[1])
       #expect(await peer.line(startingWith: "done") != nil)
       // One pairing only: the second connection encrypted with the bond.
       #expect(peer.transcript.filter { $0.hasPrefix("paired") }.count == 1)
     }
   }
-}
 
-/// Bond trouble with Bumble (issue #16, 5 and 6): each side forgets in turn.
-@Suite(
-  "Bond trouble with Bumble over hci-tcp", .serialized,
-  .enabled(if: bumblePython != nil, "needs python3 -m venv and PyPI to install bumble (scripts/bumble-venv.sh)"),
-  .timeLimit(scaledMinutes(1)))
-struct BumbleBondTroubleTests {
+  // Bond trouble (issue #16, 5 and 6): each side forgets in turn.
+
   @Test(
     "a Bumble peripheral that lost the bond: our central, as an iPhone, keeps its bond and drops the link, then pairs afresh once it forgets",
     arguments: [true, false])
@@ -159,32 +138,44 @@ struct BumbleBondTroubleTests {
       defer { host.close() }
       let events = Locked<[BondEvent]>([])
       store.observe { event in events.withLock { $0.append(event) } }
-      let server = try GATTServer(
-        services: [
-          ServiceDefinition(
-            uuid: ancs,
-            characteristics: [.constant(BluetoothUUID("2A00")!, Array("ancs-sim watch".utf8), security: .encrypted)])
-        ],
-        serviceChanged: false)
-      var keys: [UInt128] = []
-      for _ in 0..<2 {
-        let connection = try await host.accept(
-          Advertisement(name: "ancs-sim", solicitedServices: [ancs]), timeout: .seconds(20))
-        let att = ATTConnection(bearer: connection)
-        server.attach(att)
-        let serving = Task { await att.run() }
-        #expect(try await connection.pair(.encrypted) == .encrypted)
-        #expect(await peer.line(startingWith: "read ") == "read ancs-sim watch")
-        keys.append(try #require(store.bond(for: connection.peer)).ltk)
-        _ = try await connection.waitForDisconnection()
-        await serving.value
-      }
+      let keys = try await servePeripheral(host, to: peer, connections: 2)
       #expect(await peer.line(startingWith: "done") != nil)
       #expect(peer.transcript.filter { $0.hasPrefix("paired") }.count == 2, "Bumble paired twice")
-      #expect(keys[0] != keys[1] && store.all.count == 1, "the new bond replaced the old")
+      #expect(keys.count == 2 && keys[0] != keys[1] && store.all.count == 1, "the new bond replaced the old")
       #expect(events.withLock { $0.filter { if case .bonded(_, _, true) = $0 { true } else { false } }.count } == 1)
     }
   }
+}
+
+/// Our peripheral on `host`: advertises, and for each of `connections` connections of the
+/// Bumble central serves the Device Name (readable only encrypted), pairs or encrypts, waits
+/// for Bumble's read and for the disconnection; `each` runs after the link is encrypted.
+/// Returns the LTK of the bond after each connection.
+private func servePeripheral(
+  _ host: HCIHost, to peer: BumblePeer, connections: Int, each: (Int) async throws -> Void = { _ in }
+) async throws -> [UInt128] {
+  let server = try GATTServer(
+    services: [
+      ServiceDefinition(
+        uuid: ancs,
+        characteristics: [.constant(BluetoothUUID("2A00")!, Array("ancs-sim watch".utf8), security: .encrypted)])
+    ],
+    serviceChanged: false)
+  var keys: [UInt128] = []
+  for attempt in 0..<connections {
+    let connection = try await host.accept(
+      Advertisement(name: "ancs-sim", solicitedServices: [ancs]), timeout: .seconds(20))
+    let att = ATTConnection(bearer: connection)
+    server.attach(att)
+    let serving = Task { await att.run() }
+    #expect(try await connection.pair(.encrypted) == .encrypted)
+    try await each(attempt)
+    #expect(await peer.line(startingWith: "read ") == "read ancs-sim watch")
+    if let bond = (host.security as? SMPSecurityManager)?.store?.bond(for: connection.peer) { keys.append(bond.ltk) }
+    _ = try await connection.waitForDisconnection()
+    await serving.value
+  }
+  return keys
 }
 
 /// A host on the virtual controller at `port` whose security manager pairs Just Works and
