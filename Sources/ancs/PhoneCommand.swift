@@ -19,9 +19,11 @@ enum PhoneCommandLine {
     Continuity, Nearby, Battery, Current Time, Device Information, ANCS and the Apple Media
     Service's shape, in an iPhone's order and handles), waiting for watches on ADDRESS. As
     an iPhone does, it starts the MTU exchange, reads each watch's name, and asks before it
-    shares notifications with it. Type commands on standard input (`help` lists them), or
-    play a scenario. It serves until `quit`, Ctrl-C or SIGTERM; end of input alone does not
-    stop it.
+    shares notifications with it. It keeps bonds (in memory on a simulated link, in a file
+    over Bluetooth) and, as an iPhone, drops a watch that lost its bond until you type
+    `forget ADDRESS`. Type commands on standard input (`help` lists them), or play a
+    scenario. It serves until `quit`, Ctrl-C or SIGTERM; end of input alone does not stop
+    it.
 
     At a terminal the console edits the line (emacs keys), recalls earlier lines with Up and
     Down, searches them with Ctrl-R and completes commands, apps, keys and UIDs with Tab; the
@@ -45,7 +47,7 @@ enum PhoneCommandLine {
       --peer BDADDR        with --bluetooth: connect to this address instead
       --bonds FILE         with --bluetooth hci-*: where bonds and this device's address are
                            kept (mode 0600; default ~/.local/state/ancs-sim/phone.bonds.json);
-                           delete it to forget them
+                           `forget` at the console forgets one, or all
       --scenario FILE      play a scenario file (Protocol/scenario.md); `demo` is built in
       --loop               play the scenario again and again
       --ios VERSION        behave as this iOS generation (Protocol/iPhone.md, iOS profiles):
