@@ -8,7 +8,7 @@ import Wire
 enum NPCases {
   static let all: [ConformanceCase] =
     service + security + notificationSource + preExisting + attributes
-    + fragmentation + appAttributes + actions + errors + dataSource + uids + iPhone
+    + fragmentation + appAttributes + actions + errors + dataSource + uids + iPhone + bonds
 
   // MARK: - Helpers
 
@@ -747,6 +747,34 @@ enum NPCases {
         }
       }
     },
+  ]
+
+  // MARK: - BOND: bond trouble
+
+  static let bonds: [ConformanceCase] = [
+    ConformanceCase(
+      "ANCS/NP/BOND/BV-01", "Keeps its bond and drops an accessory that lost it, until its user forgets it",
+      rule: "Protocol/iPhone.md, Pairing and bonds: \"Peer removed pairing information\" until \"Forget This Device\""
+    ) { ctx in
+      let bonds = try ctx.bonds()
+      _ = try await ctx.open(encrypt: true)
+      try check(!bonds.bondedPeers.isEmpty, "the phone paired without bonding (the accessory keeps no bond)")
+      ctx.closeLinks()
+      // The accessory loses its bond, as a reset one does; the phone still holds its own.
+      _ = try bonds.forget(nil)
+      let second = try await ctx.open(encrypt: false)
+      // Refused (the phone's key is one the accessory does not hold), or the link dropped.
+      var pairedAgain = true
+      do { try await second.pair() } catch { pairedAgain = false }
+      try check(
+        !pairedAgain,
+        "the phone paired afresh with an accessory that lost its bond; an iPhone keeps its bond and drops the "
+          + "link until its user forgets the accessory")
+      ctx.closeLinks()
+      // Its user forgets the accessory: then it pairs afresh.
+      try await ctx.forgetOnPhone()
+      _ = try await ctx.open(encrypt: true)
+    }
   ]
 
   /// Posts `posted`, asks for its Title, Subtitle and Message with these byte maximums, and

@@ -34,10 +34,17 @@ public struct PhoneUnderTest: Sendable {
   /// Makes the phone post and remove notifications; nil when there is no control channel,
   /// and the cases that need one are skipped.
   public var stimulus: (any PhoneStimulus)?
+  /// The harness accessory's own bonds on the links `connect` gives; nil when those links
+  /// keep none, and the bond cases are skipped.
+  public var bonds: (any BondBook)?
 
-  public init(connect: @escaping @Sendable () async throws -> any ATTBearer, stimulus: (any PhoneStimulus)?) {
+  public init(
+    connect: @escaping @Sendable () async throws -> any ATTBearer, stimulus: (any PhoneStimulus)?,
+    bonds: (any BondBook)? = nil
+  ) {
     self.connect = connect
     self.stimulus = stimulus
+    self.bonds = bonds
   }
 }
 
@@ -182,6 +189,21 @@ public final class NPContext: CaseContext {
     if !allowed { revoked.withLock { $0 = true } }
     do { try await stimulus.share(allowed) } catch { throw .skipped("\(error)") }
     if allowed { revoked.withLock { $0 = false } }
+  }
+
+  /// The harness accessory's bonds; the case is skipped when its links keep none.
+  public func bonds() throws(CaseOutcome) -> any BondBook {
+    guard let book = phone.bonds else {
+      throw .skipped("needs a harness that keeps bonds: a simulated link (unix:, tcp:) or Bluetooth")
+    }
+    return book
+  }
+
+  /// Makes the phone forget every bond, as its user's "Forget This Device" does; the case is
+  /// skipped when the control channel cannot.
+  public func forgetOnPhone() async throws(CaseOutcome) {
+    let stimulus = try stimulus()
+    do { try await stimulus.forgetBonds() } catch { throw .skipped("\(error)") }
   }
 
   /// Forgets a notification the phone removed by itself (after an action).

@@ -73,12 +73,19 @@ public protocol PhoneStimulus: Sendable {
   /// Allows or revokes notification sharing for every accessory, as the user of a phone that
   /// asks (iOS 13 and later) does.
   func share(_ allowed: Bool) async throws(StimulusError)
+  /// Forgets every bond on the phone, as its user's "Forget This Device" does.
+  func forgetBonds() async throws(StimulusError)
 }
 
 extension PhoneStimulus {
   /// A channel that cannot change sharing says so; the cases that need it are skipped.
   public func share(_ allowed: Bool) async throws(StimulusError) {
     throw StimulusError("this control channel cannot allow or revoke notification sharing")
+  }
+
+  /// A channel that cannot forget bonds says so; the cases that need it are skipped.
+  public func forgetBonds() async throws(StimulusError) {
+    throw StimulusError("this control channel cannot make the phone forget its bonds")
   }
 }
 
@@ -96,7 +103,7 @@ public struct ClosureLineChannel: StimulusLineChannel {
 }
 
 /// The stimulus protocol of Protocol/conformance.md: the JSON line commands of
-/// `ancs phone --commands jsonl` (`post`, `modify`, `remove`, `allow`, `revoke`), each answered by one JSON
+/// `ancs phone --commands jsonl` (`post`, `modify`, `remove`, `allow`, `revoke`, `forget`), each answered by one JSON
 /// object with `"ok"` (and `"uid"` for post). Any phone that speaks it can be judged.
 public struct JSONLineStimulus: PhoneStimulus {
   public let channel: any StimulusLineChannel
@@ -124,6 +131,11 @@ public struct JSONLineStimulus: PhoneStimulus {
   /// `{"cmd":"allow"}` or `{"cmd":"revoke"}`, for every accessory.
   public func share(_ allowed: Bool) async throws(StimulusError) {
     _ = try await exchange(JSON.object([("cmd", .string(allowed ? "allow" : "revoke"))]).description)
+  }
+
+  /// `{"cmd":"forget"}`: every bond.
+  public func forgetBonds() async throws(StimulusError) {
+    _ = try await exchange(JSON.object([("cmd", .string("forget"))]).description)
   }
 
   /// Sends `{"cmd":"list"}` and awaits the answer: a phone answers only once it listens,

@@ -94,6 +94,10 @@ public struct PhoneFaults: FaultSwitches, Hashable {
   public static let sharingIgnored = PhoneFaults(rawValue: 1 << 34)
   /// ANCS is discovered on an unencrypted link although the settings publish it only later.
   public static let ancsAlwaysPublished = PhoneFaults(rawValue: 1 << 35)
+  // BOND: bond trouble
+  /// When the accessory has lost its bond, the phone pairs again at once (as some Android
+  /// phones do) instead of keeping its bond and dropping the link.
+  public static let pairAgainOnKeyMissing = PhoneFaults(rawValue: 1 << 36)
 
   public typealias Definition = FaultDefinition<PhoneFaults>
   public typealias UnknownFault = Wire.UnknownFault
@@ -199,5 +203,8 @@ public struct PhoneFaults: FaultSwitches, Hashable {
     Definition(
       name: "ancs-always-published", fault: .ancsAlwaysPublished,
       rule: "iPhone.md, Behaviour on the link: ANCS published once the link is encrypted, with Service Changed"),
+    Definition(
+      name: "pair-again-on-key-missing", fault: .pairAgainOnKeyMissing,
+      rule: "iPhone.md, Pairing and bonds: an iPhone keeps its bond and drops an accessory that lost it"),
   ]
 }

@@ -357,6 +357,13 @@ public final class Phone: Sendable {
     book.observe { [weak self] event in self?.emit(.bond(event)) }
   }
 
+  /// How this phone reacts when an accessory lacks the key of its bond: as an iPhone, it
+  /// keeps the bond and drops the link (Protocol/iPhone.md, Pairing and bonds).
+  public var disconnectsOnKeyMissing: Bool {
+    // FAULT pair-again-on-key-missing: breaks "an iPhone keeps its bond and drops the link".
+    !faults.contains(.pairAgainOnKeyMissing)
+  }
+
   /// Where this phone's bonds are kept; nil when its links keep none.
   public var bonds: (any BondBook)? { bondBook.withLock { $0 } }
 

@@ -212,7 +212,7 @@ enum ConformCommand {
             "conform phone needs --connect unix:PATH or tcp:HOST:PORT, or --bluetooth TRANSPORT; try 'ancs conform --help'"
           )
         }
-        links = .simulated(try twoProcessAddress(connect))
+        links = .simulated(try twoProcessAddress(connect), Keyring())
       }
       // Over a simulated link a phone that is up takes the connection at once; over the air
       // it has to find the harness first.
@@ -254,20 +254,28 @@ enum ConformCommand {
 
   /// Where the harness's links to the phone come from.
   enum PhoneLinksUnderTest {
-    /// Connect to the phone's listening address.
-    case simulated(LinkAddress)
+    /// Connect to the phone's listening address, keeping bonds in the keyring.
+    case simulated(LinkAddress, Keyring)
     /// Advertise as an accessory and take the phone's connection.
     case overTheAir(any BluetoothRadio, Advertisement)
 
     func next() async throws -> any ATTBearer {
       switch self {
-      case .simulated(let address): return try await address.connect()
+      case .simulated(let address, let keyring): return try await address.connect(keyring: keyring)
       case .overTheAir(let radio, let advertisement): return try await radio.acceptLink(advertisement, timeout: nil)
       }
     }
 
     func finish() async {
       if case .overTheAir(let radio, _) = self { await radio.leave() }
+    }
+
+    /// The harness accessory's bonds on these links.
+    var bonds: (any BondBook)? {
+      switch self {
+      case .simulated(_, let keyring): return keyring
+      case .overTheAir(let radio, _): return BluetoothCommandLine.bonds(of: radio)
+      }
     }
   }
 
@@ -321,7 +329,7 @@ enum ConformCommand {
       }
       stimulus = channel
     }
-    let phone = PhoneUnderTest(connect: { try await links.next() }, stimulus: stimulus)
+    let phone = PhoneUnderTest(connect: { try await links.next() }, stimulus: stimulus, bonds: links.bonds)
     let runner = ConformanceRunner(
       phone: phone, timeout: common.duration, captureDirectory: capturePath, contactWait: seconds(wait))
     let judgement = await run(cases, on: runner, common)

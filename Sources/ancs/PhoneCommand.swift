@@ -164,7 +164,8 @@ enum PhoneCommandLine {
       // An iPhone whose bond the accessory lost drops the link and keeps the bond until its
       // user forgets the accessory (Protocol/iPhone.md, Pairing and bonds).
       let host = try await BluetoothCommandLine.open(
-        bluetooth, capture: capture, logger: logger, security: .init(disconnectOnKeyMissing: true))
+        bluetooth, capture: capture, logger: logger,
+        security: .init(disconnectOnKeyMissing: phone.disconnectsOnKeyMissing))
       if let store = BluetoothCommandLine.bonds(of: host) { phone.keepBonds(in: store) }
       // An iPhone refuses an accessory's connection parameters outside Apple's rules, and the
       // console says which it broke (the kernel's l2cap:hciN answers such requests itself).
@@ -175,7 +176,7 @@ enum PhoneCommandLine {
     } else if let address {
       // Bonds on the simulated links last while the phone runs; it reacts to bond trouble
       // as an iPhone does (Protocol/iPhone.md, Pairing and bonds).
-      let keyring = Keyring()
+      let keyring = Keyring(behaviour: .init(disconnectOnKeyMissing: phone.disconnectsOnKeyMissing))
       phone.keepBonds(in: keyring)
       do { listener = ListenerLinks(listener: try address.listen(keyring: keyring)) } catch {
         throw UsageError("\(error)")

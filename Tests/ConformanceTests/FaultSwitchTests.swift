@@ -11,8 +11,8 @@ import Testing
   // cases that write the Control Point: the faults that take away a characteristic, its
   // notify or write property, or an encrypted subscription fail all of them, as they must.
   static let shape = ["SVC/BV-01", "SVC/BV-02", "SVC/BV-03", "SVC/BV-04", "SEC/BI-01", "SEC/BI-02", "SEC/BI-03"]
-  /// The iPhone cases that never touch ANCS.
-  static let beside = ["IOS/BV-01", "IOS/BV-02", "IOS/BI-03", "IOS/BV-05"]
+  /// The iPhone cases that never touch ANCS, and the bond case, which only pairs.
+  static let beside = ["IOS/BV-01", "IOS/BV-02", "IOS/BI-03", "IOS/BV-05", "BOND/BV-01"]
   static let subscribing = all.filter { !(shape + beside).map(np).contains($0) }
   static let controlPointWriters = all.filter { id in
     ["GNA/", "FRAG/", "GAA/", "PNA/", "CP/", "DS/", "IOS/BV-04"].contains { id.hasPrefix("ANCS/NP/" + $0) }
@@ -63,6 +63,7 @@ import Testing
     "battery-unprotected": ["IOS/BI-03"].map(np),
     "sharing-ignored": ["IOS/BV-04"].map(np),
     "ancs-always-published": ["IOS/BV-05"].map(np),
+    "pair-again-on-key-missing": ["BOND/BV-01"].map(np),
   ]
 
   /// NP cases no fault fails yet, with the reason; empty: every case is covered.

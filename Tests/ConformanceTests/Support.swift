@@ -24,12 +24,16 @@ func ownPhone(faults: PhoneFaults = [], settings: PhoneSettings = PhoneSettings(
       guard let output = await console.run(jsonLine: line) else { throw StimulusError("no answer to \(line)") }
       return output.json.description
     })
+  // Both keep bonds, as an iPhone and an accessory do (the BOND case needs them).
+  let phoneKeys = Keyring(behaviour: .init(disconnectOnKeyMissing: phone.disconnectsOnKeyMissing))
+  let harnessKeys = Keyring()
+  phone.keepBonds(in: phoneKeys)
   let target = PhoneUnderTest(
     connect: {
-      let (central, peripheral) = MemoryLink.pair()
+      let (central, peripheral) = MemoryLink.pair(keyrings: (phoneKeys, harnessKeys))
       Task { await phone.serve(central) }
       return peripheral
-    }, stimulus: stimulus)
+    }, stimulus: stimulus, bonds: harnessKeys)
   return (phone, target)
 }
 
@@ -40,7 +44,8 @@ func faultyPhone(_ makeRewrite: (Phone) -> @Sendable ([UInt8]) -> [UInt8]) throw
   let (phone, own) = try ownPhone()
   let rewrite = makeRewrite(phone)
   return PhoneUnderTest(
-    connect: { RewritingBearer(try await own.connect(), rewrite: rewrite) }, stimulus: own.stimulus)
+    connect: { RewritingBearer(try await own.connect(), rewrite: rewrite) }, stimulus: own.stimulus,
+    bonds: own.bonds)
 }
 
 /// Passes everything through, rewriting what it receives.
