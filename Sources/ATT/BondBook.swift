@@ -10,6 +10,8 @@ public enum BondEvent: Hashable, Sendable {
   case keyMissing(peer: String)
   /// The peer, bonded already, asked to pair again and this device refused.
   case repairingRefused(peer: String)
+  /// This device asked to pair and the peer refused, saying why.
+  case pairingRefused(peer: String, reason: String)
   /// The bond was forgotten here.
   case forgotten(peer: String)
 
@@ -17,13 +19,13 @@ public enum BondEvent: Hashable, Sendable {
   public var peer: String {
     switch self {
     case .bonded(let peer, _, _), .encrypted(let peer), .peerLostKey(let peer), .keyMissing(let peer),
-      .repairingRefused(let peer), .forgotten(let peer):
+      .repairingRefused(let peer), .forgotten(let peer), .pairingRefused(let peer, _):
       return peer
     }
   }
 
   /// The event's name in JSON events: bonded, encrypted, peerLostKey, keyMissing,
-  /// repairingRefused, forgotten.
+  /// repairingRefused, pairingRefused, forgotten.
   public var name: String {
     switch self {
     case .bonded: return "bonded"
@@ -31,6 +33,7 @@ public enum BondEvent: Hashable, Sendable {
     case .peerLostKey: return "peerLostKey"
     case .keyMissing: return "keyMissing"
     case .repairingRefused: return "repairingRefused"
+    case .pairingRefused: return "pairingRefused"
     case .forgotten: return "forgotten"
     }
   }

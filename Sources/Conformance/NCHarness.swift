@@ -653,7 +653,10 @@ public final class NCContext: CaseContext {
 
   /// The accessory's address on `session`'s link, with which the harness phone has bonded.
   public func bondedPeer(_ session: NCSession, in book: any BondBook) throws(CaseOutcome) -> String {
-    guard let peer = session.connection.bearer.peerAddress, book.bondedPeers.contains(peer) else {
+    guard let peer = session.connection.bearer.peerAddress else {
+      throw .skipped("the accessory never named itself in a bonded exchange: it pairs without bonds on this link")
+    }
+    guard book.bondedPeers.contains(peer) else {
       throw .failed("the accessory subscribed without bonding with the phone (the phone holds no bond for it)")
     }
     return peer

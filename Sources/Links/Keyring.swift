@@ -67,6 +67,7 @@ public final class Keyring: BondBook {
   }
 
   /// Calls `observer` with every event from now on (one observer; a later call replaces it).
+  /// It is called while a link holds its lock: it must not call back into the link.
   public func observe(_ observer: @escaping @Sendable (Event) -> Void) {
     state.withLock { $0.observer = observer }
   }
@@ -89,6 +90,11 @@ public final class Keyring: BondBook {
   /// Keeps a bond with `peer` (replacing one), as pairing does.
   public func keep(_ bond: Bond, with peer: String) {
     state.withLock { $0.bonds[peer] = bond }
+  }
+
+  /// Drops the bond with `peer` without a `forgotten` event: the device itself replaces it.
+  func drop(_ peer: String) {
+    state.withLock { $0.bonds[peer] = nil }
   }
 
   @discardableResult
@@ -130,6 +136,8 @@ struct BondExchange {
   let policy: PairingPolicy
   /// The bond this end offered with Bond Request, until the peer answers.
   private var offered: (peer: String, key: UInt64)?
+  /// The level the peer's Security Request asked for.
+  private var wanted = SecurityLevel.encrypted
   /// The peer's address, once a request named it.
   private(set) var peer: String?
 
@@ -157,6 +165,7 @@ struct BondExchange {
     switch message {
     case .securityRequest(let raw, let address):
       peer = address
+      if let asked = SecurityLevel(rawValue: Int(raw)) { wanted = asked }
       return answerSecurityRequest(raw, from: address, level: level)
     case .encrypt(let key, let address):
       peer = address
@@ -181,8 +190,8 @@ struct BondExchange {
           .send(.pairReject(reason: LinkFraming.RejectReason.keyMissing, text: Self.keyMissingText)), .disconnect,
         ]
       }
-      keyring.forget(peer)
-      return offer(.encrypted, to: peer, level: level)
+      keyring.drop(peer)
+      return offer(wanted, to: peer, level: level)
     case .bondRequest(let raw, let key, let address):
       peer = address
       guard let wanted = SecurityLevel(rawValue: Int(raw)) else {
@@ -211,7 +220,8 @@ struct BondExchange {
       keyring.keep(Keyring.Bond(key: offered.key, level: granted), with: offered.peer)
       keyring.emit(.bonded(peer: offered.peer, level: granted, again: again))
       return [.raise(granted)]
-    case .pairReject:
+    case .pairReject(_, let text):
+      if let offered { keyring.emit(.pairingRefused(peer: offered.peer, reason: text)) }
       offered = nil
       return []
     case .pairRequest:

@@ -33,7 +33,7 @@
 //   Text: a one-line explanation phrased for the initiator ("the peer grants at most
 //         encrypted"); the initiator reports it as `BearerError.pairingFailed(text)`.
 //
-// Either end may send a Pair Request. The responder answers each request with exactly one
+// Either end may send a Pair Request. The responder answers each Pair Request with exactly one
 // Accept or Reject, in order. On accepting it first raises its own level to
 // max(current, wanted), then sends Pair Accept with that level; the initiator raises its level
 // to the granted one. ATT PDUs sent after the exchange are therefore protected on both ends.
@@ -47,7 +47,10 @@
 // keeping the key as its bond with that address, or with Pair Reject (it refuses to pair again
 // with a peer it has a bond with). The end that sent Bond Request keeps the bond on Pair
 // Accept. On Key Missing it either sends Pair Reject (0x08) and disconnects, or forgets its
-// bond and sends Bond Request, as its keyring's behaviour says. Each end raises its level before sending an Accept.
+// bond and sends Bond Request, as its keyring's behaviour says. Each end raises its level
+// before sending an Accept. An end without a keyring answers a Security Request as a Pair
+// Request (Accept or Reject, no bond); Encrypt, Encrypt Accept, Key Missing or Bond Request
+// reaching it close the link (an unexpected pairing message).
 //
 // Anything else is a protocol error that closes the link and is recorded in `lastError`:
 // an empty tcp frame, a length over 4096, an unknown channel, an unknown control code, a

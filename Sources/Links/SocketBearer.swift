@@ -422,11 +422,16 @@ final class SocketCore: Sendable {
   }
 
   private func perform(_ effects: [(BondExchange.Effect, PairWaiter?)]) -> Bool {
-    for (effect, waiter) in effects {
+    for (index, (effect, waiter)) in effects.enumerated() {
       switch effect {
       case .raise: continue
       case .send(let message):
-        do { try sendFrame(channel: LinkFraming.controlChannel, message.encoded) } catch { return false }
+        do { try sendFrame(channel: LinkFraming.controlChannel, message.encoded) } catch {
+          // The link is down; the waiters taken out for this message are resumed here, since
+          // disconnecting resumes only those still pending.
+          for (_, later) in effects[(index + 1)...] { later?.resume(returning: .failure(.disconnected)) }
+          return false
+        }
       case .finish(let result): waiter?.resume(returning: result)
       case .disconnect:
         disconnect(fault: nil)

@@ -723,7 +723,8 @@ public struct PhoneConsole: Sendable {
     return .object(pairs)
   }
 
-  static let noBonds = "this phone keeps no bonds on this link"
+  static let noBonds =
+    "this phone keeps no bonds here (over l2cap:hciN the kernel keeps them: bluetoothctl remove ADDRESS)"
 
   // MARK: Text helpers
 

@@ -372,7 +372,8 @@ public final class Phone: Sendable {
   /// phone keeps no bonds.
   public func forget(_ peer: String?) throws -> [String]? {
     guard let book = bonds else { return nil }
-    let forgotten = try book.forget(peer)
+    // Addresses are written in capitals; what was typed may not be.
+    let forgotten = try book.forget(peer?.uppercased())
     for session in server.sessions where session.connection.bearer.peerAddress.map(forgotten.contains) == true {
       session.connection.close()
     }

@@ -36,6 +36,8 @@ public final class WatchEngine: Sendable {
     var generation = 0
     var stopped = false
     var connection: ATTConnection?
+    /// The wait before the next connection attempt, which `stop()` cuts short.
+    var backOff: Task<Void, Never>?
     /// Sessions that got as far as subscribing, ever.
     var sessionsStarted = 0
   }
@@ -99,11 +101,12 @@ public final class WatchEngine: Sendable {
 
   /// Ends `run()`: closes the link and stops reconnecting.
   public func stop() {
-    let connection = shared.withLock { shared -> ATTConnection? in
+    let (connection, backOff) = shared.withLock { shared in
       shared.stopped = true
-      return shared.connection
+      return (shared.connection, shared.backOff)
     }
     connection?.close()
+    backOff?.cancel()
     feed(.link(.stopped))
     jobQueue.finish()
   }
@@ -153,8 +156,29 @@ public final class WatchEngine: Sendable {
       let delay = min(options.maximumReconnectDelay, options.reconnectDelay * (1 << min(attempt - 1, 16)))
       await apply(
         .link(.reconnecting(attempt: attempt, retryIn: delay, reason: reason)), generation: nil, onLoop: false)
-      do { try await clock.sleep(until: clock.now + delay) } catch { break }
+      if await !backOff(until: clock.now + delay) { break }
     }
+  }
+
+  /// Waits until `deadline` before the next attempt; false when `stop()` or the cancellation
+  /// of `run()` cut the wait short.
+  private func backOff(until deadline: Duration) async -> Bool {
+    let clock = self.clock
+    let wait = Task {
+      do { try await clock.sleep(until: deadline) } catch { return }
+    }
+    let stoppedNow = shared.withLock { shared -> Bool in
+      shared.backOff = wait
+      return shared.stopped
+    }
+    if stoppedNow { wait.cancel() }
+    await withTaskCancellationHandler {
+      await wait.value
+    } onCancel: {
+      wait.cancel()
+    }
+    shared.withLock { $0.backOff = nil }
+    return !wait.isCancelled && !Task.isCancelled
   }
 
   /// One connection: set up, then react to Service Changed until the link closes.

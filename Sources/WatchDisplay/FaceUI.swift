@@ -242,6 +242,8 @@ public struct FaceUI: Hashable, Sendable {
         short: "Forget the watch on the phone", kind: .error, now: now)
     case .repairingRefused:
       say("Refused to pair again with the phone", kind: .error, now: now)
+    case .pairingRefused:
+      say("The phone refused to pair", kind: .error, now: now)
     case .bonded(_, _, let again):
       say(again ? "Paired again with the phone" : "Paired with the phone", now: now)
     case .forgotten:

@@ -356,6 +356,8 @@ enum PhoneCommandLine {
         + "the phone drops the link and keeps its bond: type \"forget \(peer)\" to pair again"
     case .keyMissing(let peer): return "\(peer) encrypted with a bond this phone does not have"
     case .repairingRefused(let peer): return "refused to pair again with \(peer)"
+    case .pairingRefused(let peer, let reason):
+      return "\(peer) refused to pair" + (reason.isEmpty ? "" : ": \(reason)")
     case .forgotten(let peer): return "forgot the bond with \(peer)"
     }
   }

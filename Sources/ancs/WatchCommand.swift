@@ -240,7 +240,9 @@ enum WatchCommand {
             continue
           }
           do {
-            if try engine.forgetBonds() == nil { printError("ancs: this watch keeps no bonds on this link") }
+            if try engine.forgetBonds() == nil {
+              printError("ancs: this watch keeps no bonds here (over l2cap:hciN the kernel keeps them)")
+            }
           } catch {
             printError("ancs: forget: \(error)")
           }

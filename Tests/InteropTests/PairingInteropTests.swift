@@ -103,6 +103,8 @@ struct BumblePairingTests {
       let (first, _) = try await host.connect(scanningFor: .solicits(ancs), timeout: .seconds(20))
       #expect(try await first.pair(.encrypted) == .encrypted)
       let bond = try #require(store.bond(for: first.peer))
+      // Bumble's pairing ends when it has our keys, which may be after ours: wait for it.
+      #expect(await peer.line(startingWith: "paired") != nil)
       try await first.disconnect()
       #expect(await peer.line(startingWith: "forgot") != nil)
 
@@ -119,6 +121,7 @@ struct BumblePairingTests {
       let (third, _) = try await host.connect(scanningFor: .solicits(ancs), timeout: .seconds(20))
       #expect(try await third.pair(.encrypted) == .encrypted)
       #expect(store.bond(for: third.peer).map { $0.ltk != bond.ltk } == true)
+      #expect(await peer.line(startingWith: "paired") != nil, "Bumble paired afresh")
       try await third.disconnect()
       #expect(await peer.line(startingWith: "done") != nil)
       #expect(peer.transcript.filter { $0.hasPrefix("paired") }.count == 2)

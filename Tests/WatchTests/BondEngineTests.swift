@@ -44,7 +44,6 @@ import Wire
     try await rig.until("the phone's key missing") { $0 == .bond(.keyMissing(peer: phoneKeys.address)) }
     while let event = await phoneEvents.next(isolation: nil), event != .bond(.peerLostKey(peer: watchKeys.address)) {}
     #expect(phoneKeys.bondedPeers == [watchKeys.address], "an iPhone keeps its bond")
-    #expect(rig.watch.state.link != .connected("memory(peripheral)"))
     #expect(try rig.phone.forget(watchKeys.address) == [watchKeys.address])
     try await rig.until("paired afresh") {
       $0 == .bond(.bonded(peer: phoneKeys.address, level: .encrypted, again: false))
@@ -53,5 +52,45 @@ import Wire
     await rig.phone.post(chat("Back"))
     _ = try await rig.added("Back")
     await rig.stop()
+  }
+}
+
+/// A link that connects and then fails (here: the phone's key is one the watch lacks) backs
+/// off as a link that cannot connect does, the wait doubling, instead of being tried again at
+/// full speed.
+@Suite struct BondBackOffTests {
+  @Test func aLinkThatFailsToPairBacksOffDoubling() async throws {
+    let clock = ManualClock()
+    let phone = try Phone(wallClock: FixedWallClock(seconds: 1_796_040_000))
+    let (phoneKeys, watchKeys) = (Keyring(), Keyring())
+    phoneKeys.keep(Keyring.Bond(key: 1, level: .encrypted), with: watchKeys.address)
+    var options = WatchOptions()
+    options.reconnectDelay = .seconds(1)
+    let engine = WatchEngine(options: options, clock: clock) {
+      let (central, peripheral) = MemoryLink.pair(keyrings: (phoneKeys, watchKeys))
+      Task { await phone.serve(central) }
+      return peripheral
+    }
+    let running = Task { await engine.run() }
+    /// The engine's next wait before reconnecting, once it is at `attempt`.
+    func waitBefore(attempt: Int) async -> Duration? {
+      for _ in 0..<1_000_000 {
+        if case .reconnecting(let at, let retryIn, _) = engine.state.link, at == attempt { return retryIn }
+        await Task.yield()
+      }
+      return nil
+    }
+    #expect(await waitBefore(attempt: 1) == .seconds(1))
+    clock.advance(by: .seconds(1))
+    #expect(await waitBefore(attempt: 2) == .seconds(2))
+    clock.advance(by: .seconds(2))
+    #expect(await waitBefore(attempt: 3) == .seconds(4))
+    if case .reconnecting(_, _, let reason) = engine.state.link {
+      #expect(reason.contains("PIN or Key Missing"), "\(reason)")
+    }
+    // Stopping during the wait ends the run at once, the manual clock standing still.
+    engine.stop()
+    await running.value
+    #expect(engine.state.link == .stopped)
   }
 }

@@ -51,7 +51,11 @@ public final class HCIConnection: ATTBearer {
   /// Encrypted once the controller reported Encryption Change on (Just Works keys are never
   /// authenticated); unencrypted again if it reports encryption off.
   public var securityLevel: SecurityLevel { state.withLock { $0.encrypted } ? .encrypted : .unencrypted }
-  public var peerAddress: String? { peer.address.description }
+  /// The peer's address as the bond store names it (its identity address once bonded), so
+  /// that `forget` finds its link.
+  public var peerAddress: String? {
+    ((host.security as? SMPSecurityManager)?.store?.name(of: peer)) ?? peer.address.description
+  }
 
   /// True until Disconnection Complete or the host's end.
   public var isConnected: Bool { state.withLock { $0.open } }

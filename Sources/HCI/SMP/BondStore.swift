@@ -104,13 +104,12 @@ public final class BondStore: BondBook {
 
   @discardableResult
   public func forget(_ peer: String?) throws -> [String] {
-    let (kept, forgotten) = bonds.withLock { bonds -> ([Bond], [String]) in
-      let gone = bonds.filter { bond in peer.map { Self.matches(bond, $0) } ?? true }
-      bonds.removeAll { bond in peer.map { Self.matches(bond, $0) } ?? true }
-      return (bonds, gone.map(Self.name))
-    }
+    let goes: (Bond) -> Bool = { bond in peer.map { Self.matches(bond, $0) } ?? true }
+    let (kept, forgotten) = bonds.withLock { bonds in (bonds.filter { !goes($0) }, bonds.filter(goes).map(Self.name)) }
     if forgotten.isEmpty { return [] }
+    // The file first: a bond the file still holds is not forgotten.
     try write(kept)
+    bonds.withLock { $0.removeAll(where: goes) }
     for peer in forgotten { emit(.forgotten(peer: peer)) }
     return forgotten
   }

@@ -105,8 +105,15 @@ public final class SMPSecurityManager: HCISecurityManager {
       store?.bond(for: connection.peer) != nil
     {
       logger.info("\(connection.name): refusing to pair again with a peer this device has a bond with")
-      connection.sendSMP(SMPPDU.pairingFailed(.unspecifiedReason).encoded)
+      // A pairing still running on this link ends with the refusal; after an SMP timeout
+      // nothing more is sent (3.4).
+      let timedOut = update(connection) { link -> Bool in
+        link.pairing = nil
+        return link.timedOut
+      }
+      guard !timedOut else { return }
       store?.emit(.repairingRefused(peer: peerName(connection)))
+      connection.sendSMP(SMPPDU.pairingFailed(.unspecifiedReason).encoded)
       finish(connection, .failure(.refused(.unspecifiedReason, "refused to pair again: it has a bond with this peer")))
       return
     }
