@@ -609,7 +609,7 @@ extension NCCases {
       "ANCS/NC/BOND/BV-01", "Pairs again with a phone that has forgotten the bond",
       rule: "Protocol/iPhone.md, Pairing and bonds: after \"Forget This Device\" the iPhone pairs afresh"
     ) { ctx in
-      let (bonds, _) = try ctx.bonds()
+      let bonds = try ctx.bonds()
       let first = try await ctx.subscribed()
       let peer = try ctx.bondedPeer(first, in: bonds)
       // The phone's user forgets the accessory; the accessory still holds its bond.
@@ -626,7 +626,7 @@ extension NCCases {
       rule: "Protocol/iPhone.md, Pairing and bonds: an iPhone whose key the accessory lacks disconnects "
         + "and keeps its bond until its user forgets the accessory"
     ) { ctx in
-      let (bonds, _) = try ctx.bonds()
+      let bonds = try ctx.bonds()
       let first = try await ctx.subscribed()
       let peer = try ctx.bondedPeer(first, in: bonds)
       // From the accessory's side, a phone key it does not hold is a bond it lost.

@@ -640,16 +640,8 @@ public final class NCContext: CaseContext {
     }
   }
 
-  /// The harness phone's bonds, and a stream of what happens to them from now on; the case
-  /// is skipped when its links keep no bonds.
-  public func bonds() throws(CaseOutcome) -> (book: any BondBook, events: AsyncStream<BondEvent>) {
-    guard let book = accessory.bonds else {
-      throw .skipped("needs a harness that keeps bonds: a simulated link (unix:, tcp:) or Bluetooth")
-    }
-    let (events, continuation) = AsyncStream<BondEvent>.makeStream()
-    book.observe { continuation.yield($0) }
-    return (book, events)
-  }
+  /// The harness phone's bonds; the case is skipped when its links keep none.
+  public func bonds() throws(CaseOutcome) -> any BondBook { try harnessBonds(accessory.bonds) }
 
   /// The accessory's address on `session`'s link, with which the harness phone has bonded.
   public func bondedPeer(_ session: NCSession, in book: any BondBook) throws(CaseOutcome) -> String {

@@ -22,6 +22,14 @@ public enum CaseOutcome: Error, Hashable, Sendable, CustomStringConvertible {
   }
 }
 
+/// The harness's bonds, in either role; a case that needs them is skipped without.
+func harnessBonds(_ book: (any BondBook)?) throws(CaseOutcome) -> any BondBook {
+  guard let book else {
+    throw .skipped("needs a harness that keeps bonds: a simulated link (unix:, tcp:) or Bluetooth")
+  }
+  return book
+}
+
 /// Fails the case with `message` unless `condition` holds.
 func check(_ condition: Bool, _ message: @autoclosure () -> String) throws(CaseOutcome) {
   if !condition { throw .failed(message()) }
@@ -192,12 +200,7 @@ public final class NPContext: CaseContext {
   }
 
   /// The harness accessory's bonds; the case is skipped when its links keep none.
-  public func bonds() throws(CaseOutcome) -> any BondBook {
-    guard let book = phone.bonds else {
-      throw .skipped("needs a harness that keeps bonds: a simulated link (unix:, tcp:) or Bluetooth")
-    }
-    return book
-  }
+  public func bonds() throws(CaseOutcome) -> any BondBook { try harnessBonds(phone.bonds) }
 
   /// Makes the phone forget every bond, as its user's "Forget This Device" does; the case is
   /// skipped when the control channel cannot.

@@ -47,11 +47,9 @@ public final class Keyring: BondBook {
     }
   }
 
-  public typealias Event = BondEvent
-
   private struct State {
     var bonds: [String: Bond] = [:]
-    var observer: (@Sendable (Event) -> Void)?
+    var observer: (@Sendable (BondEvent) -> Void)?
   }
 
   /// This device's address on the simulated links.
@@ -68,7 +66,7 @@ public final class Keyring: BondBook {
 
   /// Calls `observer` with every event from now on (one observer; a later call replaces it).
   /// It is called while a link holds its lock: it must not call back into the link.
-  public func observe(_ observer: @escaping @Sendable (Event) -> Void) {
+  public func observe(_ observer: @escaping @Sendable (BondEvent) -> Void) {
     state.withLock { $0.observer = observer }
   }
 
@@ -106,7 +104,7 @@ public final class Keyring: BondBook {
     }
   }
 
-  func emit(_ event: Event) {
+  func emit(_ event: BondEvent) {
     state.withLock { $0.observer }?(event)
   }
 

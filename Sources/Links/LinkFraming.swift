@@ -78,6 +78,11 @@ public enum LinkFraming {
     /// Unspecified reason: sent before disconnecting by an end whose bond the other lacks.
     public static let keyMissing: UInt8 = 0x08
   }
+
+  /// What the initiator reports of a Pair Reject: its text, or its reason when it has none.
+  static func rejection(reason: UInt8, text: String) -> String {
+    text.isEmpty ? "the peer rejected pairing (reason 0x\(hex(reason)))" : text
+  }
 }
 
 /// One message of the link-control channel (0x06).

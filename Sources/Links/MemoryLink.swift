@@ -21,14 +21,13 @@ public enum MemoryLink {
     keyrings: (central: Keyring?, peripheral: Keyring?) = (nil, nil)
   ) -> (central: MemoryBearer, peripheral: MemoryBearer) {
     let shared = MemoryBearer.Shared(level: initialLevel, pairing: pairing)
-    let exchanges = keyrings.central.flatMap { central in
+    let bonds = keyrings.central.flatMap { central in
       keyrings.peripheral.map { peripheral in
-        [BondExchange(keyring: central, policy: pairing), BondExchange(keyring: peripheral, policy: pairing)]
+        Locked(MemoryBearer.Bonds(exchanges: [central, peripheral].map { BondExchange(keyring: $0, policy: pairing) }))
       }
     }
     let a = PDUQueue()
     let b = PDUQueue()
-    let bonds = exchanges.map { Locked(MemoryBearer.Bonds(exchanges: $0)) }
     return (
       MemoryBearer(inbox: a, outbox: b, shared: shared, name: "memory(central)", bonds: bonds, end: 0),
       MemoryBearer(inbox: b, outbox: a, shared: shared, name: "memory(peripheral)", bonds: bonds, end: 1)
@@ -112,8 +111,7 @@ public final class MemoryBearer: ATTBearer {
         let level = shared.level.withLock { $0 }
         if case .pairReject(let reason, let text) = next, !bonds.exchanges[receiver].handles(next) {
           // The answering end refused this end's request.
-          outcome = .failure(
-            .pairingFailed(text.isEmpty ? "the peer rejected pairing (reason 0x\(hex(reason)))" : text))
+          outcome = .failure(.pairingFailed(LinkFraming.rejection(reason: reason, text: text)))
           break
         }
         for effect in bonds.exchanges[receiver].received(next, level: level) {

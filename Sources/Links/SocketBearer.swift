@@ -390,7 +390,7 @@ final class SocketCore: Sendable {
         disconnect(fault: .unexpectedPairResponse)
         return false
       }
-      let why = text.isEmpty ? "the peer rejected pairing (reason 0x\(hex(reason)))" : text
+      let why = LinkFraming.rejection(reason: reason, text: text)
       waiter.resume(returning: .failure(.pairingFailed(why)))
       return true
     case .encrypt, .encryptAccept, .keyMissing, .bondRequest:

@@ -240,7 +240,7 @@ enum ConformCommand {
         }
         let address = try twoProcessAddress(listen)
         let keyring = Keyring()
-        do { accessoryLinks = ListenerLinks(listener: try address.listen(keyring: keyring), bonds: keyring) } catch {
+        do { accessoryLinks = ListenerLinks(listener: try address.listen(keyring: keyring), bondBook: keyring) } catch {
           throw UsageError("\(error)")
         }
       }
@@ -649,7 +649,6 @@ protocol AccessoryLinks: Sendable {
 
 extension ListenerLinks: AccessoryLinks {
   var waitingLine: String { "listening on \(name); waiting for the accessory" }
-  var bondBook: (any BondBook)? { bonds }
   func nextAccessory() async throws -> any ATTBearer { try await listener.accept() }
 }
 

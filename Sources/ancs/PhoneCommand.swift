@@ -441,7 +441,7 @@ extension PhoneLinks {
 struct ListenerLinks: PhoneLinks {
   let listener: any LinkListener
   /// Where the links the listener accepts keep bonds, if they do.
-  var bonds: Keyring? = nil
+  var bondBook: (any BondBook)? = nil
   var name: String { listener.name }
   var oneAtATime: Bool { false }
   func next() async -> (any ATTBearer)? { try? await listener.accept() }

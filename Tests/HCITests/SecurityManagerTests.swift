@@ -63,6 +63,14 @@ private func storeWithBond(at path: String) throws -> (BondStore, Bond) {
   return (store, bond)
 }
 
+/// A store at `path` holding `sampleBond`, and every bond event it reports from now on.
+private func recordingStoreWithBond(at path: String) throws -> (BondStore, Bond, Locked<[BondEvent]>) {
+  let (store, bond) = try storeWithBond(at: path)
+  let events = Locked<[BondEvent]>([])
+  store.observe { event in events.withLock { $0.append(event) } }
+  return (store, bond, events)
+}
+
 /// The next frame the host sends is the Command Reject of an unknown LE signalling command
 /// sent now: nothing on SMP came before it.
 private func expectNoSMP(_ fake: FakeController, sourceLocation: SourceLocation = #_sourceLocation) async throws {
@@ -167,9 +175,7 @@ struct SecurityManagerTests {
   @Test("as an iPhone, a central whose peer lost the bond keeps it, disconnects with 0x05 and says so")
   func iPhoneKeepsTheBondAndDisconnects() async throws {
     try await withBondPath { path in
-      let (store, bond) = try storeWithBond(at: path)
-      let events = Locked<[BondEvent]>([])
-      store.observe { event in events.withLock { $0.append(event) } }
+      let (store, bond, events) = try recordingStoreWithBond(at: path)
       let security = SMPSecurityManager(store: store, options: .init(disconnectOnKeyMissing: true))
       let (fake, _, connection) = try await connectedHost(role: .central, roomy, security: security)
       let pairing = Task { try await connection.pair(.encrypted) }
@@ -193,9 +199,7 @@ struct SecurityManagerTests {
   @Test("a peripheral that refuses to pair again with a bonded central answers Pairing Failed 0x08")
   func repairingRefused() async throws {
     try await withBondPath { path in
-      let (store, bond) = try storeWithBond(at: path)
-      let events = Locked<[BondEvent]>([])
-      store.observe { event in events.withLock { $0.append(event) } }
+      let (store, bond, events) = try recordingStoreWithBond(at: path)
       let security = SMPSecurityManager(store: store, options: .init(acceptRepairing: false))
       let (fake, _, _) = try await connectedHost(role: .peripheral, roomy, security: security)
       var central = SMPPairing(

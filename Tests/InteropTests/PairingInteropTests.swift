@@ -97,8 +97,7 @@ struct BumblePairingTests {
       let (host, _, store) = try await pairingHost(
         port: port, bondFile: path, secureConnections: secureConnections, disconnectOnKeyMissing: true)
       defer { host.close() }
-      let events = Locked<[BondEvent]>([])
-      store.observe { event in events.withLock { $0.append(event) } }
+      let events = recordEvents(of: store)
 
       let (first, _) = try await host.connect(scanningFor: .solicits(ancs), timeout: .seconds(20))
       #expect(try await first.pair(.encrypted) == .encrypted)
@@ -139,8 +138,7 @@ struct BumblePairingTests {
       defer { unlink(path) }
       let (host, _, store) = try await pairingHost(port: port, bondFile: path, secureConnections: secureConnections)
       defer { host.close() }
-      let events = Locked<[BondEvent]>([])
-      store.observe { event in events.withLock { $0.append(event) } }
+      let events = recordEvents(of: store)
       let keys = try await servePeripheral(host, to: peer, connections: 2)
       #expect(await peer.line(startingWith: "done") != nil)
       #expect(peer.transcript.filter { $0.hasPrefix("paired") }.count == 2, "Bumble paired twice")
@@ -179,6 +177,13 @@ private func servePeripheral(
     await serving.value
   }
   return keys
+}
+
+/// Every bond event `store` reports from now on.
+private func recordEvents(of store: BondStore) -> Locked<[BondEvent]> {
+  let events = Locked<[BondEvent]>([])
+  store.observe { event in events.withLock { $0.append(event) } }
+  return events
 }
 
 /// A host on the virtual controller at `port` whose security manager pairs Just Works and

@@ -33,18 +33,18 @@ struct BondTests {
 
   /// Every event of a keyring, in order, awaited one by one.
   final class Recorder: Sendable {
-    let stream: AsyncStream<Keyring.Event>
-    let iterator: Locked<AsyncStream<Keyring.Event>.Iterator>
+    let stream: AsyncStream<BondEvent>
+    let iterator: Locked<AsyncStream<BondEvent>.Iterator>
     init(_ keyring: Keyring) {
-      let (stream, continuation) = AsyncStream<Keyring.Event>.makeStream()
+      let (stream, continuation) = AsyncStream<BondEvent>.makeStream()
       self.stream = stream
       self.iterator = Locked(stream.makeAsyncIterator())
       keyring.observe { continuation.yield($0) }
     }
     /// The next `count` events.
-    func next(_ count: Int = 1) async -> [Keyring.Event] {
+    func next(_ count: Int = 1) async -> [BondEvent] {
       var iterator = iterator.withLock { $0 }
-      var events: [Keyring.Event] = []
+      var events: [BondEvent] = []
       for _ in 0..<count { if let event = await iterator.next() { events.append(event) } }
       self.iterator.withLock { $0 = iterator }
       return events

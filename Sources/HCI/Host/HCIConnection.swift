@@ -51,11 +51,13 @@ public final class HCIConnection: ATTBearer {
   /// Encrypted once the controller reported Encryption Change on (Just Works keys are never
   /// authenticated); unencrypted again if it reports encryption off.
   public var securityLevel: SecurityLevel { state.withLock { $0.encrypted } ? .encrypted : .unencrypted }
-  /// The peer's address as the bond store names it (its identity address once bonded), so
-  /// that `forget` finds its link.
-  public var peerAddress: String? {
+  /// The peer's address as the bond store names it (its identity address once bonded), else
+  /// the address it connected with: so `forget` finds its link, and bond events name it.
+  public var peerName: String {
     ((host.security as? SMPSecurityManager)?.store?.name(of: peer)) ?? peer.address.description
   }
+
+  public var peerAddress: String? { peerName }
 
   /// True until Disconnection Complete or the host's end.
   public var isConnected: Bool { state.withLock { $0.open } }

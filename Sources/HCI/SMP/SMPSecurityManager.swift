@@ -112,7 +112,7 @@ public final class SMPSecurityManager: HCISecurityManager {
         return link.timedOut
       }
       guard !timedOut else { return }
-      store?.emit(.repairingRefused(peer: peerName(connection)))
+      store?.emit(.repairingRefused(peer: connection.peerName))
       connection.sendSMP(SMPPDU.pairingFailed(.unspecifiedReason).encoded)
       finish(connection, .failure(.refused(.unspecifiedReason, "refused to pair again: it has a bond with this peer")))
       return
@@ -159,7 +159,7 @@ public final class SMPSecurityManager: HCISecurityManager {
     }
     logger.info("\(connection.name): no key for EDIV \(request.encryptedDiversifier), negative reply")
     connection.sendCommand(LELongTermKeyRequestNegativeReply(connectionHandle: handle))
-    store?.emit(.keyMissing(peer: peerName(connection)))
+    store?.emit(.keyMissing(peer: connection.peerName))
   }
 
   public func encryptionChanged(_ event: EncryptionChange, on connection: HCIConnection) {
@@ -184,8 +184,8 @@ public final class SMPSecurityManager: HCISecurityManager {
       return []
     }
     perform(actions, on: connection)
-    if case .success = finished { store?.emit(.encrypted(peer: peerName(connection))) }
-    if lostKey { store?.emit(.peerLostKey(peer: peerName(connection))) }
+    if case .success = finished { store?.emit(.encrypted(peer: connection.peerName)) }
+    if lostKey { store?.emit(.peerLostKey(peer: connection.peerName)) }
     if let finished { finish(connection, finished) }
     if pairAgain {
       logger.info("\(connection.name): the peer has no key for the bond, pairing again")
@@ -194,12 +194,6 @@ public final class SMPSecurityManager: HCISecurityManager {
       logger.info("\(connection.name): the peer has no key for the bond; disconnecting, the bond kept")
       Task { try? await connection.disconnect(reason: .authenticationFailure) }
     }
-  }
-
-  /// How bond events name the peer: as the bond store does, else by the address it
-  /// connected with.
-  private func peerName(_ connection: HCIConnection) -> String {
-    store?.name(of: connection.peer) ?? connection.peer.address.description
   }
 
   public func disconnected(_ connection: HCIConnection) {
@@ -300,7 +294,7 @@ public final class SMPSecurityManager: HCISecurityManager {
           let again = store.bond(for: connection.peer) != nil
           do {
             try store.save(bond)
-            store.emit(.bonded(peer: peerName(connection), level: connection.securityLevel, again: again))
+            store.emit(.bonded(peer: connection.peerName, level: connection.securityLevel, again: again))
           } catch {
             logger.error("\(connection.name): paired, but the bond was not saved: \(error)")
           }
