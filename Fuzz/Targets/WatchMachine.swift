@@ -49,7 +49,9 @@ func fuzz(_ bytes: [UInt8]) {
     case .perform:
       let (uid, action) = (input.u32(), ActionID(rawValue: input.byte()))
       watch.acted.insert(UInt64(uid) << 8 | UInt64(action.rawValue))
-      watch.feed(.perform(uid: uid, action: action))
+      // Now and then asked in the session before this one.
+      let stale = input.byte() & 1
+      watch.feed(.perform(uid: uid, action: action, session: watch.machine.state.session - Int(stale)))
     case .probed: watch.feed(.probed(subscribed: input.byte() & 1 == 1))
     case .currentTime: watch.feed(.currentTime(input.chunk()))
     case .battery: watch.feed(.battery(input.byte()))

@@ -91,8 +91,14 @@ public final class WatchEngine: Sendable {
   /// Everything the watch reports from now on.
   public func events() -> AsyncStream<WatchEvent> { hub.stream() }
 
-  /// Asks the phone to perform the notification's positive or negative action.
-  public func perform(_ action: ActionID, on uid: UInt32) { feed(.perform(uid: uid, action: action)) }
+  /// Asks the phone to perform the notification's positive or negative action. `session`
+  /// is the `WatchState.session` in which the wearer saw the notification (nil: the session
+  /// now): should a new session have begun since, the UID is void and the action dropped
+  /// (with an `error` event), never performed on whatever that UID names now.
+  public func perform(_ action: ActionID, on uid: UInt32, session: Int? = nil) {
+    let session = session ?? shared.withLock { $0.machine.state.session }
+    feed(.perform(uid: uid, action: action, session: session))
+  }
 
   /// Hands an input to the processor task.
   private func feed(_ input: WatchMachine.Input, generation: Int? = nil) {
@@ -413,10 +419,9 @@ public final class WatchEngine: Sendable {
     case .emit(let event): emit(event)
     case .disconnect: break  // above
     case .write(let bytes):
-      // The answer is applied on the receive loop, before the Data Source notifications that
-      // follow it.
-      let sent = await context.client.startWrite(context.controlPoint, bytes, waitForTurn: !onLoop) {
-        [unowned self] result in
+      // Sent now or queued behind the request outstanding on this link; the answer is
+      // applied on the receive loop, before the Data Source notifications that follow it.
+      await context.client.startWrite(context.controlPoint, bytes) { [unowned self] result in
         let input: WatchMachine.Input
         switch result {
         case .success: input = .written(nil)
@@ -424,7 +429,6 @@ public final class WatchEngine: Sendable {
         }
         await apply(input, generation: context.generation, onLoop: true)
       }
-      if !sent { jobQueue.yield(.action(action, context: context)) }
     case .probe where onLoop, .resubscribe where onLoop:
       jobQueue.yield(.action(action, context: context))
     case .probe:

@@ -17,8 +17,9 @@ public struct WatchMachine: Sendable {
     /// The write failed without an answer (timeout, link down).
     case writeFailed(String)
     case tick
-    /// The wearer asks for an action.
-    case perform(uid: UInt32, action: ActionID)
+    /// The wearer asks for an action on a notification of `session` (`WatchState.session`
+    /// when it was shown): a UID names a notification in its session only.
+    case perform(uid: UInt32, action: ActionID, session: Int)
     /// Result of a liveness probe: is Notification Source still enabled?
     case probed(subscribed: Bool)
     case currentTime([UInt8])
@@ -162,8 +163,13 @@ public struct WatchMachine: Sendable {
       inFlight = nil
     case .tick:
       tick(&out)
-    case .perform(let uid, let action):
-      actions.append((uid, action))
+    case .perform(let uid, let action, let session):
+      // Asked while the session before this one was shown: that UID is void now.
+      if session != state.session {
+        out.append(.emit(.error("\(action.name ?? "?") action on UID \(uid) dropped: its session ended")))
+      } else {
+        actions.append((uid, action))
+      }
     case .probed(let subscribed):
       probing = false
       lastHeard = now
@@ -193,6 +199,7 @@ public struct WatchMachine: Sendable {
 
   private mutating func startSession(_ out: inout [Action]) {
     // UIDs are valid within a session only: everything is rebuilt from the events to come.
+    state.session += 1
     for uid in announced.sorted() { out.append(.emit(.removed(uid: uid))) }
     // An action asked for in the old session names an old UID: never perform it on a new one.
     for (uid, action) in actions {

@@ -79,6 +79,9 @@ public struct WatchState: Hashable, Sendable {
   /// False while the phone does not share its notifications with this watch (the user has
   /// not allowed it, or revoked it); nil until known.
   public var sharingAllowed: Bool?
+  /// The ANCS session the notifications' UIDs belong to (they name nothing in another):
+  /// counts the sessions begun, 0 before the first.
+  public var session = 0
 
   public init() {}
 

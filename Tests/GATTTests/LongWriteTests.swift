@@ -26,7 +26,7 @@ import Wire
     let client = GATTClient(connection: connection)
     let task = Task { await connection.run() }
     let answers = Answers()
-    #expect(await client.startWrite(0x0010, value) { answers.record($0) })
+    await client.startWrite(0x0010, value) { answers.record($0) }
     return (client, peripheral, answers, task)
   }
 

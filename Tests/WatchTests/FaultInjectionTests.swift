@@ -94,6 +94,7 @@ import Wire
     // after 10 s (a bound on failure, not a measured time): stopping it ends its events.
     // The watch's errors, for the failure messages.
     var errors: [String] = []
+    var seen: [String] = []
     func awaitEvents(until done: (WatchEvent?) -> Bool) async {
       let deadline = Task {
         try? await Task.sleep(for: scaled(.seconds(10)))
@@ -102,6 +103,10 @@ import Wire
       if !done(nil) {
         while let event = await events.next(isolation: nil) {
           if case .error(let text) = event { errors.append(text) }
+          switch event {
+          case .action, .removed, .error, .connected, .disconnected: seen.append("\(event.json)")
+          default: break
+          }
           if done(event) { break }
         }
       }
@@ -145,7 +150,7 @@ import Wire
     }
     #expect(
       unresolved.isEmpty && removalDue.isEmpty,
-      "actions \(unresolved) unresolved, \(removalDue) not removed (cut \(String(describing: cut))): \(difference()); the watch's errors: \(errors)"
+      "actions \(unresolved) unresolved, \(removalDue) not removed (cut \(String(describing: cut))): \(difference()); the watch's errors: \(errors); seen \(seen.suffix(40))"
     )
     // An action reported unconfirmed was cut off with the first link (the only one cut).
     if first.withLock({ $0?.isCut ?? false }), let cutLink = sockets.serving.withLock({ $0.first }) {

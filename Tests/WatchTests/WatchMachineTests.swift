@@ -1032,7 +1032,7 @@ private struct Harness {
     #expect(h.run(a.event()) == [fetch(1, a.flags), appName(), added(a.shown())])
     #expect(h.feed(b.event()) == [fetch(2)])
     #expect(h.feed(c.event()) == [])
-    #expect(h.feed(.perform(uid: 1, action: .positive)) == [])
+    #expect(h.feed(.perform(uid: 1, action: .positive, session: h.state.session)) == [])
     #expect(
       h.answer() == [
         added(b.shown()), act(1, .positive), .emit(.action(uid: 1, action: .positive)), fetch(3), added(c.shown()),
@@ -1044,20 +1044,22 @@ private struct Harness {
     h.phone.add(a, b)
     _ = h.connect()
     #expect(h.run(b.event()) == [fetch(2), appName(), added(b.shown())])
-    #expect(h.run(.perform(uid: 2, action: .positive)) == [act(2, .positive), .error])
+    #expect(h.run(.perform(uid: 2, action: .positive, session: h.state.session)) == [act(2, .positive), .error])
     #expect(h.errors.last?.contains("actionFailed") == true)
-    #expect(h.run(.perform(uid: 99, action: .negative)) == [act(99, .negative), .error])
+    #expect(h.run(.perform(uid: 99, action: .negative, session: h.state.session)) == [act(99, .negative), .error])
     #expect(h.errors.last?.contains("invalidParameter") == true)
     // The machine still works.
     #expect(
-      h.run(.perform(uid: 1, action: .positive)) == [act(1, .positive), .emit(.action(uid: 1, action: .positive))])
+      h.run(.perform(uid: 1, action: .positive, session: h.state.session)) == [
+        act(1, .positive), .emit(.action(uid: 1, action: .positive)),
+      ])
   }
 
   @Test func performWaitsForTheLink() {
     var h = Harness()
     h.phone.add(a)
     #expect(h.feed(.sessionStarted(mtu: 23)) == [])
-    #expect(h.feed(.perform(uid: 1, action: .positive)) == [])
+    #expect(h.feed(.perform(uid: 1, action: .positive, session: h.state.session)) == [])
     #expect(
       h.run(.link(.connected("phone"))) == [connected, act(1, .positive), .emit(.action(uid: 1, action: .positive))])
   }
@@ -1073,10 +1075,30 @@ private struct Harness {
     h.phone.add(a)
     _ = h.connect()
     #expect(h.run(a.event()) == [fetch(1, a.flags), appName(), added(a.shown())])
-    #expect(h.feed(.perform(uid: 1, action: .negative)) == [act(1, .negative)])
+    #expect(h.feed(.perform(uid: 1, action: .negative, session: h.state.session)) == [act(1, .negative)])
     let steps = h.feed(loss, at: seconds(11))
     #expect(steps.contains(.error), "\(steps)")
     #expect(h.errors.contains("negative action on UID 1 not confirmed by the phone"), "\(h.errors)")
+  }
+
+  /// The wearer acted on what the old session showed, but the action reaches the machine
+  /// after a new session began (the engine's inputs come from several places): the UID is
+  /// void, so the action is dropped and said so, never performed on the new session's UID.
+  @Test func actionAskedInAnEndedSessionIsDropped() {
+    var h = Harness()
+    h.phone.add(a)
+    _ = h.connect()
+    #expect(h.run(a.event()) == [fetch(1, a.flags), appName(), added(a.shown())])
+    let shown = h.state.session
+    _ = h.feed(.link(.reconnecting(attempt: 0, retryIn: .zero, reason: "link lost")), at: seconds(1))
+    let other = Note(uid: 1, flags: [.positiveAction], title: "someone else", positive: "Delete")
+    h.phone.notes = [1: other]
+    #expect(h.feed(.sessionStarted(mtu: 23), at: seconds(2)) == [removed(1)])
+    #expect(h.state.session == shown + 1)
+    #expect(h.feed(.perform(uid: 1, action: .positive, session: shown)) == [.error])
+    #expect(h.errors.last == "positive action on UID 1 dropped: its session ended")
+    // Nothing is written for it once the link is back.
+    #expect(h.run(.link(.connected("phone"))) == [connected])
   }
 
   @Test func pendingActionIsNotCarriedIntoANewSession() {
@@ -1088,7 +1110,7 @@ private struct Harness {
       h.feed(.link(.reconnecting(attempt: 1, retryIn: .seconds(1), reason: "link lost")), at: seconds(1)) == [
         .emit(.disconnected(reason: "link lost"))
       ])
-    #expect(h.feed(.perform(uid: 1, action: .positive)) == [])
+    #expect(h.feed(.perform(uid: 1, action: .positive, session: h.state.session)) == [])
     #expect(h.feed(.link(.connecting), at: seconds(2)) == [])
     // In the new session UID 1 is somebody else's notification.
     let other = Note(uid: 1, flags: [.positiveAction], title: "someone else", positive: "Delete")

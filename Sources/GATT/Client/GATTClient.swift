@@ -241,26 +241,21 @@ public final class GATTClient: Sendable {
     guard case .writeResponse = answer else { throw .invalidResponse("expected Write Response") }
   }
 
-  /// Write with response, without waiting for the answer (see `ATTConnection.startRequest`):
-  /// `onAnswer` runs exactly once, on the receive loop when the answer comes. Returns false,
-  /// doing nothing, when `waitForTurn` is false and another request is outstanding.
+  /// Write with response, without waiting for the answer (see `ATTConnection.request(_:onAnswer:)`):
+  /// sent now or queued behind the request outstanding; `onAnswer` runs exactly once, on
+  /// the receive loop when the answer comes.
   ///
   /// A value longer than ATT_MTU - 3 bytes (up to ATT's 512) goes as a long write: Prepare
   /// Write Requests of ATT_MTU - 5 bytes, each echo checked, then an Execute Write, whose
   /// answer is the write's (Vol 3 Part G 4.9.4). A failure on the way cancels what the
   /// server has queued (Execute Write with flags 0x00).
-  @discardableResult
   public func startWrite(
-    _ handle: UInt16, _ value: [UInt8], waitForTurn: Bool = true,
-    onAnswer: @escaping @Sendable (Result<Void, ATTError>) async -> Void
-  ) async -> Bool {
+    _ handle: UInt16, _ value: [UInt8], onAnswer: @escaping @Sendable (Result<Void, ATTError>) async -> Void
+  ) async {
     if value.count > connection.mtu - 3 && value.count <= Self.longestValue {
-      return await startLongWrite(handle, value, from: 0, waitForTurn: waitForTurn, onAnswer: onAnswer)
+      return await startLongWrite(handle, value, from: 0, onAnswer: onAnswer)
     }
-    return await connection.startRequest(
-      .writeRequest(WriteRequest(handle: handle, value: value)), waitForTurn: waitForTurn
-    ) {
-      result in
+    await connection.request(.writeRequest(WriteRequest(handle: handle, value: value))) { result in
       switch result {
       case .success(.writeResponse): await onAnswer(.success(()))
       case .success: await onAnswer(.failure(.invalidResponse("expected Write Response")))
@@ -274,12 +269,11 @@ public final class GATTClient: Sendable {
 
   /// One step of a long write: the Prepare Write Request of the part at `offset`, or the
   /// Execute Write Request once every part is queued. Each step's answer, on the receive
-  /// loop, starts the next; when another request has taken the turn meanwhile, the next
-  /// step waits for it in a task of its own, never on the receive loop.
+  /// loop, sends (or queues) the next.
   private func startLongWrite(
-    _ handle: UInt16, _ value: [UInt8], from offset: Int, waitForTurn: Bool,
+    _ handle: UInt16, _ value: [UInt8], from offset: Int,
     onAnswer: @escaping @Sendable (Result<Void, ATTError>) async -> Void
-  ) async -> Bool {
+  ) async {
     let part = max(1, connection.mtu - 5)
     let prepared =
       offset < value.count
@@ -287,7 +281,7 @@ public final class GATTClient: Sendable {
         handle: handle, offset: UInt16(offset), value: Array(value[offset..<min(value.count, offset + part)])) : nil
     let request: ATTPDU =
       prepared.map { .prepareWriteRequest($0) } ?? .executeWriteRequest(ExecuteWriteRequest(write: true))
-    return await connection.startRequest(request, waitForTurn: waitForTurn) { [self] result in
+    await connection.request(request) { [self] result in
       guard let prepared else {
         switch result {
         case .success(.executeWriteResponse): await onAnswer(.success(()))
@@ -300,26 +294,18 @@ public final class GATTClient: Sendable {
       switch result {
       case .success(.prepareWriteResponse(let echo))
       where echo.handle == prepared.handle && echo.offset == prepared.offset && echo.value == prepared.value:
-        let next = offset + prepared.value.count
-        if await !startLongWrite(handle, value, from: next, waitForTurn: false, onAnswer: onAnswer) {
-          Task { await startLongWrite(handle, value, from: next, waitForTurn: true, onAnswer: onAnswer) }
-        }
+        await startLongWrite(handle, value, from: offset + prepared.value.count, onAnswer: onAnswer)
         return
       case .success(.prepareWriteResponse):
         failure = .invalidResponse("Prepare Write Response does not echo the part sent at offset \(offset)")
       case .success: failure = .invalidResponse("expected Prepare Write Response")
       case .failure(let error): failure = error
       }
-      if failure != .disconnected && failure != .timeout { await cancelPreparedWrites() }
+      // Empties the server's queue of prepared writes; its answer is not waited for.
+      if failure != .disconnected && failure != .timeout {
+        await connection.request(.executeWriteRequest(ExecuteWriteRequest(write: false))) { _ in }
+      }
       await onAnswer(.failure(failure))
-    }
-  }
-
-  /// Empties the server's queue of prepared writes; its answer is not waited for.
-  private func cancelPreparedWrites() async {
-    let cancel = ATTPDU.executeWriteRequest(ExecuteWriteRequest(write: false))
-    if await !connection.startRequest(cancel, waitForTurn: false, onAnswer: { _ in }) {
-      Task { [connection] in await connection.startRequest(cancel, onAnswer: { _ in }) }
     }
   }
 

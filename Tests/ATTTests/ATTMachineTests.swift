@@ -1,0 +1,258 @@
+import ATT
+import Testing
+
+/// The ATT machine input by input: each row is an input at a time and the effects it must
+/// return, in order. Waiters are numbers, so a row says whose transaction ended.
+@Suite struct ATTMachineTests {
+  typealias Machine = ATTMachine<Int>
+  typealias Effect = Machine.Effect
+
+  enum Input {
+    case request(ATTPDU, Int)
+    case indicate(UInt16, [UInt8], Int)
+    case received([UInt8])
+    case timer
+    case sendFailed(indication: Bool)
+    case close(ATTError)
+  }
+
+  struct Row {
+    var at: Duration
+    var input: Input
+    var effects: [Effect]
+  }
+
+  static let read = ATTPDU.readRequest(ReadRequest(handle: 3))
+  static let readBytes: [UInt8] = [0x0A, 0x03, 0x00]
+  static let write = ATTPDU.writeRequest(WriteRequest(handle: 5, value: [1]))
+  static let writeBytes: [UInt8] = [0x12, 0x05, 0x00, 0x01]
+
+  /// Runs the rows on one machine, checking each row's effects.
+  func run(_ rows: [Row], on machine: inout Machine, sourceLocation: SourceLocation = #_sourceLocation) {
+    for (index, row) in rows.enumerated() {
+      let effects: [Effect]
+      switch row.input {
+      case .request(let pdu, let waiter): effects = machine.request(pdu, waiter: waiter, now: row.at)
+      case .indicate(let handle, let value, let waiter):
+        effects = machine.indicate(handle: handle, value: value, waiter: waiter, now: row.at)
+      case .received(let bytes): effects = machine.received(bytes, now: row.at)
+      case .timer: effects = machine.timerFired(now: row.at)
+      case .sendFailed(let indication): effects = machine.sendFailed(indication: indication, now: row.at)
+      case .close(let reason): effects = machine.close(reason)
+      }
+      #expect(effects == row.effects, "row \(index): \(row.input)", sourceLocation: sourceLocation)
+    }
+  }
+
+  func run(_ rows: [Row], sourceLocation: SourceLocation = #_sourceLocation) {
+    var machine = Machine()
+    run(rows, on: &machine, sourceLocation: sourceLocation)
+  }
+
+  /// "A client shall not send a request until it has received the response to the previous
+  /// one" (Vol 3 Part F 3.3.2): the second waits; the answer to the first starts it, with a
+  /// timeout counted from then.
+  @Test func oneRequestOutstandingTheRestInOrder() {
+    run([
+      Row(
+        at: .seconds(1), input: .request(Self.read, 1),
+        effects: [.start(Self.readBytes, indication: false, deadline: .seconds(31))]),
+      Row(at: .seconds(2), input: .request(Self.write, 2), effects: []),
+      Row(at: .seconds(3), input: .request(Self.read, 3), effects: []),
+      Row(
+        at: .seconds(4), input: .received([0x0B, 0x2A]),
+        effects: [
+          .complete(1, .success(.readResponse(ReadResponse(value: [0x2A])))),
+          .start(Self.writeBytes, indication: false, deadline: .seconds(34)),
+        ]),
+      Row(
+        at: .seconds(5), input: .received([0x13]),
+        effects: [
+          .complete(2, .success(.writeResponse(WriteResponse()))),
+          .start(Self.readBytes, indication: false, deadline: .seconds(35)),
+        ]),
+    ])
+  }
+
+  /// Requests and indications are separate transactions: neither waits for the other.
+  @Test func anIndicationDoesNotWaitForARequest() {
+    run([
+      Row(
+        at: .zero, input: .request(Self.read, 1),
+        effects: [.start(Self.readBytes, indication: false, deadline: .seconds(30))]),
+      Row(
+        at: .zero, input: .indicate(0x0020, [7], 2),
+        effects: [.start([0x1D, 0x20, 0x00, 0x07], indication: true, deadline: .seconds(30))]),
+      Row(at: .zero, input: .indicate(0x0020, [8], 3), effects: []),
+      Row(
+        at: .seconds(1), input: .received([0x1E]),
+        effects: [
+          .complete(2, .success(.handleValueConfirmation(HandleValueConfirmation()))),
+          .start([0x1D, 0x20, 0x00, 0x08], indication: true, deadline: .seconds(31)),
+        ]),
+      Row(
+        at: .seconds(2), input: .received([0x0B]),
+        effects: [.complete(1, .success(.readResponse(ReadResponse(value: []))))]),
+    ])
+  }
+
+  /// An Error Response for the request fails it with its code; one for another opcode, or an
+  /// answer of the wrong kind, is an invalid response. Either way the next request goes.
+  @Test func errorAndWrongAnswers() {
+    let expected = ErrorResponse(requestOpcode: .readRequest, handle: 3, errorCode: .insufficientEncryption)
+    var machine = Machine()
+    run(
+      [
+        Row(
+          at: .zero, input: .request(Self.read, 1),
+          effects: [.start(Self.readBytes, indication: false, deadline: .seconds(30))]),
+        Row(at: .zero, input: .request(Self.read, 2), effects: []),
+        Row(at: .zero, input: .request(Self.read, 3), effects: []),
+        Row(
+          at: .zero, input: .received([0x01, 0x0A, 0x03, 0x00, 0x0F]),
+          effects: [
+            .complete(1, .failure(.errorResponse(expected))),
+            .start(Self.readBytes, indication: false, deadline: .seconds(30)),
+          ]),
+        Row(
+          at: .zero, input: .received([0x13]),
+          effects: [
+            .complete(2, .failure(.invalidResponse("writeResponse(19) in answer to readRequest(10)"))),
+            .start(Self.readBytes, indication: false, deadline: .seconds(30)),
+          ]),
+      ], on: &machine)
+    // A malformed answer fails the request too.
+    let effects = machine.received([0x01, 0x0A], now: .zero)
+    guard case .complete(3, .failure(.invalidResponse))? = effects.last else {
+      Issue.record("a malformed Error Response must fail the request: \(effects)")
+      return
+    }
+    // An answer with nothing outstanding changes nothing.
+    #expect(
+      machine.received([0x0B, 0x01], now: .zero) == [
+        .note("unexpected readResponse(11) with nothing outstanding; ignored")
+      ])
+  }
+
+  /// "A transaction not completed within 30 seconds shall time out ... No more attribute
+  /// protocol requests, commands, indications or notifications shall be sent" (Vol 3 Part F
+  /// 3.3.3): everything fails with `.timeout` and the bearer is closed; later sends fail.
+  @Test func aTimeoutEndsEverything() {
+    var machine = Machine()
+    run(
+      [
+        Row(
+          at: .zero, input: .request(Self.read, 1),
+          effects: [.start(Self.readBytes, indication: false, deadline: .seconds(30))]),
+        Row(at: .seconds(1), input: .request(Self.write, 2), effects: []),
+        Row(
+          at: .seconds(5), input: .indicate(9, [1], 3),
+          effects: [.start([0x1D, 0x09, 0x00, 0x01], indication: true, deadline: .seconds(35))]),
+        Row(at: .seconds(29), input: .timer, effects: []),
+        Row(
+          at: .seconds(30), input: .timer,
+          effects: [
+            .complete(1, .failure(.timeout)), .complete(3, .failure(.timeout)), .complete(2, .failure(.timeout)),
+            .close(.timeout),
+          ]),
+        Row(at: .seconds(31), input: .request(Self.read, 4), effects: [.complete(4, .failure(.timeout))]),
+        Row(at: .seconds(31), input: .received([0x0B]), effects: []),
+      ], on: &machine)
+    #expect(machine.closed == .timeout)
+    #expect(machine.notification(handle: 1, value: []) == .failure(.timeout))
+  }
+
+  /// The deadline is the earliest of what is outstanding; none when nothing is.
+  @Test func theDeadlineFollowsWhatIsOutstanding() {
+    var machine = Machine()
+    #expect(machine.deadline == nil)
+    _ = machine.request(Self.read, waiter: 1, now: .seconds(10))
+    _ = machine.indicate(handle: 1, value: [], waiter: 2, now: .seconds(4))
+    #expect(machine.deadline == .seconds(34))
+    _ = machine.received([0x1E], now: .seconds(5))
+    #expect(machine.deadline == .seconds(40))
+    _ = machine.received([0x0B], now: .seconds(6))
+    #expect(machine.deadline == nil)
+  }
+
+  /// The link going down fails what is outstanding, then what is queued, in order.
+  @Test func closingFailsEverythingInOrder() {
+    run([
+      Row(
+        at: .zero, input: .request(Self.read, 1),
+        effects: [.start(Self.readBytes, indication: false, deadline: .seconds(30))]),
+      Row(at: .zero, input: .request(Self.read, 2), effects: []),
+      Row(
+        at: .zero, input: .indicate(1, [], 3),
+        effects: [.start([0x1D, 0x01, 0x00], indication: true, deadline: .seconds(30))]),
+      Row(at: .zero, input: .indicate(1, [], 4), effects: []),
+      Row(
+        at: .zero, input: .close(.disconnected),
+        effects: [
+          .complete(1, .failure(.disconnected)), .complete(3, .failure(.disconnected)),
+          .complete(2, .failure(.disconnected)), .complete(4, .failure(.disconnected)),
+        ]),
+      Row(at: .zero, input: .close(.disconnected), effects: []),
+    ])
+  }
+
+  /// A request whose send failed fails alone; the next one goes.
+  @Test func aFailedSendFailsItsRequestOnly() {
+    run([
+      Row(
+        at: .zero, input: .request(Self.read, 1),
+        effects: [.start(Self.readBytes, indication: false, deadline: .seconds(30))]),
+      Row(at: .zero, input: .request(Self.write, 2), effects: []),
+      Row(
+        at: .seconds(1), input: .sendFailed(indication: false),
+        effects: [
+          .complete(1, .failure(.disconnected)), .start(Self.writeBytes, indication: false, deadline: .seconds(31)),
+        ]),
+    ])
+  }
+
+  /// ATT_MTU = min(client Rx MTU, server Rx MTU), never below 23 (Vol 3 Part F 3.4.2.2),
+  /// both when this side asks and when the peer does (answered with this side's, at the old
+  /// MTU); every PDU sent is checked against it.
+  @Test func mtuExchangeBothWays() {
+    var client = Machine(options: .init(localMTU: 185))
+    let tooLong = ATTPDU.writeRequest(WriteRequest(handle: 5, value: Array(repeating: 0, count: 21)))
+    #expect(client.request(tooLong, waiter: 9, now: .zero) == [.complete(9, .failure(.pduTooLarge(size: 24, mtu: 23)))])
+    _ = client.request(.exchangeMTURequest(ExchangeMTURequest(clientRxMTU: 185)), waiter: 1, now: .zero)
+    _ = client.received([0x03, 0xF7, 0x00], now: .zero)
+    #expect(client.mtu == 185 && client.mtuExchanged)
+    #expect(client.request(tooLong, waiter: 2, now: .zero).count == 1)
+    // A value longer than ATT_MTU - 3 is cut in a notification.
+    #expect(
+      client.notification(handle: 1, value: Array(repeating: 7, count: 300))
+        == .success([0x1B, 0x01, 0x00] + Array(repeating: 7, count: 182)))
+
+    var server = Machine(options: .init(localMTU: 158))
+    #expect(server.received([0x02, 0x0A, 0x00], now: .zero) == [.send([0x03, 0x9E, 0x00])])
+    #expect(server.mtu == 23)
+  }
+
+  /// The peer's requests and commands go to the server; an indication is delivered and then
+  /// confirmed; unknown and malformed requests are answered with an error, commands never.
+  @Test func whatThePeerSends() {
+    var machine = Machine()
+    #expect(machine.received([0x12, 0x05, 0x00, 0x01], now: .zero) == [.serve(Self.write)])
+    #expect(machine.answer(to: .writeRequest, with: nil) == [.send([0x01, 0x12, 0x00, 0x00, 0x0E])])
+    #expect(machine.answer(to: .writeCommand, with: nil) == [])
+    #expect(
+      machine.received([0x1D, 0x20, 0x00, 0x05], now: .zero) == [
+        .deliver(ATTValueEvent(handle: 0x20, value: [5], isIndication: true)), .send([0x1E]),
+      ])
+    #expect(
+      machine.received([0x1B, 0x20, 0x00, 0x06], now: .zero) == [
+        .deliver(ATTValueEvent(handle: 0x20, value: [6], isIndication: false))
+      ])
+    // An unknown request: Request Not Supported (Vol 3 Part F 3.4.9); an unknown command:
+    // nothing on the wire.
+    #expect(machine.received([0x30, 0x01], now: .zero).contains(.send([0x01, 0x30, 0x00, 0x00, 0x06])))
+    #expect(!machine.received([0x70, 0x01], now: .zero).contains { if case .send = $0 { true } else { false } })
+    // A malformed request: Invalid PDU.
+    #expect(machine.received([0x0A, 0x03], now: .zero).contains(.send([0x01, 0x0A, 0x00, 0x00, 0x04])))
+    #expect(machine.received([], now: .zero) == [.note("empty PDU ignored")])
+  }
+}
