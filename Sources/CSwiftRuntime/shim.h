@@ -7,15 +7,27 @@
 #ifndef ANCS_CSWIFTRUNTIME_SHIM_H
 #define ANCS_CSWIFTRUNTIME_SHIM_H
 
+#include <stdbool.h>
+
 typedef void (*ancs_global_enqueue_original)(void *job) __attribute__((swiftcall));
 typedef void (*ancs_global_enqueue_hook)(void *job, ancs_global_enqueue_original original)
     __attribute__((swiftcall));
 
 extern ancs_global_enqueue_hook swift_task_enqueueGlobal_hook;
 
-/// Sets the hook (a function, not a variable Swift would have to reach as shared state).
-static inline void ancs_set_global_enqueue_hook(ancs_global_enqueue_hook hook) {
-  swift_task_enqueueGlobal_hook = hook;
+/// Puts `hook` in `slot` unless another hook is there, in one compare-and-swap: true when
+/// `hook` is the one in `slot` now (set here or before), false when another one is.
+static inline bool ancs_install_hook(ancs_global_enqueue_hook *slot, ancs_global_enqueue_hook hook) {
+  ancs_global_enqueue_hook expected = 0;
+  if (__atomic_compare_exchange_n(slot, &expected, hook, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {
+    return true;
+  }
+  return expected == hook;
+}
+
+/// The runtime's own slot, for `ancs_install_hook`.
+static inline ancs_global_enqueue_hook *ancs_global_enqueue_hook_slot(void) {
+  return &swift_task_enqueueGlobal_hook;
 }
 
 #endif

@@ -4,7 +4,7 @@ import Glibc
 import Wire
 
 /// The process's event loop: one thread that reads every socket link and, once
-/// `runSwiftTasks()` was called, also runs the tasks of Swift concurrency.
+/// `unsafeTakeOverGlobalExecutor()` was called, also runs the tasks of Swift concurrency.
 ///
 /// **Reading.** The loop waits on all socket links at once with epoll (level-triggered) and,
 /// for each one that is readable, reads what is there without blocking (`MSG_DONTWAIT`) into
@@ -18,7 +18,7 @@ import Wire
 /// **Running tasks.** Swift's default executor runs tasks on a pool of threads. A PDU read
 /// here for a task that waits for it then costs a second wake-up, of a pool thread; between
 /// two processes, one Control Point round trip costs four (each side's reader, then its
-/// worker). With `runSwiftTasks()` the loop is also the global executor: the task runs on this
+/// worker). With `unsafeTakeOverGlobalExecutor()` the loop is also the global executor: the task runs on this
 /// thread right after the read that resumed it, and one round trip costs one wake-up per
 /// process. Every task then runs on this one thread, one job at a time, so nothing in the
 /// process may block inside a task: the project's blocking calls (terminal input, accept,
@@ -123,16 +123,49 @@ package final class EventLoop: @unchecked Sendable {
 
   // MARK: Jobs
 
-  /// Makes the shared loop Swift's global executor for the rest of the process (see the
-  /// type's description). Call it once, first thing in `main`, before tasks exist. False,
-  /// changing nothing, when the loop could not start.
-  @discardableResult
-  package static func runSwiftTasks() -> Bool {
-    guard shared.running else { return false }
-    ancs_set_global_enqueue_hook { job, _ in
-      EventLoop.shared.enqueue(unsafeBitCast(job, to: UnownedJob.self), preferred: false)
+  /// Why the loop did not become Swift's global executor.
+  package enum TakeOverRefusal: Error, Equatable, CustomStringConvertible {
+    /// The loop's thread could not be started.
+    case loopNotRunning
+    /// The runtime's hook already holds another executor's (a library, a debugger).
+    case anotherHookInstalled
+    /// This compiler's runtime is not one the take-over was checked against.
+    case uncheckedCompiler
+
+    package var description: String {
+      switch self {
+      case .loopNotRunning: return "the event loop's thread could not be started"
+      case .anotherHookInstalled: return "another global executor hook is already installed"
+      case .uncheckedCompiler: return "the take-over is checked on Swift 6.3 only"
+      }
     }
-    return true
+  }
+
+  /// Makes the shared loop Swift's global executor for the rest of the process (see the
+  /// type's description). Unsafe, as swift-nio names its own take-over: it replaces the
+  /// runtime's executor through a hook that is no public API, so every task then runs on
+  /// one thread, where a blocking call stalls them all. Call it once, first thing in `main`,
+  /// before tasks exist. It installs the hook with a compare-and-swap, so it happens at most
+  /// once and never over another hook; it refuses on a compiler it was not checked with
+  /// (the hook's signature is the runtime's, ConcurrencyHooks.def). A second call is
+  /// harmless. On refusal nothing changes: tasks stay on Swift's own pool.
+  package static func unsafeTakeOverGlobalExecutor() -> Result<Void, TakeOverRefusal> {
+    #if compiler(>=6.3) && !compiler(>=6.4)
+      guard shared.running else { return .failure(.loopNotRunning) }
+      return installHook(in: ancs_global_enqueue_hook_slot())
+    #else
+      return .failure(.uncheckedCompiler)
+    #endif
+  }
+
+  /// The loop's hook: each global job goes to the shared loop's queue.
+  private static let hook: ancs_global_enqueue_hook = { job, _ in
+    EventLoop.shared.enqueue(unsafeBitCast(job, to: UnownedJob.self), preferred: false)
+  }
+
+  /// Puts the loop's hook in `slot` (the runtime's, or a test's).
+  package static func installHook(in slot: UnsafeMutablePointer<ancs_global_enqueue_hook?>) -> Result<Void, TakeOverRefusal> {
+    ancs_install_hook(slot, hook) ? .success(()) : .failure(.anotherHookInstalled)
   }
 
   /// Queues a job to run on the loop's thread, waking the loop if it sleeps.

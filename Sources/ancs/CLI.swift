@@ -38,7 +38,7 @@ enum CLI {
                  thread pool (BENCHMARKS.md compares them)
     """
 
-  /// Whether this run's tasks go on the event loop (`EventLoop.runSwiftTasks`), from the
+  /// Whether this run's tasks go on the event loop (`EventLoop.unsafeTakeOverGlobalExecutor`), from the
   /// arguments and ANCS_EXECUTOR. The loop by default: a phone, a watch or a demo is one
   /// hand-off after another, which one thread does without waking another. `bench --fleet`
   /// keeps Swift's pool: its process hosts a thousand independent watches, whose work the

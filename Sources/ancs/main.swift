@@ -9,7 +9,12 @@ let arguments = Array(CommandLine.arguments.dropFirst())
 // Before any task exists: where the tasks run (CLI.runsTasksOnEventLoop, EventLoop).
 do {
   let executor = getenv("ANCS_EXECUTOR").map { String(cString: $0) }
-  if try CLI.runsTasksOnEventLoop(arguments, executor: executor) { EventLoop.runSwiftTasks() }
+  if try CLI.runsTasksOnEventLoop(arguments, executor: executor),
+    case .failure(let refusal) = EventLoop.unsafeTakeOverGlobalExecutor(), executor == "loop"
+  {
+    // Asked for by name: say why it is not so. By default Swift's pool simply stays.
+    printError("ancs: ANCS_EXECUTOR=loop: \(refusal); tasks run on Swift's thread pool")
+  }
 } catch {
   printError("ancs: \(error.message)")
   exit(2)

@@ -1,3 +1,4 @@
+import CSwiftRuntime
 import Glibc
 import Testing
 import Wire
@@ -28,6 +29,30 @@ struct EventLoopTests {
     #expect(record.map(\.index) == Array(0..<200))
     let threads = Set(record.map { UInt($0.thread) })
     #expect(threads.count == 1)
+  }
+
+  /// The take-over's compare-and-swap, on a slot of the test's own (the runtime's would take
+  /// over every test's tasks): the hook goes in once, a second install finds it there and
+  /// changes nothing, and a slot that holds another executor's hook is left to it.
+  @Test("the take-over installs its hook once and never over another executor's")
+  func hookInstalledOnceNeverOverAnother() {
+    func install(_ slot: inout ancs_global_enqueue_hook?) -> EventLoop.TakeOverRefusal? {
+      withUnsafeMutablePointer(to: &slot) { pointer in
+        if case .failure(let refusal) = EventLoop.installHook(in: pointer) { return refusal }
+        return nil
+      }
+    }
+    var slot: ancs_global_enqueue_hook? = nil
+    #expect(install(&slot) == nil)
+    let installed = unsafeBitCast(slot, to: Int.self)
+    #expect(installed != 0)
+    #expect(install(&slot) == nil)
+    #expect(unsafeBitCast(slot, to: Int.self) == installed)
+
+    let foreign: ancs_global_enqueue_hook = { _, _ in }
+    var taken: ancs_global_enqueue_hook? = foreign
+    #expect(install(&taken) == .anotherHookInstalled)
+    #expect(unsafeBitCast(taken, to: Int.self) == unsafeBitCast(foreign, to: Int.self))
   }
 
   @Test("a job queued from another thread wakes the loop from its wait for the sockets")
