@@ -164,7 +164,9 @@ package final class EventLoop: @unchecked Sendable {
   }
 
   /// Puts the loop's hook in `slot` (the runtime's, or a test's).
-  package static func installHook(in slot: UnsafeMutablePointer<ancs_global_enqueue_hook?>) -> Result<Void, TakeOverRefusal> {
+  package static func installHook(in slot: UnsafeMutablePointer<ancs_global_enqueue_hook?>) -> Result<
+    Void, TakeOverRefusal
+  > {
     ancs_install_hook(slot, hook) ? .success(()) : .failure(.anotherHookInstalled)
   }
 

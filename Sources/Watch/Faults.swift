@@ -1,3 +1,5 @@
+import ANCS
+import ATT
 import Wire
 
 /// Fault switches of the watch: test-only flags, each breaking exactly one rule that an NC
@@ -75,6 +77,29 @@ public struct WatchFaults: FaultSwitches, Hashable {
   public static let refuseRepairing = WatchFaults(rawValue: 1 << 30)
   /// Stops for good when pairing fails, instead of connecting again.
   public static let pairingFailureFatal = WatchFaults(rawValue: 1 << 31)
+
+  /// What the faults that change bytes on the wire do to the watch's PDUs on their way out
+  /// (nil: none of them is on). The machine's commands stay right; the bearer changes them.
+  var outgoingRewrite: RewritingBearer.Rewrite? {
+    let swapActions = contains(.swappedActions)
+    let swapUIDs = contains(.uidByteOrder)
+    guard swapActions || swapUIDs else { return nil }
+    return { pdu in
+      // A Write Request (opcode, handle, value) carrying a Control Point command.
+      guard pdu.count >= 8, pdu[0] == ATTOpcode.writeRequest.rawValue else { return pdu }
+      var pdu = pdu
+      switch pdu[3] {
+      case CommandID.performNotificationAction.rawValue where swapActions && pdu.count == 9:
+        // FAULT swapped-actions: breaks "ActionID 0 positive, 1 negative".
+        pdu[8] ^= 1
+      case CommandID.getNotificationAttributes.rawValue where swapUIDs:
+        // FAULT uid-byte-order: breaks "numbers are little-endian" (the command names the UID).
+        pdu[4...7].reverse()
+      default: break
+      }
+      return pdu
+    }
+  }
 
   public typealias Definition = FaultDefinition<WatchFaults>
 

@@ -188,7 +188,9 @@ public final class WatchEngine: Sendable {
   }
 
   /// One connection: set up, then react to Service Changed until the link closes.
-  private func session(_ bearer: any ATTBearer) async throws {
+  private func session(_ link: any ATTBearer) async throws {
+    // Faults that change bytes change them on the bearer, after the machine.
+    let bearer = options.faults.outgoingRewrite.map { RewritingBearer(link, outgoing: $0) } ?? link
     let connection = ATTConnection(bearer: bearer, clock: clock, options: .init(localMTU: options.mtu), logger: logger)
     let client = GATTClient(connection: connection)
     server.attach(connection)

@@ -74,24 +74,93 @@ public struct WatchMachine: Sendable {
     var reassembler: DataSourceReassembler
   }
 
-  /// Decisions that the fault switches change, computed once from the options, so that the
-  /// rules below read the same with or without faults.
+  /// The machine's decisions, computed once from the options. The rules below read only
+  /// this: a fault switch (`WatchFaults`, each breaking one rule that an NC case checks)
+  /// changes a field here, never a branch there. Faults that change bytes on the wire are
+  /// the bearer's (`WatchFaults.outgoingRewrite`).
   struct Policy: Sendable {
+    // Notification Source
+    /// A value that is not 8 bytes drops the link (FAULT malformed-event-fatal; the rule:
+    /// it is ignored).
+    var malformedEventDropsLink = false
+    /// An event with reserved EventFlags bits is taken (false: FAULT reserved-flags-rejected).
+    var takesReservedFlags = true
+    /// PreExisting is honoured whenever it comes (FAULT preexisting-always-listed; the rule:
+    /// only at session start).
+    var preExistingAnyTime = false
+    /// A ringing call is fetched first, PreExisting or not (false: FAULT preexisting-call-queued).
+    var callsFirst = true
+    /// More notifications than this waiting to be fetched drop the link (FAULT flood-fatal:
+    /// 100; the rule: none).
+    var backlogLimit: Int?
+    /// Removed ends the notification (false: FAULT ignore-removed).
+    var honoursRemoved = true
+    /// Removed wins over a fetch of it in flight (false: FAULT late-answer-kept).
+    var removedCancelsFetch = true
+    // Control Point
+    /// One command at a time, its answer awaited (false: FAULT commands-overlap).
+    var oneCommandAtATime = true
+    /// App display names are cached for the session (false: FAULT no-app-name-cache).
+    var cachesAppNames = true
+    /// 0xA2 empties the queues and subscribes again (FAULT flush-on-a2; the rule: it drops
+    /// that notification only).
+    var unknownUIDFlushes = false
+    /// How long an answer is awaited (nil: forever, FAULT no-command-timeout).
+    var commandTimeout: Duration?
+    /// Write Not Permitted means "not shared" (false: FAULT ignore-not-shared).
+    var recognisesNotShared = true
+    // Data Source
+    /// An answer is reassembled across notifications (false: FAULT no-reassembly, the first
+    /// notification is taken as the whole).
+    var reassembles = true
+    /// Tuples must come in request order (FAULT tuples-in-request-order; the rule: found by
+    /// AttributeID).
+    var tuplesInRequestOrder = false
+    /// An empty notification starts the next answer (FAULT empty-packet-starts-answer; the
+    /// rule: it is harmless).
+    var emptyFragmentStartsAnswer = false
+    /// A value over the maximum asked drops the link (FAULT over-long-fatal; the rule: it is
+    /// survived).
+    var overLongDropsLink = false
+    /// How answers are reassembled; each command sets its fragment capacity. FAULT
+    /// omitted-tuple-fatal (no answer completes without every tuple), unrequested-tuple-fatal
+    /// (an unrequested tuple refuses the answer) and over-long-fatal change it.
+    var reassembly = DataSourceReassembler.Policy()
+    // Time
+    /// How long a silent phone goes before the liveness probe (nil: never, FAULT
+    /// no-liveness-probe).
+    var livenessInterval: Duration?
+    /// How often a ringing call is checked again (nil: never, FAULT no-call-recheck).
+    var callRecheckInterval: Duration?
     /// `resubscribeAfterSilence`; nil with FAULT no-silence-resubscribe.
     var silenceLimit: Duration?
-    /// A ringing call is fetched first, PreExisting or not (false: FAULT preexisting-call-queued).
-    var callsFirst: Bool
-    /// Write Not Permitted means "not shared" (false: FAULT ignore-not-shared).
-    var recognisesNotShared: Bool
-    /// An event with reserved EventFlags bits is taken (false: FAULT reserved-flags-rejected).
-    var takesReservedFlags: Bool
 
     init(_ options: WatchOptions) {
       let faults = options.faults
-      silenceLimit = faults.contains(.noSilenceResubscribe) ? nil : options.resubscribeAfterSilence
-      callsFirst = !faults.contains(.preexistingCallQueued)
-      recognisesNotShared = !faults.contains(.ignoreNotShared)
+      malformedEventDropsLink = faults.contains(.malformedEventFatal)
       takesReservedFlags = !faults.contains(.reservedFlagsRejected)
+      preExistingAnyTime = faults.contains(.preexistingAlwaysListed)
+      callsFirst = !faults.contains(.preexistingCallQueued)
+      backlogLimit = faults.contains(.floodFatal) ? 100 : nil
+      honoursRemoved = !faults.contains(.ignoreRemoved)
+      removedCancelsFetch = !faults.contains(.lateAnswerKept)
+      oneCommandAtATime = !faults.contains(.commandsOverlap)
+      cachesAppNames = !faults.contains(.noAppNameCache)
+      unknownUIDFlushes = faults.contains(.flushOnA2)
+      commandTimeout = faults.contains(.noCommandTimeout) ? nil : options.commandTimeout
+      recognisesNotShared = !faults.contains(.ignoreNotShared)
+      reassembles = !faults.contains(.noReassembly)
+      tuplesInRequestOrder = faults.contains(.tuplesInRequestOrder)
+      emptyFragmentStartsAnswer = faults.contains(.emptyPacketStartsAnswer)
+      overLongDropsLink = faults.contains(.overLongFatal)
+      let lenient = !faults.contains(.omittedTupleFatal)
+      reassembly = DataSourceReassembler.Policy(
+        optionalAttributes: lenient ? WatchOptions.optionalAttributes : [], acceptPartial: lenient,
+        unrequested: faults.contains(.unrequestedTupleFatal) ? .reject : .keep,
+        enforceMaximumLength: faults.contains(.overLongFatal))
+      livenessInterval = faults.contains(.noLivenessProbe) ? nil : options.livenessInterval
+      callRecheckInterval = faults.contains(.noCallRecheck) ? nil : options.callRecheckInterval
+      silenceLimit = faults.contains(.noSilenceResubscribe) ? nil : options.resubscribeAfterSilence
     }
   }
 
@@ -126,9 +195,8 @@ public struct WatchMachine: Sendable {
   var sharingCheckAt: Duration?
   /// Sharing was stopped in a session that had notifications: once it is back, a new session.
   var sharingLostMidSession = false
-  /// FAULT empty-packet-starts-answer: an empty notification was taken as an answer's start.
+  /// An empty notification was taken as an answer's start (`emptyFragmentStartsAnswer`).
   var emptyAnswerStarted = false
-  var faults: WatchFaults { options.faults }
 
   public init(options: WatchOptions = WatchOptions()) {
     self.options = options
@@ -280,8 +348,7 @@ public struct WatchMachine: Sendable {
       event = try NotificationSourceEvent(decoding: bytes)
     } catch {
       out.append(.emit(.error("Notification Source: \(error); ignored")))
-      // FAULT malformed-event-fatal: breaks "a value that is not 8 bytes is ignored".
-      if faults.contains(.malformedEventFatal) { out.append(.disconnect("malformed Notification Source value")) }
+      if policy.malformedEventDropsLink { out.append(.disconnect("malformed Notification Source value")) }
       return
     }
     let uid = event.notificationUID
@@ -292,8 +359,7 @@ public struct WatchMachine: Sendable {
     }
     switch event.eventID {
     case .added, .modified:
-      // FAULT preexisting-always-listed: breaks "PreExisting honoured only at session start".
-      let alwaysListed = faults.contains(.preexistingAlwaysListed) && event.eventFlags.contains(.preExisting)
+      let alwaysListed = policy.preExistingAnyTime && event.eventFlags.contains(.preExisting)
       let preExisting =
         event.eventFlags.contains(.preExisting) && event.eventID == .added
         && (now - sessionStart <= options.preExistingWindow || alwaysListed)
@@ -316,9 +382,8 @@ public struct WatchMachine: Sendable {
       }
       append(notification)
       enqueue(uid, urgent: !preExisting || ringing)
-      // FAULT flood-fatal: breaks "a burst of PreExisting events must not stall the accessory".
-      if faults.contains(.floodFatal) && urgent.count + background.count > 100 {
-        out.append(.disconnect("more than 100 notifications to fetch"))
+      if let limit = policy.backlogLimit, urgent.count + background.count > limit {
+        out.append(.disconnect("more than \(limit) notifications to fetch"))
       }
       if preExisting, case .fetchNewest(let limit) = options.preExisting, background.count > max(0, limit),
         let dropped = background.popFirst()
@@ -326,10 +391,8 @@ public struct WatchMachine: Sendable {
         announce(dropped, &out)
       }
     case .removed:
-      // FAULT ignore-removed: breaks "Removed ends the notification".
-      if faults.contains(.ignoreRemoved) { return }
-      // FAULT late-answer-kept: breaks "Removed wins over a fetch in flight".
-      if faults.contains(.lateAnswerKept) && inFlight?.command.uid == uid { return }
+      if !policy.honoursRemoved { return }
+      if !policy.removedCancelsFetch && inFlight?.command.uid == uid { return }
       remove(uid, &out)
     default:
       out.append(
@@ -414,9 +477,7 @@ public struct WatchMachine: Sendable {
     let command: Command
     if !actions.isEmpty {
       let (uid, action) = actions.removeFirst()
-      // FAULT swapped-actions: breaks "ActionID 0 positive, 1 negative".
-      let sent = faults.contains(.swappedActions) ? ActionID(rawValue: action.rawValue ^ 1) : action
-      command = .action(uid: uid, action: sent)
+      command = .action(uid: uid, action: action)
     } else if let due = sharingCheckAt, now >= due {
       sharingCheckAt = nil
       command = .sharingCheck
@@ -429,26 +490,16 @@ public struct WatchMachine: Sendable {
       command = .verify(uid: verifications.removeFirst())
     } else if let uid = urgent.popFirst() ?? background.popFirst() {
       let flags = notification(uid)?.flags ?? []
-      // FAULT uid-byte-order: breaks "numbers are little-endian" (the command names the UID).
-      let named = faults.contains(.uidByteOrder) ? uid.byteSwapped : uid
       command = .notification(
         uid: uid,
         request: GetNotificationAttributesCommand(
-          notificationUID: named, attributes: options.attributeRequests(for: flags)))
+          notificationUID: uid, attributes: options.attributeRequests(for: flags)))
     } else {
       return
     }
     var flight = InFlight(command: command, deadline: now + options.commandTimeout)
-    // FAULT unrequested-tuple-fatal and over-long-fatal: break "an unrequested tuple
-    // skipped" and "a value over the requested maximum survived".
-    // FAULT omitted-tuple-fatal: breaks "an answer without its last requested tuple completes".
-    let lenient = !faults.contains(.omittedTupleFatal)
-    let policy = DataSourceReassembler.Policy(
-      optionalAttributes: lenient ? WatchOptions.optionalAttributes : [],
-      fragmentCapacity: min(mtu - 3, phoneFill ?? .max),
-      acceptPartial: lenient,
-      unrequested: faults.contains(.unrequestedTupleFatal) ? .reject : .keep,
-      enforceMaximumLength: faults.contains(.overLongFatal))
+    var policy = self.policy.reassembly
+    policy.fragmentCapacity = min(mtu - 3, phoneFill ?? .max)
     switch command {
     case .notification(_, let request):
       flight.reassembler = DataSourceReassembler(expecting: .notificationAttributes(request), policy: policy)
@@ -492,8 +543,7 @@ public struct WatchMachine: Sendable {
         inFlight = nil
         return
       }
-      // FAULT commands-overlap: breaks "one command at a time".
-      if faults.contains(.commandsOverlap) {
+      if !policy.oneCommandAtATime {
         inFlight = nil
         return
       }
@@ -514,8 +564,7 @@ public struct WatchMachine: Sendable {
       // 0xA2: "that notification is gone": drop it and go on, never flush or resubscribe.
       if code == ANCSErrorCode.invalidParameter.rawValue {
         remove(uid, &out)
-        // FAULT flush-on-a2: breaks "0xA2 drops that notification only".
-        if faults.contains(.flushOnA2) {
+        if policy.unknownUIDFlushes {
           urgent = UIDQueue()
           background = UIDQueue()
           out.append(.resubscribe)
@@ -556,9 +605,8 @@ public struct WatchMachine: Sendable {
   // MARK: - Data Source
 
   private mutating func dataSource(_ bytes: [UInt8], _ out: inout [Action]) {
-    // FAULT empty-packet-starts-answer: breaks "an empty notification harmless": the next
-    // fragment is taken as the rest of an answer the empty one began, and dropped.
-    if faults.contains(.emptyPacketStartsAnswer) && (inFlight?.reassembler?.byteCount ?? 0) == 0 {
+    // The next fragment taken as the rest of an answer an empty one began, and dropped.
+    if policy.emptyFragmentStartsAnswer && (inFlight?.reassembler?.byteCount ?? 0) == 0 {
       if bytes.isEmpty {
         emptyAnswerStarted = true
         return
@@ -579,8 +627,7 @@ public struct WatchMachine: Sendable {
     // buffers, and the first append would copy them all, for every fragment.
     do {
       var response = try inFlight?.reassembler?.feed(bytes)
-      // FAULT no-reassembly: breaks "reassembled across notifications split anywhere".
-      if response == nil && faults.contains(.noReassembly) { response = try inFlight?.reassembler?.finish() }
+      if response == nil && !policy.reassembles { response = try inFlight?.reassembler?.finish() }
       if !bytes.isEmpty { lateTuples = nil }
       if let response, let flight = inFlight.take() {
         complete(flight, response, &out)
@@ -590,7 +637,7 @@ public struct WatchMachine: Sendable {
         inFlight?.settleAt = nil
       }
     } catch {
-      if faults.contains(.overLongFatal), case .valueTooLong = error.reason {
+      if policy.overLongDropsLink, case .valueTooLong = error.reason {
         out.append(.disconnect("Data Source: \(error)"))
         inFlight = nil
         return
@@ -637,10 +684,9 @@ public struct WatchMachine: Sendable {
           uid, request.attributes.filter { attributes.missing.contains($0.id) }, reassembler.policy,
           lastFragmentSize: reassembler.lastFragmentSize)
       }
-      // FAULT tuples-in-request-order: breaks "tuples found by AttributeID whatever their order".
       let requested = request.attributes.map(\.id)
       let arrived = attributes.attributes.map(\.id).filter(requested.contains)
-      if faults.contains(.tuplesInRequestOrder) && arrived != requested.filter(arrived.contains) {
+      if policy.tuplesInRequestOrder && arrived != requested.filter(arrived.contains) {
         out.append(.emit(.error("Data Source: tuples out of request order")))
         giveUp(flight, &out)
         return
@@ -655,8 +701,7 @@ public struct WatchMachine: Sendable {
         if elapsed > 0 { state.notifications[index].receivedAt = now - .seconds(elapsed) }
       }
       let app = state.notifications[index].appIdentifier
-      // FAULT no-app-name-cache: breaks "app display names cached for the session".
-      if let name = state.appNames[app], !faults.contains(.noAppNameCache) {
+      if let name = state.appNames[app], policy.cachesAppNames {
         state.notifications[index].appName = name
         announce(uid, &out)
       } else {
@@ -757,9 +802,8 @@ public struct WatchMachine: Sendable {
   // MARK: - Time
 
   private mutating func tick(_ out: inout [Action]) {
-    // FAULT no-command-timeout: breaks "a bounded wait for an answer".
-    if let flight = inFlight, now >= flight.deadline, flight.written || flight.reassembler == nil,
-      !faults.contains(.noCommandTimeout)
+    if let flight = inFlight, policy.commandTimeout != nil, now >= flight.deadline,
+      flight.written || flight.reassembler == nil
     {
       timeOut(flight, &out)
     } else if let flight = inFlight, let settleAt = flight.settleAt, now >= settleAt,
@@ -774,10 +818,7 @@ public struct WatchMachine: Sendable {
       }
     }
     guard case .connected = state.link else { return }
-    // FAULT no-liveness-probe: breaks "notice a phone that silently dropped the subscriptions".
-    if inFlight == nil && !probing && now - lastHeard >= options.livenessInterval
-      && !faults.contains(.noLivenessProbe)
-    {
+    if let interval = policy.livenessInterval, inFlight == nil, !probing, now - lastHeard >= interval {
       probing = true
       out.append(.probe)
     }
@@ -792,13 +833,10 @@ public struct WatchMachine: Sendable {
       out.append(.emit(.error("no Notification Source event for \(limit); writing the subscriptions again")))
       out.append(.resubscribe)
     }
-    // FAULT no-call-recheck: breaks "an incoming call whose Removed never came is checked again".
-    for notification in state.notifications
-    where notification.category == .incomingCall
-      && !faults.contains(.noCallRecheck)
-    {
+    guard let recheck = policy.callRecheckInterval else { return }
+    for notification in state.notifications where notification.category == .incomingCall {
       let uid = notification.uid
-      guard announced.contains(uid), let last = lastCallCheck[uid], now - last >= options.callRecheckInterval,
+      guard announced.contains(uid), let last = lastCallCheck[uid], now - last >= recheck,
         !verifications.contains(uid)
       else { continue }
       lastCallCheck[uid] = now

@@ -69,7 +69,7 @@ public struct WatchOptions: Sendable {
 
   /// The attributes asked for a notification: labels before the text so a phone that omits
   /// a tuple omits an optional one, MessageSize last.
-  func attributeRequests(for flags: EventFlags) -> [AttributeRequest] {
+  public func attributeRequests(for flags: EventFlags) -> [AttributeRequest] {
     // Built in one array (this runs for every notification fetched).
     var list: [AttributeRequest] = []
     list.reserveCapacity(8)

@@ -65,6 +65,59 @@ extension Bench {
     }
   }
 
+  /// The bound the codecs alone set on the end-to-end rate: per notification, the encoding
+  /// and decoding the in-memory end-to-end run does (the phone's Notification Source event,
+  /// the watch's Get Notification Attributes command, the phone's answer cut to the lengths
+  /// asked, in ATT_MTU 185 fragments, reassembled by the watch), with no link, engine or task.
+  func codecBound() throws -> Result {
+    let options = Self.benchWatchOptions
+    let notifications = (0..<1000).map(Phone.floodNotification)
+    let fragmentSize = Int(options.mtu) - 3
+    var sink = 0
+    let rate = try rate(notifications.count) {
+      for (index, notification) in notifications.enumerated() {
+        let uid = UInt32(index)
+        // The phone announces it; the watch decodes the event and asks for its attributes.
+        let eventBytes = NotificationSourceEvent(
+          eventID: .added, eventFlags: .preExisting, categoryID: notification.category, categoryCount: 1,
+          notificationUID: uid
+        ).encoded()
+        let event = try NotificationSourceEvent(decoding: eventBytes)
+        let get = GetNotificationAttributesCommand(
+          notificationUID: event.notificationUID, attributes: options.attributeRequests(for: event.eventFlags))
+        let commandBytes = ControlPointCommand.getNotificationAttributes(get).encoded()
+        // The phone decodes the command and answers, each value cut to its maximum.
+        guard case .getNotificationAttributes(let asked) = try ControlPointCommand(decoding: commandBytes) else {
+          continue
+        }
+        let tuples = asked.attributes.map { request -> NotificationAttribute in
+          let text: String
+          switch request.id {
+          case .appIdentifier: text = notification.appIdentifier
+          case .title: text = notification.title
+          case .message: text = notification.message
+          default: text = notification.date
+          }
+          let value = request.maxLength.map { ANCSText.truncate(text, toBytes: Int($0)) } ?? Array(text.utf8)
+          return NotificationAttribute(request.id, value)
+        }
+        let answer = DataSourceResponse.notificationAttributes(
+          NotificationAttributesResponse(notificationUID: asked.notificationUID, attributes: tuples)
+        ).encoded()
+        // The watch reassembles it from Data Source notifications.
+        var reassembler = DataSourceReassembler(expecting: .notificationAttributes(get))
+        for fragment in dataSourceFragments(answer, maximumSize: fragmentSize) {
+          if case .notificationAttributes(let done)? = try reassembler.feed(Array(fragment)) {
+            sink &+= done.attributes.count
+          }
+        }
+      }
+    }
+    if sink == 42 { print("") }
+    return Result(
+      name: "codecs alone, the end-to-end work per notification (MTU 185)", value: rate, unit: "notifications/s")
+  }
+
   /// Phone and watch in this process over the in-memory link.
   func endToEndMemory(count: Int) async throws -> [Result] {
     var quirks = Quirks()
@@ -173,7 +226,18 @@ extension Bench {
 
   func endToEnd() async throws -> [Result] {
     var results: [Result] = []
-    if wanted("e2e-memory") { results += try await endToEndMemory(count: 20_000) }
+    if wanted("e2e-memory") {
+      // In the same run: the codecs' bound, and how much of it the whole path keeps.
+      let bound = try codecBound()
+      let memory = try await endToEndMemory(count: 20_000)
+      results += [bound] + memory
+      if let rate = memory.first?.value {
+        results.append(
+          Result(
+            name: "end to end, in-memory link, as a share of the codecs' bound", value: 100 * rate / bound.value,
+            unit: "%"))
+      }
+    }
     if wanted("e2e-unix") { results += try await endToEndProcesses(count: 20_000) }
     if wanted("e2e-sessions") { results += try await memoryPerSession(sessions: 1000) }
     return results

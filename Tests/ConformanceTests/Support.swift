@@ -44,24 +44,8 @@ func faultyPhone(_ makeRewrite: (Phone) -> @Sendable ([UInt8]) -> [UInt8]) throw
   let (phone, own) = try ownPhone()
   let rewrite = makeRewrite(phone)
   return PhoneUnderTest(
-    connect: { RewritingBearer(try await own.connect(), rewrite: rewrite) }, stimulus: own.stimulus,
+    connect: { RewritingBearer(try await own.connect(), incoming: rewrite) }, stimulus: own.stimulus,
     bonds: own.bonds)
-}
-
-/// Passes everything through, rewriting what it receives.
-final class RewritingBearer: ATTBearer {
-  let inner: any ATTBearer
-  let rewrite: @Sendable ([UInt8]) -> [UInt8]
-  init(_ inner: any ATTBearer, rewrite: @escaping @Sendable ([UInt8]) -> [UInt8]) {
-    self.inner = inner
-    self.rewrite = rewrite
-  }
-  var name: String { "faulty(\(inner.name))" }
-  func send(_ pdu: [UInt8]) async throws(BearerError) { try await inner.send(pdu) }
-  func receive() async throws(BearerError) -> [UInt8]? { try await inner.receive().map(rewrite) }
-  var securityLevel: SecurityLevel { inner.securityLevel }
-  func pair(_ level: SecurityLevel) async throws(BearerError) -> SecurityLevel { try await inner.pair(level) }
-  func close() { inner.close() }
 }
 
 /// A bearer to nowhere: sends vanish, nothing ever arrives until it is closed.
