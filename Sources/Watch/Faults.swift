@@ -5,7 +5,9 @@ import Wire
 /// Fault switches of the watch: test-only flags, each breaking exactly one rule that an NC
 /// conformance case checks, to prove that case can fail (Protocol/conformance.md, "Fault
 /// switches"). Not quirks, not options a user wants: plain bugs on purpose. All are off by
-/// default; each is a small branch in the watch's code marked `// FAULT <name>`.
+/// default. A fault in the machine's decisions is a field of `WatchMachine.Policy`; one
+/// that changes bytes is `outgoingRewrite`, on the bearer; one in the engine's setup is a
+/// branch of `WatchEngine` marked `// FAULT <name>`.
 public struct WatchFaults: FaultSwitches, Hashable {
   public var rawValue: UInt64
   public init(rawValue: UInt64) { self.rawValue = rawValue }
