@@ -80,7 +80,19 @@ public final class ATTConnection: Sendable {
   public typealias Options = ATTOptions
   /// Who takes a transaction's answer.
   public typealias Answer = @Sendable (Result<ATTPDU, ATTError>) async -> Void
-  typealias Machine = ATTMachine<Answer>
+  typealias Machine = ATTMachine<Waiter>
+
+  /// Who takes a transaction's answer: a callback, or a caller awaiting it.
+  enum Waiter: Sendable {
+    case callback(Answer)
+    case caller(Answered)
+  }
+
+  /// What performing one step's effects may need, read under the step's lock.
+  private struct Handlers {
+    var server: (any ATTServerHandler)?
+    var onValue: (@Sendable (ATTValueEvent) async -> Void)?
+  }
 
   /// ATT_MTU before any exchange (LE).
   public static let defaultMTU = ATTOptions.defaultMTU
@@ -132,42 +144,53 @@ public final class ATTConnection: Sendable {
 
   /// Runs one input through the machine; wakes the parked watchdog when a deadline or the
   /// end has come of it.
-  private func step(_ input: (inout Machine, Duration) -> [Machine.Effect]) -> [Machine.Effect] {
-    let now = clock.now
-    let (effects, watchdog) = state.withLock { state -> ([Machine.Effect], CheckedContinuation<Void, Never>?) in
-      let effects = input(&state.machine, now)
+  private func step(_ input: (inout Machine, () -> Duration) -> Machine.Effects) -> (Machine.Effects, Handlers) {
+    let clock = self.clock
+    let (effects, handlers, watchdog) = state.withLock {
+      state -> (Machine.Effects, Handlers, CheckedContinuation<Void, Never>?) in
+      let effects = input(&state.machine, { clock.now })
       let wake = state.machine.deadline != nil || state.machine.closed != nil
-      return (effects, wake ? state.parkedWatchdog.take() : nil)
+      return (effects, Handlers(server: state.server, onValue: state.onValue), wake ? state.parkedWatchdog.take() : nil)
     }
     watchdog?.resume()
-    return effects
+    return (effects, handlers)
   }
 
   /// Performs the machine's effects, in order.
-  private func perform(_ effects: [Machine.Effect]) async {
-    for effect in effects {
-      switch effect {
-      case .send(let bytes):
-        do {
-          try await sendChecked(bytes)
-        } catch {
-          logger.info("\(bearer.name): could not send \(ATTOpcode(rawValue: bytes.first ?? 0)): \(error)")
-        }
-      case .start(let bytes, let indication, _):
-        do {
-          try await sendChecked(bytes)
-        } catch {
-          await perform(step { machine, now in machine.sendFailed(indication: indication, now: now) })
-        }
-      case .complete(let answer, let result): await answer(result)
-      case .serve(let pdu): await serve(pdu)
-      case .deliver(let event):
-        if let handler = state.withLock({ $0.onValue }) { await handler(event) }
-      case .close(let reason):
-        logger.error("\(bearer.name): \(reason)")
-        bearer.close()
-      case .note(let text): logger.info("\(bearer.name): \(text)")
+  private func perform(_ step: (Machine.Effects, Handlers)) async {
+    await perform(step.0, step.1)
+  }
+
+  private func perform(_ effects: Machine.Effects, _ handlers: Handlers = Handlers()) async {
+    guard let first = effects.first else { return }
+    await perform(first, handlers)
+    guard let second = effects.second else { return }
+    await perform(second, handlers)
+    for effect in effects.rest { await perform(effect, handlers) }
+  }
+
+  private func perform(_ effect: Machine.Effect, _ handlers: Handlers) async {
+    switch effect {
+    case .send(let bytes):
+      do {
+        try await sendChecked(bytes)
+      } catch {
+        logger.info("\(bearer.name): could not send \(ATTOpcode(rawValue: bytes.first ?? 0)): \(error)")
       }
+    case .start(let bytes, let indication, _):
+      do {
+        try await sendChecked(bytes)
+      } catch {
+        await perform(step { machine, now in machine.sendFailed(indication: indication, now: now()) })
+      }
+    case .complete(.callback(let answer), let result): await answer(result)
+    case .complete(.caller(let answered), let result): answered.take(result)
+    case .serve(let pdu): await serve(pdu, handlers.server)
+    case .deliver(let event): await handlers.onValue?(event)
+    case .close(let reason):
+      logger.error("\(bearer.name): \(reason)")
+      bearer.close()
+    case .note(let text): logger.info("\(bearer.name): \(text)")
     }
   }
 
@@ -196,7 +219,7 @@ public final class ATTConnection: Sendable {
   public func close() {
     bearer.close()
     let effects = step { machine, _ in machine.close(.disconnected) }
-    if !effects.isEmpty { Task { await perform(effects) } }
+    if !effects.0.isEmpty { Task { await perform(effects) } }
   }
 
   // MARK: - Sending
@@ -225,14 +248,14 @@ public final class ATTConnection: Sendable {
   /// the link closed. Lets an engine that lives on the receive loop keep its order without
   /// a task switch per request, and never wait for a turn only the receive loop can free.
   public func request(_ pdu: ATTPDU, onAnswer: @escaping Answer) async {
-    await perform(step { machine, now in machine.request(pdu, waiter: onAnswer, now: now) })
+    await perform(step { machine, now in machine.request(pdu, waiter: .callback(onAnswer), now: now()) })
   }
 
   /// Sends a request and returns the peer's answer. An Error Response throws
   /// `.errorResponse`; an answer of the wrong kind throws `.invalidResponse`.
   public func request(_ pdu: ATTPDU) async throws(ATTError) -> ATTPDU {
     let answer = Answered()
-    await request(pdu) { answer.take($0) }
+    await perform(step { machine, now in machine.request(pdu, waiter: .caller(answer), now: now()) })
     return try await answer.result.get()
   }
 
@@ -245,7 +268,7 @@ public final class ATTConnection: Sendable {
   public func indicate(handle: UInt16, value: [UInt8]) async throws(ATTError) {
     let answer = Answered()
     await perform(
-      step { machine, now in machine.indicate(handle: handle, value: value, waiter: { answer.take($0) }, now: now) })
+      step { machine, now in machine.indicate(handle: handle, value: value, waiter: .caller(answer), now: now()) })
     _ = try await answer.result.get()
   }
 
@@ -261,8 +284,8 @@ public final class ATTConnection: Sendable {
 
   // MARK: - Serving
 
-  private func serve(_ pdu: ATTPDU) async {
-    guard let server = state.withLock({ $0.server }) else {
+  private func serve(_ pdu: ATTPDU, _ server: (any ATTServerHandler)?) async {
+    guard let server else {
       let refusal = ErrorResponse(requestOpcode: pdu.opcode, handle: 0, errorCode: .requestNotSupported)
       await perform(state.withLock { $0.machine.answer(to: pdu.opcode, with: .errorResponse(refusal)) })
       return
@@ -292,13 +315,13 @@ public final class ATTConnection: Sendable {
         continue
       }
       do { try await clock.sleep(until: deadline) } catch { return }
-      await perform(step { machine, now in machine.timerFired(now: now) })
+      await perform(step { machine, now in machine.timerFired(now: now()) })
     }
   }
 }
 
 /// One answer, handed from the receive loop to the caller that awaits it.
-private final class Answered: Sendable {
+final class Answered: Sendable {
   private struct State {
     var result: Result<ATTPDU, ATTError>?
     var waiter: CheckedContinuation<Result<ATTPDU, ATTError>, Never>?

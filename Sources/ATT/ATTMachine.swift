@@ -41,9 +41,53 @@ public struct ATTMachine<Waiter> {
     case note(String)
   }
 
+  /// What one input returns, in order: nearly always one or two effects, kept inline so
+  /// that a PDU costs no allocation for them.
+  public struct Effects: Sequence, ExpressibleByArrayLiteral {
+    var first: Effect?
+    var second: Effect?
+    var rest: [Effect] = []
+
+    public init() {}
+
+    public init(arrayLiteral elements: Effect...) {
+      for element in elements { append(element) }
+    }
+
+    public var isEmpty: Bool { first == nil }
+
+    mutating func append(_ effect: consuming Effect) {
+      if first == nil {
+        first = effect
+      } else if second == nil {
+        second = effect
+      } else {
+        rest.append(effect)
+      }
+    }
+
+    public struct Iterator: IteratorProtocol {
+      let effects: Effects
+      var index = 0
+
+      public mutating func next() -> Effect? {
+        defer { index += 1 }
+        switch index {
+        case 0: return effects.first
+        case 1: return effects.second
+        default: return index - 2 < effects.rest.count ? effects.rest[index - 2] : nil
+        }
+      }
+    }
+
+    public func makeIterator() -> Iterator { Iterator(effects: self) }
+  }
+
   /// A request or indication waiting for its turn.
   struct Queued {
-    var pdu: ATTPDU
+    var opcode: ATTOpcode
+    /// Encoded and checked against ATT_MTU when asked for (the MTU only grows).
+    var bytes: [UInt8]
     var waiter: Waiter
   }
 
@@ -85,29 +129,27 @@ public struct ATTMachine<Waiter> {
 
   /// Sends `pdu` as a request now, or once the requests before it are answered. Its answer,
   /// or its failure, comes back as `.complete(waiter, _)`.
-  public mutating func request(_ pdu: ATTPDU, waiter: consuming Waiter, now: Duration) -> [Effect] {
-    var out: [Effect] = []
-    if let failure = refusal(pdu) {
-      out.append(.complete(waiter, .failure(failure)))
-    } else if pendingRequest == nil {
-      start(Queued(pdu: pdu, waiter: waiter), now, &out)
-    } else {
-      requestQueue.append(Queued(pdu: pdu, waiter: waiter))
+  public mutating func request(_ pdu: ATTPDU, waiter: consuming Waiter, now: Duration) -> Effects {
+    var out = Effects()
+    switch encode(pdu) {
+    case .failure(let failure): out.append(.complete(waiter, .failure(failure)))
+    case .success(let bytes) where pendingRequest == nil:
+      start(Queued(opcode: pdu.opcode, bytes: bytes, waiter: waiter), now, &out)
+    case .success(let bytes): requestQueue.append(Queued(opcode: pdu.opcode, bytes: bytes, waiter: waiter))
     }
     return out
   }
 
   /// Sends a Handle Value Indication now, or once the one before it is confirmed; completes
   /// with the confirmation. The value is cut to ATT_MTU - 3 bytes.
-  public mutating func indicate(handle: UInt16, value: [UInt8], waiter: consuming Waiter, now: Duration) -> [Effect] {
+  public mutating func indicate(handle: UInt16, value: [UInt8], waiter: consuming Waiter, now: Duration) -> Effects {
     let pdu = ATTPDU.handleValueIndication(HandleValueIndication(handle: handle, value: fitted(value)))
-    var out: [Effect] = []
-    if let closed {
-      out.append(.complete(waiter, .failure(closed)))
-    } else if pendingIndication == nil {
-      start(Queued(pdu: pdu, waiter: waiter), now, &out)
-    } else {
-      indicationQueue.append(Queued(pdu: pdu, waiter: waiter))
+    var out = Effects()
+    switch encode(pdu) {
+    case .failure(let failure): out.append(.complete(waiter, .failure(failure)))
+    case .success(let bytes) where pendingIndication == nil:
+      start(Queued(opcode: pdu.opcode, bytes: bytes, waiter: waiter), now, &out)
+    case .success(let bytes): indicationQueue.append(Queued(opcode: pdu.opcode, bytes: bytes, waiter: waiter))
     }
     return out
   }
@@ -133,17 +175,11 @@ public struct ATTMachine<Waiter> {
     return value.count > room ? Array(value[..<room]) : value
   }
 
-  private func refusal(_ pdu: ATTPDU) -> ATTError? {
-    if let closed { return closed }
-    if case .failure(let error) = encode(pdu) { return error }
-    return nil
-  }
-
   /// Puts `operation` on the wire as the outstanding one of its kind.
-  private mutating func start(_ operation: consuming Queued, _ now: Duration, _ out: inout [Effect]) {
+  private mutating func start(_ operation: consuming Queued, _ now: Duration, _ out: inout Effects) {
     let deadline = now + options.transactionTimeout
-    let bytes = operation.pdu.encoded()
-    let outstanding = Outstanding(opcode: operation.pdu.opcode, deadline: deadline, waiter: operation.waiter)
+    let bytes = operation.bytes
+    let outstanding = Outstanding(opcode: operation.opcode, deadline: deadline, waiter: operation.waiter)
     let indication = outstanding.opcode == .handleValueIndication
     if indication {
       pendingIndication = outstanding
@@ -153,34 +189,28 @@ public struct ATTMachine<Waiter> {
     out.append(.start(bytes, indication: indication, deadline: deadline))
   }
 
-  /// The next queued request (or indication), once its kind has nothing outstanding. A
-  /// request queued before an MTU change that no longer fits fails here.
-  private mutating func startNext(indication: Bool, _ now: Duration, _ out: inout [Effect]) {
-    while closed == nil, indication ? pendingIndication == nil : pendingRequest == nil,
+  /// The next queued request (or indication), once its kind has nothing outstanding.
+  private mutating func startNext(indication: Bool, _ now: () -> Duration, _ out: inout Effects) {
+    guard closed == nil, indication ? pendingIndication == nil : pendingRequest == nil,
       let next = indication ? indicationQueue.popFirst() : requestQueue.popFirst()
-    {
-      if let failure = refusal(next.pdu) {
-        out.append(.complete(next.waiter, .failure(failure)))
-        continue
-      }
-      start(next, now, &out)
-    }
+    else { return }
+    start(next, now(), &out)
   }
 
   /// The send of the outstanding request (or indication) failed: the link is gone for it.
-  public mutating func sendFailed(indication: Bool, now: Duration) -> [Effect] {
-    var out: [Effect] = []
+  public mutating func sendFailed(indication: Bool, now: Duration) -> Effects {
+    var out = Effects()
     let failed = indication ? pendingIndication.take() : pendingRequest.take()
     if let failed { out.append(.complete(failed.waiter, .failure(.disconnected))) }
-    startNext(indication: indication, now, &out)
+    startNext(indication: indication, { now }, &out)
     return out
   }
 
   // MARK: - Receiving
 
   /// One PDU from the peer.
-  public mutating func received(_ bytes: [UInt8], now: Duration) -> [Effect] {
-    var out: [Effect] = []
+  public mutating func received(_ bytes: [UInt8], now: () -> Duration) -> Effects {
+    var out = Effects()
     guard closed == nil else { return out }
     guard let first = bytes.first else {
       out.append(.note("empty PDU ignored"))
@@ -231,7 +261,7 @@ public struct ATTMachine<Waiter> {
   }
 
   /// This side's answer to the peer's request (or a confirmation), as bytes to send.
-  private func reply(_ pdu: ATTPDU, _ out: inout [Effect]) {
+  private func reply(_ pdu: ATTPDU, _ out: inout Effects) {
     switch encode(pdu) {
     case .success(let bytes): out.append(.send(bytes))
     case .failure(let error): out.append(.note("could not answer \(pdu.opcode): \(error)"))
@@ -240,8 +270,8 @@ public struct ATTMachine<Waiter> {
 
   /// The server's answer to a request `.serve` handed it; nil when it has none (an Error
   /// Response "Unlikely Error" goes instead: a request is always answered).
-  public func answer(to request: ATTOpcode, with response: ATTPDU?) -> [Effect] {
-    var out: [Effect] = []
+  public func answer(to request: ATTOpcode, with response: ATTPDU?) -> Effects {
+    var out = Effects()
     guard request.needsResponse else { return out }
     reply(response ?? .errorResponse(ErrorResponse(requestOpcode: request, handle: 0, errorCode: .unlikelyError)), &out)
     return out
@@ -249,7 +279,7 @@ public struct ATTMachine<Waiter> {
 
   /// Ends the outstanding transaction of a kind with the peer's answer, and starts the next.
   private mutating func answer(
-    _ result: Result<ATTPDU, ATTError>, indication: Bool, _ now: Duration, _ out: inout [Effect]
+    _ result: Result<ATTPDU, ATTError>, indication: Bool, _ now: () -> Duration, _ out: inout Effects
   ) {
     guard let outstanding = indication ? pendingIndication.take() : pendingRequest.take() else {
       let what = (try? result.get()).map { "\($0.opcode)" } ?? "answer"
@@ -283,8 +313,8 @@ public struct ATTMachine<Waiter> {
 
   /// The time is `now`: a transaction past its deadline fails everything and closes the
   /// bearer.
-  public mutating func timerFired(now: Duration) -> [Effect] {
-    guard closed == nil, let deadline, deadline <= now else { return [] }
+  public mutating func timerFired(now: Duration) -> Effects {
+    guard closed == nil, let deadline, deadline <= now else { return Effects() }
     var out = close(.timeout)
     out.append(.close(.timeout))
     return out
@@ -292,8 +322,8 @@ public struct ATTMachine<Waiter> {
 
   /// The bearer is gone (or closed by this side): everything outstanding or queued fails
   /// with `reason`, and so does everything sent from now on.
-  public mutating func close(_ reason: ATTError) -> [Effect] {
-    var out: [Effect] = []
+  public mutating func close(_ reason: ATTError) -> Effects {
+    var out = Effects()
     if closed == nil { closed = reason }
     let reason = closed ?? reason
     for outstanding in [pendingRequest.take(), pendingIndication.take()] {
@@ -308,6 +338,10 @@ public struct ATTMachine<Waiter> {
 extension ATTMachine: Sendable where Waiter: Sendable {}
 extension ATTMachine.Effect: Sendable where Waiter: Sendable {}
 extension ATTMachine.Effect: Equatable where Waiter: Equatable {}
+extension ATTMachine.Effects: Sendable where Waiter: Sendable {}
+extension ATTMachine.Effects: Equatable where Waiter: Equatable {
+  public static func == (a: Self, b: Self) -> Bool { Array(a) == Array(b) }
+}
 extension ATTMachine.Queued: Sendable where Waiter: Sendable {}
 extension ATTMachine.Outstanding: Sendable where Waiter: Sendable {}
 
