@@ -4,8 +4,9 @@ import Watch
 
 /// What the face asks the outside world to do.
 public enum FaceEffect: Hashable, Sendable {
-  /// Ask the phone to perform an action (the engine's `perform`).
-  case perform(ActionID, uid: UInt32)
+  /// Ask the phone to perform an action (the engine's `perform`) on a notification of the
+  /// session shown (`WatchState.session`): a UID means nothing in another.
+  case perform(ActionID, uid: UInt32, session: Int)
   /// Get the wearer's attention: an Important notification or a call.
   case alert(AlertStyle)
   case quit
@@ -138,8 +139,8 @@ public struct FaceUI: Hashable, Sendable {
     let visible = visible(state)
     if let call = activeCall(state) {
       switch intent {
-      case .positive: return perform(.positive, on: call, now: now)
-      case .negative: return perform(.negative, on: call, now: now)
+      case .positive: return perform(.positive, on: call, session: state.session, now: now)
+      case .negative: return perform(.negative, on: call, session: state.session, now: now)
       case .back: hiddenCalls.insert(call.uid)
       case .mute: toggleMute(call.category, now: now)
       default: break
@@ -167,8 +168,8 @@ public struct FaceUI: Hashable, Sendable {
         seen.insert(visible[index].uid)
         detailTop = 0
       case .back: toast = nil
-      case .positive: return perform(.positive, on: visible[index], now: now)
-      case .negative: return perform(.negative, on: visible[index], now: now)
+      case .positive: return perform(.positive, on: visible[index], session: state.session, now: now)
+      case .negative: return perform(.negative, on: visible[index], session: state.session, now: now)
       case .mute: toggleMute(visible[index].category, now: now)
       case .help, .quit: break
       }
@@ -191,8 +192,8 @@ public struct FaceUI: Hashable, Sendable {
       case .back:
         page = .list
         selected = uid
-      case .positive: return perform(.positive, on: notification, now: now)
-      case .negative: return perform(.negative, on: notification, now: now)
+      case .positive: return perform(.positive, on: notification, session: state.session, now: now)
+      case .negative: return perform(.negative, on: notification, session: state.session, now: now)
       case .mute: toggleMute(notification.category, now: now)
       case .help, .quit: break
       }
@@ -209,7 +210,9 @@ public struct FaceUI: Hashable, Sendable {
     listTop = top(visible, capacity: layout?.listCapacity ?? 1)
   }
 
-  private mutating func perform(_ action: ActionID, on notification: WatchNotification, now: Duration) -> [FaceEffect] {
+  private mutating func perform(
+    _ action: ActionID, on notification: WatchNotification, session: Int, now: Duration
+  ) -> [FaceEffect] {
     let positive = action == .positive
     guard positive ? notification.hasPositiveAction : notification.hasNegativeAction else {
       let name = notification.appName.isEmpty ? "This notification" : notification.appName
@@ -220,7 +223,7 @@ public struct FaceUI: Hashable, Sendable {
     if label.isEmpty { label = positive ? "Accept" : "Decline" }
     pending[notification.uid] = label
     say("\(label)…", category: notification.category, now: now)
-    return [.perform(action, uid: notification.uid)]
+    return [.perform(action, uid: notification.uid, session: session)]
   }
 
   private mutating func toggleMute(_ category: CategoryID, now: Duration) {

@@ -142,7 +142,7 @@ private final class Loop: @unchecked Sendable {
   private func apply(_ effects: [FaceEffect]) -> Bool {
     for effect in effects {
       switch effect {
-      case .perform(let action, let uid): engine.perform(action, on: uid)
+      case .perform(let action, let uid, let session): engine.perform(action, on: uid, session: session)
       case .alert(let style): terminal.alert(style)
       case .quit: return true
       }

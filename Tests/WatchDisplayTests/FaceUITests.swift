@@ -63,14 +63,14 @@ import Wire
 
   @Test func actionsGoToThePhoneForTheNotificationUnderTheCursor() {
     var ui = Fixture.ui(five)
-    #expect(ui.handle(.positive, state: five, now: now) == [.perform(.positive, uid: 5)])
+    #expect(ui.handle(.positive, state: five, now: now) == [.perform(.positive, uid: 5, session: 0)])
     #expect(ui.toast?.text == "Reply…")
     // Kenta offers no negative action: nothing is sent, the face says so.
     #expect(ui.handle(.negative, state: five, now: now) == [])
     #expect(ui.toast?.text == "Chat offers no negative action")
     _ = ui.handle(.bottom, state: five, now: now)
     _ = ui.handle(.open, state: five, now: now)
-    #expect(ui.handle(.negative, state: five, now: now) == [.perform(.negative, uid: 1)])
+    #expect(ui.handle(.negative, state: five, now: now) == [.perform(.negative, uid: 1, session: 0)])
     // The phone confirms: the toast says which.
     _ = ui.observe(.action(uid: 1, action: .negative), state: five, now: now)
     #expect(ui.toast?.text == "✓ Dismiss")
@@ -116,8 +116,8 @@ import Wire
     #expect(FaceModel.screen(state, ui, now: now).text.contains("Incoming call"))
     // Keys act on the call, whatever the cursor is on.
     _ = ui.handle(.down, state: state, now: now)
-    #expect(ui.handle(.positive, state: state, now: now) == [.perform(.positive, uid: 6)])
-    #expect(ui.handle(.negative, state: state, now: now) == [.perform(.negative, uid: 6)])
+    #expect(ui.handle(.positive, state: state, now: now) == [.perform(.positive, uid: 6, session: 0)])
+    #expect(ui.handle(.negative, state: state, now: now) == [.perform(.negative, uid: 6, session: 0)])
     _ = ui.handle(.back, state: state, now: now)
     #expect(ui.activeCall(state) == nil)
     #expect(FaceModel.screen(state, ui, now: now).text.contains("Alice Martin"))
