@@ -130,26 +130,31 @@ public struct ATTMachine<Waiter> {
   /// Sends `pdu` as a request now, or once the requests before it are answered. Its answer,
   /// or its failure, comes back as `.complete(waiter, _)`.
   public mutating func request(_ pdu: ATTPDU, waiter: consuming Waiter, now: Duration) -> Effects {
-    var out = Effects()
-    switch encode(pdu) {
-    case .failure(let failure): out.append(.complete(waiter, .failure(failure)))
-    case .success(let bytes) where pendingRequest == nil:
-      start(Queued(opcode: pdu.opcode, bytes: bytes, waiter: waiter), now, &out)
-    case .success(let bytes): requestQueue.append(Queued(opcode: pdu.opcode, bytes: bytes, waiter: waiter))
-    }
-    return out
+    ask(pdu, waiter, indication: false, now)
   }
 
   /// Sends a Handle Value Indication now, or once the one before it is confirmed; completes
   /// with the confirmation. The value is cut to ATT_MTU - 3 bytes.
   public mutating func indicate(handle: UInt16, value: [UInt8], waiter: consuming Waiter, now: Duration) -> Effects {
     let pdu = ATTPDU.handleValueIndication(HandleValueIndication(handle: handle, value: fitted(value)))
+    return ask(pdu, waiter, indication: true, now)
+  }
+
+  /// A transaction asked for: refused at once (the link is gone, or it does not fit ATT_MTU),
+  /// started, or queued behind the one of its kind on the wire.
+  private mutating func ask(_ pdu: ATTPDU, _ waiter: consuming Waiter, indication: Bool, _ now: Duration) -> Effects {
     var out = Effects()
     switch encode(pdu) {
     case .failure(let failure): out.append(.complete(waiter, .failure(failure)))
-    case .success(let bytes) where pendingIndication == nil:
-      start(Queued(opcode: pdu.opcode, bytes: bytes, waiter: waiter), now, &out)
-    case .success(let bytes): indicationQueue.append(Queued(opcode: pdu.opcode, bytes: bytes, waiter: waiter))
+    case .success(let bytes):
+      let queued = Queued(opcode: pdu.opcode, bytes: bytes, waiter: waiter)
+      if indication ? pendingIndication == nil : pendingRequest == nil {
+        start(queued, now, &out)
+      } else if indication {
+        indicationQueue.append(queued)
+      } else {
+        requestQueue.append(queued)
+      }
     }
     return out
   }
