@@ -1,10 +1,13 @@
+import ANCS
 import Wire
 
 /// Fault switches: test-only flags, each breaking exactly one rule of Protocol/ANCS.md that an
 /// NP conformance case checks (or, for the IOS cases, one line of Protocol/iPhone.md). They exist to prove the conformance suite can fail
 /// (Protocol/conformance.md, "Fault switches"); they are not quirks, which reproduce
-/// documented iOS misbehaviours a watch must survive. All are off by default; each is a
-/// small branch in the phone's code marked `// FAULT <name>`.
+/// documented iOS misbehaviours a watch must survive. All are off by default. Those of the
+/// Control Point set fields of `ControlPointPolicy`, computed once, so its rules carry no
+/// fault branch; the others are branches of the phone's setup and events marked
+/// `// FAULT <name>`.
 public struct PhoneFaults: FaultSwitches, Hashable {
   public var rawValue: UInt64
   public init(rawValue: UInt64) { self.rawValue = rawValue }
@@ -207,4 +210,76 @@ public struct PhoneFaults: FaultSwitches, Hashable {
       name: "pair-again-on-key-missing", fault: .pairAgainOnKeyMissing,
       rule: "iPhone.md, Pairing and bonds: an iPhone keeps its bond and drops an accessory that lost it"),
   ]
+}
+
+/// How the phone's Control Point answers, computed once from the fault switches: the
+/// rules (Phone+ControlPoint.swift) read only this. Every field's default is
+/// Protocol/ANCS.md's rule; the fault that changes it is named beside it.
+struct ControlPointPolicy: Sendable {
+  // Refusals
+  /// The code for an unknown CommandID: 0xA0 (0xA1: FAULT unknown-command-answered-a1).
+  var unknownCommandCode = ANCSErrorCode.unknownCommand.rawValue
+  /// The code for a truncated UID or ActionID: 0xA1 (0xA2: FAULT truncated-answered-a2).
+  var truncatedCode = ANCSErrorCode.invalidCommand.rawValue
+  /// The code for a NotificationUID that does not exist: 0xA2 (0xA1: FAULT
+  /// unknown-uid-answered-a1).
+  var unknownUIDCode = ANCSErrorCode.invalidParameter.rawValue
+  /// The code for an action the notification does not offer: 0xA3 (0xA2: FAULT
+  /// missing-action-answered-a2).
+  var missingActionCode = ANCSErrorCode.actionFailed.rawValue
+  /// An AppIdentifier with no NUL runs to the end (FAULT
+  /// app-identifier-without-nul-accepted; the rule: missingTerminator, 0xA1).
+  var takesAppIdentifierWithoutNul = false
+  /// Title, Subtitle or Message without MaxLength taken as no maximum (FAULT
+  /// missing-max-length-accepted; the rule: 0xA1).
+  var takesMissingMaximumLength = false
+  /// A command with no AttributeID answered with the header alone (FAULT
+  /// no-attributes-accepted; the rule: 0xA1).
+  var takesNoAttributes = false
+  /// An unknown AppIdentifier answered with an empty name (FAULT unknown-app-accepted; the
+  /// rule: 0xA2).
+  var takesUnknownApp = false
+  /// A refused command is echoed on the Data Source before its Error Response (FAULT
+  /// data-after-error; the rule: nothing follows an error).
+  var echoesRefusedCommand = false
+  // Answers
+  /// Values cut to the maximum asked (false: FAULT max-length-ignored).
+  var cutsToMaximum = true
+  /// Cuts land on a byte, even inside a character (FAULT utf8-split; the rule: never inside
+  /// one).
+  var cutsInsideCharacters = false
+  /// MessageSize is the cut message's length (FAULT message-size-of-cut; the rule: the
+  /// whole message's).
+  var messageSizeOfCut = false
+  /// Dates in ISO 8601 extended form (FAULT date-format; the rule: yyyyMMdd'T'HHmmSS).
+  var extendedDates = false
+  /// Tuples sorted by AttributeID (FAULT tuples-sorted; the rule: in request order).
+  var sortsTuples = false
+  /// An answer cut to this many bytes (FAULT answer-capped-512; the rule: no cap, split
+  /// over notifications).
+  var answerCap: Int?
+  /// DisplayName answered empty (FAULT app-name-empty).
+  var emptyAppNames = false
+  /// An action ends its notification (false: FAULT action-keeps-notification).
+  var actionEndsNotification = true
+
+  init(_ faults: PhoneFaults) {
+    if faults.contains(.unknownCommandAnsweredA1) { unknownCommandCode = ANCSErrorCode.invalidCommand.rawValue }
+    if faults.contains(.truncatedAnsweredA2) { truncatedCode = ANCSErrorCode.invalidParameter.rawValue }
+    if faults.contains(.unknownUIDAnsweredA1) { unknownUIDCode = ANCSErrorCode.invalidCommand.rawValue }
+    if faults.contains(.missingActionAnsweredA2) { missingActionCode = ANCSErrorCode.invalidParameter.rawValue }
+    takesAppIdentifierWithoutNul = faults.contains(.appIdentifierWithoutNulAccepted)
+    takesMissingMaximumLength = faults.contains(.missingMaxLengthAccepted)
+    takesNoAttributes = faults.contains(.noAttributesAccepted)
+    takesUnknownApp = faults.contains(.unknownAppAccepted)
+    echoesRefusedCommand = faults.contains(.dataAfterError)
+    cutsToMaximum = !faults.contains(.maxLengthIgnored)
+    cutsInsideCharacters = faults.contains(.utf8Split)
+    messageSizeOfCut = faults.contains(.messageSizeOfCut)
+    extendedDates = faults.contains(.dateFormat)
+    sortsTuples = faults.contains(.tuplesSorted)
+    answerCap = faults.contains(.answerCapped512) ? 512 : nil
+    emptyAppNames = faults.contains(.appNameEmpty)
+    actionEndsNotification = !faults.contains(.actionKeepsNotification)
+  }
 }

@@ -54,7 +54,8 @@ public struct NotificationCenter: Sendable {
   /// App identifier to display name.
   public private(set) var apps: [String: String] = [:]
   private var nextUID: UInt32 = 1
-  /// FAULT reuse-uid (PhoneFaults): a new notification takes the UID of the last removed one.
+  /// A new notification takes the UID of the last removed one (set by the fault switch
+  /// reuse-uid, which breaks "never reuses a UID while it runs"; never by the rules).
   var reusesRemovedUIDs = false
   private var lastRemoved: UInt32?
 
@@ -88,8 +89,7 @@ public struct NotificationCenter: Sendable {
     var posted = notification
     posted.uid = nextUID
     if reusesRemovedUIDs, let reused = lastRemoved {
-      // FAULT reuse-uid: breaks "never reuses a UID while it runs". UIDs leave their order:
-      // lookups go linear.
+      // UIDs leave their order: lookups go linear.
       posted.uid = reused
       lastRemoved = nil
       wrapped = true

@@ -17,10 +17,10 @@ extension Phone {
           code: ATTErrorCode.writeNotPermitted.rawValue))
       return .refused(.writeNotPermitted)
     }
+    let policy = controlPointPolicy
     var bytes = bytes
-    // FAULT app-identifier-without-nul-accepted: breaks "an AppIdentifier with no NUL fails
-    // with missingTerminator" (0xA1): the identifier runs to the end, DisplayName is asked.
-    if faults.contains(.appIdentifierWithoutNulAccepted), bytes.first == 0x01, !bytes.dropFirst().contains(0) {
+    // Taken as running to the end, DisplayName asked.
+    if policy.takesAppIdentifierWithoutNul, bytes.first == 0x01, !bytes.dropFirst().contains(0) {
       bytes += [0x00, 0x00]
     }
     let command: ControlPointCommand
@@ -32,14 +32,10 @@ extension Phone {
       } else {
         logger.info("session \(id): \(error)")
         var code = error.controlPointErrorCode.rawValue
-        // FAULT unknown-command-answered-a1: breaks 0xA0 "the CommandID is not 0, 1 or 2".
-        if faults.contains(.unknownCommandAnsweredA1), case .unknownCommand = error.reason {
-          code = ANCSErrorCode.invalidCommand.rawValue
-        }
-        // FAULT truncated-answered-a2: breaks "a truncated UID or ActionID fails with
-        // truncated" (0xA1).
-        if faults.contains(.truncatedAnsweredA2), case .truncated = error.reason {
-          code = ANCSErrorCode.invalidParameter.rawValue
+        switch error.reason {
+        case .unknownCommand: code = policy.unknownCommandCode
+        case .truncated: code = policy.truncatedCode
+        default: break
         }
         emit(.refused(session: id, command: Hex.encode(bytes), code: code))
         await echoAfterError(gatt, bytes)
@@ -60,12 +56,11 @@ extension Phone {
       case .success(let uid):
         // The notification ends after the Write Response, as its own Removed event.
         return .accepted(then: { [self] in
-          if faults.contains(.actionKeepsNotification) {
-            // FAULT action-keeps-notification: breaks "ends the notification after any
-            // action it accepts ... the Removed event follows": it stays, announced Modified.
-            await modify(uid) { _ in }
-          } else {
+          if policy.actionEndsNotification {
             await remove(uid)
+          } else {
+            // It stays, announced Modified.
+            await modify(uid) { _ in }
           }
           await afterCommand(count)
         })
@@ -116,16 +111,14 @@ extension Phone {
     static let invalidCommand = ANCSRefusal(code: ANCSErrorCode.invalidCommand.rawValue)
   }
 
-  /// A command the fault switches accept although it does not decode; nil without them.
+  /// A command the policy accepts although it does not decode; nil by the rules.
   private func faultyAcceptance(of bytes: [UInt8], _ error: ANCSError) -> ControlPointCommand? {
     switch error.reason {
-    case .missingMaximumLength where faults.contains(.missingMaxLengthAccepted):
-      // FAULT missing-max-length-accepted: breaks "Title, Subtitle or Message without its
-      // 2-byte MaxLength fails with missingMaximumLength" (0xA1): taken as no maximum.
+    case .missingMaximumLength where controlPointPolicy.takesMissingMaximumLength:
+      // Taken as no maximum.
       return try? ControlPointCommand(decoding: bytes + [0xFF, 0xFF])
-    case .noAttributes where faults.contains(.noAttributesAccepted) && bytes.count == 5:
-      // FAULT no-attributes-accepted: breaks "a command with no AttributeID at all fails
-      // with noAttributes" (0xA1): answered with the header alone.
+    case .noAttributes where controlPointPolicy.takesNoAttributes && bytes.count == 5:
+      // Answered with the header alone.
       let uid = UInt32(bytes[1]) | UInt32(bytes[2]) << 8 | UInt32(bytes[3]) << 16 | UInt32(bytes[4]) << 24
       return .getNotificationAttributes(GetNotificationAttributesCommand(notificationUID: uid, attributes: []))
     default:
@@ -133,10 +126,11 @@ extension Phone {
     }
   }
 
-  /// FAULT data-after-error: breaks "After an error the phone sends nothing on the Data
-  /// Source for that command": the refused command is echoed there before its Error Response.
+  /// The refused command echoed on the Data Source before its Error Response, when the
+  /// policy says so (never by the rules: "After an error the phone sends nothing on the
+  /// Data Source for that command").
   private func echoAfterError(_ gatt: GATTSession, _ bytes: [UInt8]) async {
-    guard faults.contains(.dataAfterError), let handles = ancsHandles else { return }
+    guard controlPointPolicy.echoesRefusedCommand, let handles = ancsHandles else { return }
     _ = try? await gatt.notify(handles.data, bytes)
   }
 
@@ -163,6 +157,7 @@ extension Phone {
   func notificationAttributes(_ command: GetNotificationAttributesCommand) -> Result<[UInt8], ANCSRefusal> {
     let found = state.withLock { $0.center.notification(command.notificationUID) }
     guard let notification = found else { return .failure(unknownUIDRefusal) }
+    let policy = controlPointPolicy
     var tuples: [NotificationAttribute] = []
     for request in command.attributes {
       var text: String
@@ -173,16 +168,14 @@ extension Phone {
       case .message: text = notification.message
       case .messageSize:
         text = String(notification.message.utf8.count)
-        // FAULT message-size-of-cut: breaks MessageSize "the message's full length in bytes".
-        if faults.contains(.messageSizeOfCut), let cut = command.attributes.first(where: { $0.id == .message }),
+        if policy.messageSizeOfCut, let cut = command.attributes.first(where: { $0.id == .message }),
           let maximum = cut.maxLength
         {
           text = String(ANCSText.truncate(notification.message, toBytes: Int(maximum)).count)
         }
       case .date:
         text = notification.date
-        // FAULT date-format: breaks Date "yyyyMMdd'T'HHmmSS" (ISO 8601 extended instead).
-        if faults.contains(.dateFormat), text.utf8.count == 15 {
+        if policy.extendedDates, text.utf8.count == 15 {
           let c = Array(text)
           text =
             String(c[0..<4]) + "-" + String(c[4..<6]) + "-" + String(c[6..<11]) + ":" + String(c[11..<13]) + ":"
@@ -195,10 +188,10 @@ extension Phone {
       var value =
         request.maxLength.map { ANCSText.truncate(text, toBytes: Int($0), ellipsis: quirks.ellipsis) }
         ?? Array(text.utf8)
-      // FAULT max-length-ignored: breaks "Byte maximums ... a value is cut ... within the maximum".
-      if faults.contains(.maxLengthIgnored) { value = Array(text.utf8) }
-      // FAULT utf8-split: breaks "never inside a multi-byte character": cut at the byte.
-      if faults.contains(.utf8Split), let maximum = request.maxLength { value = Array(text.utf8.prefix(Int(maximum))) }
+      if !policy.cutsToMaximum { value = Array(text.utf8) }
+      if policy.cutsInsideCharacters, let maximum = request.maxLength {
+        value = Array(text.utf8.prefix(Int(maximum)))
+      }
       tuples.append(NotificationAttribute(request.id, value))
     }
     if let omitted = quirks.omitTuple, quirks.omitTupleApps?.contains(notification.appIdentifier) ?? true {
@@ -208,15 +201,13 @@ extension Phone {
       }
     }
     if quirks.reverseTuples { tuples.reverse() }
-    // FAULT tuples-sorted: breaks "Tuples come in the order the attributes were requested".
-    if faults.contains(.tuplesSorted) { tuples.sort { $0.id.rawValue < $1.id.rawValue } }
-    // FAULT answer-capped-512: breaks "A response longer than ATT_MTU-3 is split over
-    // several notifications" (no total length): the longest value is cut to fit 512 bytes.
-    if faults.contains(.answerCapped512) {
+    if policy.sortsTuples { tuples.sort { $0.id.rawValue < $1.id.rawValue } }
+    // The longest value is cut for the whole answer to fit the cap.
+    if let cap = policy.answerCap {
       let size = 5 + tuples.reduce(0) { $0 + 3 + $1.value.count }
-      if size > 512, let longest = tuples.indices.max(by: { tuples[$0].value.count < tuples[$1].value.count }) {
+      if size > cap, let longest = tuples.indices.max(by: { tuples[$0].value.count < tuples[$1].value.count }) {
         tuples[longest].value = ANCSText.truncate(
-          tuples[longest].value, toBytes: tuples[longest].value.count - (size - 512))
+          tuples[longest].value, toBytes: tuples[longest].value.count - (size - cap))
       }
     }
     return .success(
@@ -227,14 +218,12 @@ extension Phone {
 
   func appAttributes(_ command: GetAppAttributesCommand) -> Result<[UInt8], ANCSRefusal> {
     var name = state.withLock { $0.center.displayName(of: command.appIdentifier) }
-    // FAULT unknown-app-accepted: breaks 0xA2 when "the AppIdentifier does not exist".
-    if faults.contains(.unknownAppAccepted) && name == nil { name = "" }
+    if controlPointPolicy.takesUnknownApp && name == nil { name = "" }
     guard let name else { return .failure(.invalidParameter) }
     var tuples: [AppAttribute] = []
     for id in command.attributes {
       guard id == .displayName else { return .failure(.invalidParameter) }
-      // FAULT app-name-empty: breaks AppAttributeID "0 DisplayName": the name is empty.
-      tuples.append(AppAttribute(id, text: faults.contains(.appNameEmpty) ? "" : name))
+      tuples.append(AppAttribute(id, text: controlPointPolicy.emptyAppNames ? "" : name))
     }
     if quirks.reverseTuples { tuples.reverse() }
     return .success(
@@ -243,11 +232,7 @@ extension Phone {
   }
 
   /// The refusal of an unknown or removed NotificationUID: 0xA2.
-  var unknownUIDRefusal: ANCSRefusal {
-    // FAULT unknown-uid-answered-a1: breaks 0xA2 when the NotificationUID "does not exist
-    // (or no longer exists)".
-    faults.contains(.unknownUIDAnsweredA1) ? .invalidCommand : .invalidParameter
-  }
+  var unknownUIDRefusal: ANCSRefusal { ANCSRefusal(code: controlPointPolicy.unknownUIDCode) }
 
   /// Performs an action: the notification must exist (0xA2) and offer it (0xA3). Every
   /// action ends the notification (the caller removes the returned UID once the Write
@@ -261,10 +246,7 @@ extension Phone {
     case .negative: label = notification.negativeAction
     default: return .failure(.invalidParameter)
     }
-    // FAULT missing-action-answered-a2: breaks 0xA3 when "the notification has no such action".
-    guard let label else {
-      return .failure(faults.contains(.missingActionAnsweredA2) ? .invalidParameter : .actionFailed)
-    }
+    guard let label else { return .failure(ANCSRefusal(code: controlPointPolicy.missingActionCode)) }
     let outcome: String
     if notification.category == .incomingCall {
       outcome = command.actionID == .positive ? "call answered" : "call declined"

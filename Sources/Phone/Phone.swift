@@ -90,6 +90,8 @@ public final class Phone: Sendable {
   public let settings: PhoneSettings
   /// Test-only fault switches (Faults.swift); none by default.
   public let faults: PhoneFaults
+  /// How the Control Point answers, from `faults` (by the rules without them).
+  let controlPointPolicy: ControlPointPolicy
   let wallClock: any WallClock
   let logger: Logger
   let state = Locked(State())
@@ -103,6 +105,7 @@ public final class Phone: Sendable {
   ) throws {
     self.quirks = quirks
     self.faults = faults
+    controlPointPolicy = ControlPointPolicy(faults)
     self.settings = settings
     state.withLock { $0.sharingPolicy = settings.sharing }
     // FAULT reuse-uid: breaks "never reuses a UID while it runs".
