@@ -8,7 +8,10 @@ let package = Package(
   platforms: [.macOS(.v15)],
   products: [
     .executable(name: "ancs", targets: ["ancs"]),
+    // Every module that appears in a library's public API is a library too.
+    .library(name: "Wire", targets: ["Wire"]),
     .library(name: "ANCS", targets: ["ANCS"]),
+    .library(name: "ATT", targets: ["ATT"]),
     .library(name: "GATT", targets: ["GATT"]),
   ],
   targets: [
@@ -56,9 +59,6 @@ let package = Package(
   ]
 )
 
-// Release builds specialise generics across targets (the codec and engines are used from
-// other modules in hot loops): about 15 % more end-to-end throughput, see BENCHMARKS.md.
-for target in package.targets where target.type == .regular || target.type == .executable {
-  target.swiftSettings =
-    (target.swiftSettings ?? []) + [.unsafeFlags(["-cross-module-optimization"], .when(configuration: .release))]
-}
+// No unsafe flags: SwiftPM refuses them in a package another one depends on by version.
+// The project's own release builds add cross-module optimization on the command line
+// (Makefile, RELEASE_FLAGS; BENCHMARKS.md).
