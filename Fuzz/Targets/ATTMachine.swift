@@ -43,6 +43,9 @@ func fuzz(_ bytes: [UInt8]) {
           require(queued[indication]!.contains(waiter), "\(context): waiter \(waiter) answered but never asked")
           queued[indication]!.removeAll { $0 == waiter }
         }
+      case .adoptMTU(let peer):
+        // As the shell does once the Exchange MTU Response is out.
+        machine.adopt(peer: peer)
       case .serve, .deliver, .note, .close:
         break
       }

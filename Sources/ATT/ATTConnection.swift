@@ -191,6 +191,7 @@ public final class ATTConnection: Sendable {
       logger.error("\(bearer.name): \(reason)")
       bearer.close()
     case .note(let text): logger.info("\(bearer.name): \(text)")
+    case .adoptMTU(let peer): state.withLock { $0.machine.adopt(peer: peer) }
     }
   }
 

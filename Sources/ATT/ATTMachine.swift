@@ -37,6 +37,9 @@ public struct ATTMachine<Waiter> {
     case deliver(ATTValueEvent)
     /// The bearer must be closed (a transaction timed out).
     case close(ATTError)
+    /// The Exchange MTU Response just before this is out: set ATT_MTU from the peer's offer
+    /// (`adopt(peer:)`).
+    case adoptMTU(peer: UInt16)
     /// Something from the peer was ignored or answered with an error; for the log.
     case note(String)
   }
@@ -140,21 +143,22 @@ public struct ATTMachine<Waiter> {
     return ask(pdu, waiter, indication: true, now)
   }
 
-  /// A transaction asked for: refused at once (the link is gone, or it does not fit ATT_MTU),
-  /// started, or queued behind the one of its kind on the wire.
+  /// A transaction asked for: refused at once when the link is gone, otherwise started, or
+  /// queued behind the one of its kind on the wire. Its size is checked against the ATT_MTU
+  /// in force when it goes (an Exchange MTU may be under way when it is asked).
   private mutating func ask(_ pdu: ATTPDU, _ waiter: consuming Waiter, indication: Bool, _ now: Duration) -> Effects {
     var out = Effects()
-    switch encode(pdu) {
-    case .failure(let failure): out.append(.complete(waiter, .failure(failure)))
-    case .success(let bytes):
-      let queued = Queued(opcode: pdu.opcode, bytes: bytes, waiter: waiter)
-      if indication ? pendingIndication == nil : pendingRequest == nil {
-        start(queued, now, &out)
-      } else if indication {
-        indicationQueue.append(queued)
-      } else {
-        requestQueue.append(queued)
-      }
+    if let closed {
+      out.append(.complete(waiter, .failure(closed)))
+      return out
+    }
+    let queued = Queued(opcode: pdu.opcode, bytes: pdu.encoded(), waiter: waiter)
+    if indication ? pendingIndication == nil : pendingRequest == nil {
+      start(queued, now, &out)
+    } else if indication {
+      indicationQueue.append(queued)
+    } else {
+      requestQueue.append(queued)
     }
     return out
   }
@@ -180,10 +184,16 @@ public struct ATTMachine<Waiter> {
     return value.count > room ? Array(value[..<room]) : value
   }
 
-  /// Puts `operation` on the wire as the outstanding one of its kind.
-  private mutating func start(_ operation: consuming Queued, _ now: Duration, _ out: inout Effects) {
-    let deadline = now + options.transactionTimeout
+  /// Puts `operation` on the wire as the outstanding one of its kind, or fails it when it
+  /// does not fit ATT_MTU; false then.
+  @discardableResult
+  private mutating func start(_ operation: consuming Queued, _ now: Duration, _ out: inout Effects) -> Bool {
     let bytes = operation.bytes
+    if bytes.count > mtu {
+      out.append(.complete(operation.waiter, .failure(.pduTooLarge(size: bytes.count, mtu: mtu))))
+      return false
+    }
+    let deadline = now + options.transactionTimeout
     let outstanding = Outstanding(opcode: operation.opcode, deadline: deadline, waiter: operation.waiter)
     let indication = outstanding.opcode == .handleValueIndication
     if indication {
@@ -192,14 +202,15 @@ public struct ATTMachine<Waiter> {
       pendingRequest = outstanding
     }
     out.append(.start(bytes, indication: indication, deadline: deadline))
+    return true
   }
 
   /// The next queued request (or indication), once its kind has nothing outstanding.
   private mutating func startNext(indication: Bool, _ now: () -> Duration, _ out: inout Effects) {
-    guard closed == nil, indication ? pendingIndication == nil : pendingRequest == nil,
-      let next = indication ? indicationQueue.popFirst() : requestQueue.popFirst()
-    else { return }
-    start(next, now(), &out)
+    guard closed == nil, indication ? pendingIndication == nil : pendingRequest == nil else { return }
+    while let next = indication ? indicationQueue.popFirst() : requestQueue.popFirst() {
+      if start(next, now(), &out) { return }
+    }
   }
 
   /// The send of the outstanding request (or indication) failed: the link is gone for it.
@@ -243,12 +254,17 @@ public struct ATTMachine<Waiter> {
     case .handleValueConfirmation:
       answer(.success(pdu), indication: true, now, &out)
     case .exchangeMTURequest(let request):
-      // Answered with the old MTU; the new one applies from the next PDU.
+      // "The server shall respond ... The server and client shall set ATT_MTU to the
+      // minimum ... after ... sending the response" (Vol 3 Part F 3.4.2.2): answered with
+      // the old MTU; the shell adopts the new one once the answer is out.
       reply(.exchangeMTUResponse(ExchangeMTUResponse(serverRxMTU: options.localMTU)), &out)
-      adopt(peer: request.clientRxMTU)
+      out.append(.adoptMTU(peer: request.clientRxMTU))
     case .unknown:
       if opcode.needsResponse {
         reply(.errorResponse(ErrorResponse(requestOpcode: opcode, handle: 0, errorCode: .requestNotSupported)), &out)
+      } else if ATTOpcode.answers.contains(first) {
+        // The answer to a request this side sent but cannot decode (Read Multiple, say).
+        answer(.success(pdu), indication: false, now, &out)
       } else {
         out.append(.note("unknown \(opcode) ignored"))
       }
@@ -309,7 +325,7 @@ public struct ATTMachine<Waiter> {
   }
 
   /// ATT_MTU = min(client Rx MTU, server Rx MTU), never below 23 (Vol 3 Part F 3.4.2.2).
-  private mutating func adopt(peer: UInt16) {
+  public mutating func adopt(peer: UInt16) {
     mtu = Int(max(ATTOptions.defaultMTU, min(options.localMTU, peer)))
     mtuExchanged = true
   }
@@ -320,8 +336,9 @@ public struct ATTMachine<Waiter> {
   /// bearer.
   public mutating func timerFired(now: Duration) -> Effects {
     guard closed == nil, let deadline, deadline <= now else { return Effects() }
-    var out = close(.timeout)
-    out.append(.close(.timeout))
+    // The bearer first: nothing more may go on it, whatever the waiters then do.
+    var out: Effects = [.close(.timeout)]
+    for effect in close(.timeout) { out.append(effect) }
     return out
   }
 

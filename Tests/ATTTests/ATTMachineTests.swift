@@ -152,8 +152,8 @@ import Testing
         Row(
           at: .seconds(30), input: .timer,
           effects: [
-            .complete(1, .failure(.timeout)), .complete(3, .failure(.timeout)), .complete(2, .failure(.timeout)),
-            .close(.timeout),
+            .close(.timeout), .complete(1, .failure(.timeout)), .complete(3, .failure(.timeout)),
+            .complete(2, .failure(.timeout)),
           ]),
         Row(at: .seconds(31), input: .request(Self.read, 4), effects: [.complete(4, .failure(.timeout))]),
         Row(at: .seconds(31), input: .received([0x0B]), effects: []),
@@ -227,9 +227,41 @@ import Testing
       client.notification(handle: 1, value: Array(repeating: 7, count: 300))
         == .success([0x1B, 0x01, 0x00] + Array(repeating: 7, count: 182)))
 
+    // The server answers with the old MTU and takes the new one once the answer is out.
     var server = Machine(options: .init(localMTU: 158))
-    #expect(server.received([0x02, 0x0A, 0x00], now: { .zero }) == [.send([0x03, 0x9E, 0x00])])
+    #expect(server.received([0x02, 0x64, 0x00], now: { .zero }) == [.send([0x03, 0x9E, 0x00]), .adoptMTU(peer: 100)])
     #expect(server.mtu == 23)
+    server.adopt(peer: 100)
+    #expect(server.mtu == 100)
+  }
+
+  /// A request queued behind an Exchange MTU is measured against the MTU it goes out
+  /// with; an answer this side cannot decode still answers its request.
+  @Test func queuedRequestsMeetTheMTUOfTheirTime() {
+    let long = ATTPDU.writeRequest(WriteRequest(handle: 5, value: Array(repeating: 0, count: 40)))
+    var machine = Machine(options: .init(localMTU: 185))
+    run(
+      [
+        Row(
+          at: .zero, input: .request(.exchangeMTURequest(ExchangeMTURequest(clientRxMTU: 185)), 1),
+          effects: [.start([0x02, 0xB9, 0x00], indication: false, deadline: .seconds(30))]),
+        Row(at: .zero, input: .request(long, 2), effects: []),
+        Row(
+          at: .seconds(1), input: .received([0x03, 0xF7, 0x00]),
+          effects: [
+            .complete(1, .success(.exchangeMTUResponse(ExchangeMTUResponse(serverRxMTU: 247)))),
+            .start(long.encoded(), indication: false, deadline: .seconds(31)),
+          ]),
+        Row(
+          at: .seconds(2), input: .received([0x13]),
+          effects: [.complete(2, .success(.writeResponse(WriteResponse())))]),
+        Row(
+          at: .seconds(3), input: .request(.unknown(opcode: 0x0E, parameters: [3, 0, 4, 0]), 3),
+          effects: [.start([0x0E, 3, 0, 4, 0], indication: false, deadline: .seconds(33))]),
+        Row(
+          at: .seconds(4), input: .received([0x0F, 0xAA]),
+          effects: [.complete(3, .success(.unknown(opcode: 0x0F, parameters: [0xAA])))]),
+      ], on: &machine)
   }
 
   /// The peer's requests and commands go to the server; an indication is delivered and then

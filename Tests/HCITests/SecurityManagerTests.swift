@@ -234,6 +234,29 @@ struct SecurityManagerTests {
     }
   }
 
+  /// The accessory asks for security (a Security Request) just as its central encrypts with
+  /// the bond: the Encryption Change answers the request, which must not wait out SMP's 30 s.
+  @Test(
+    "a peripheral waiting for security is answered by the central's encryption with the bond", .timeLimit(.minutes(1)))
+  func peripheralAskedThenEncryptedByTheCentral() async throws {
+    try await withBondPath { path in
+      let (store, bond) = try storeWithBond(at: path)
+      let clock = ManualClock()
+      let (fake, _, connection) = try await connectedHost(
+        role: .peripheral, roomy, clock: clock, security: SMPSecurityManager(store: store, clock: clock))
+      let pairing = Task { try await connection.pair(.encrypted) }
+      #expect(
+        try SMPPDU(decoding: try #require(await fake.nextFrame()).payload)
+          == .securityRequest([.bonding, .secureConnections]))
+      fake.send(
+        .leLongTermKeyRequest(
+          LELongTermKeyRequest(connectionHandle: 0x0040, randomNumber: bond.rand, encryptedDiversifier: bond.ediv)))
+      #expect(try LELongTermKeyRequestReply(packet: try #require(await fake.nextCommand())).longTermKey == bond.ltk)
+      fake.send(.encryptionChange(EncryptionChange(connectionHandle: 0x0040, encryptionEnabled: 1)))
+      #expect(try await pairing.value == .encrypted)
+    }
+  }
+
   @Test("an unanswered Security Request times out after 30 s on the injected clock; SMP then stays silent")
   func timeout() async throws {
     let clock = ManualClock()

@@ -211,10 +211,15 @@ public final class SMPSecurityManager: HCISecurityManager {
       throw .pairingFailed("Just Works gives unauthenticated keys only; \(level) needs MITM protection")
     }
     let waiter = Inbox<Result<SecurityLevel, SMPPairingError>>()
-    let timedOut = update(connection) { link -> Bool in
+    // Looked at again under the links' lock, which the Encryption Change takes after the
+    // connection records it: a change that came since the look above is seen here, one
+    // still to come finds the waiter.
+    let (timedOut, reached) = update(connection) { link -> (Bool, Bool) in
+      if connection.securityLevel >= level { return (false, true) }
       link.waiters.append(waiter)
-      return link.timedOut
+      return (link.timedOut, false)
     }
+    if reached { return connection.securityLevel }
     if timedOut { throw .pairingFailed(SMPPairingError.timeout.description) }
     if connection.role == .central {
       begin(on: connection)
