@@ -101,8 +101,7 @@ public final class ATTConnection: Sendable {
     var machine: Machine
     /// The watchdog, while nothing is outstanding.
     var parkedWatchdog: CheckedContinuation<Void, Never>?
-    var server: (any ATTServerHandler)?
-    var onValue: (@Sendable (ATTValueEvent) async -> Void)?
+    var handlers = Handlers()
   }
 
   public let bearer: any ATTBearer
@@ -132,14 +131,14 @@ public final class ATTConnection: Sendable {
   public var closedReason: ATTError? { state.withLock { $0.machine.closed } }
 
   /// Sets the handler for requests and commands from the peer.
-  public func setServer(_ server: (any ATTServerHandler)?) { state.withLock { $0.server = server } }
+  public func setServer(_ server: (any ATTServerHandler)?) { state.withLock { $0.handlers.server = server } }
 
   /// Sets the handler for notifications and indications from the peer. It runs on the
   /// receive loop, so nothing is dispatched until it returns: it may send, but must never
   /// wait for an answer (which only this loop could deliver). Indications are confirmed
   /// after it returns.
   public func setValueHandler(_ handler: (@Sendable (ATTValueEvent) async -> Void)?) {
-    state.withLock { $0.onValue = handler }
+    state.withLock { $0.handlers.onValue = handler }
   }
 
   /// Runs one input through the machine; wakes the parked watchdog when a deadline or the
@@ -150,7 +149,7 @@ public final class ATTConnection: Sendable {
       state -> (Machine.Effects, Handlers, CheckedContinuation<Void, Never>?) in
       let effects = input(&state.machine, { clock.now })
       let wake = state.machine.deadline != nil || state.machine.closed != nil
-      return (effects, Handlers(server: state.server, onValue: state.onValue), wake ? state.parkedWatchdog.take() : nil)
+      return (effects, state.handlers, wake ? state.parkedWatchdog.take() : nil)
     }
     watchdog?.resume()
     return (effects, handlers)

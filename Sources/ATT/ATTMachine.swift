@@ -125,9 +125,6 @@ public struct ATTMachine<Waiter> {
     }
   }
 
-  /// Whether a request is outstanding or queued.
-  public var requestsInFlight: Int { (pendingRequest == nil ? 0 : 1) + requestQueue.count }
-
   // MARK: - Sending
 
   /// Sends `pdu` as a request now, or once the requests before it are answered. Its answer,

@@ -18,9 +18,9 @@ import Wire
 /// **Running tasks.** Swift's default executor runs tasks on a pool of threads. A PDU read
 /// here for a task that waits for it then costs a second wake-up, of a pool thread; between
 /// two processes, one Control Point round trip costs four (each side's reader, then its
-/// worker). With `unsafeTakeOverGlobalExecutor()` the loop is also the global executor: the task runs on this
-/// thread right after the read that resumed it, and one round trip costs one wake-up per
-/// process. Every task then runs on this one thread, one job at a time, so nothing in the
+/// worker). With `unsafeTakeOverGlobalExecutor()` the loop is also the global executor: the
+/// task runs on this thread right after the read that resumed it, and one round trip costs
+/// one wake-up per process. Every task then runs on this one thread, one job at a time, so nothing in the
 /// process may block inside a task: the project's blocking calls (terminal input, accept,
 /// connect, a child's output) have threads of their own. The executor is the concurrency
 /// runtime's `swift_task_enqueueGlobal_hook`. Tasks with an executor preference, actors with
@@ -148,13 +148,14 @@ package final class EventLoop: @unchecked Sendable {
   /// before tasks exist. It installs the hook with a compare-and-swap, so it happens at most
   /// once and never over another hook; it refuses on a compiler it was not checked with
   /// (the hook's signature is the runtime's, ConcurrencyHooks.def). A second call is
-  /// harmless. On refusal nothing changes: tasks stay on Swift's own pool.
-  package static func unsafeTakeOverGlobalExecutor() -> Result<Void, TakeOverRefusal> {
+  /// harmless. Returns why it refused (nil: done); on refusal nothing changes, tasks stay on
+  /// Swift's own pool.
+  package static func unsafeTakeOverGlobalExecutor() -> TakeOverRefusal? {
     #if compiler(>=6.3) && !compiler(>=6.4)
-      guard shared.running else { return .failure(.loopNotRunning) }
+      guard shared.running else { return .loopNotRunning }
       return installHook(in: ancs_global_enqueue_hook_slot())
     #else
-      return .failure(.uncheckedCompiler)
+      return .uncheckedCompiler
     #endif
   }
 
@@ -163,11 +164,9 @@ package final class EventLoop: @unchecked Sendable {
     EventLoop.shared.enqueue(unsafeBitCast(job, to: UnownedJob.self), preferred: false)
   }
 
-  /// Puts the loop's hook in `slot` (the runtime's, or a test's).
-  package static func installHook(in slot: UnsafeMutablePointer<ancs_global_enqueue_hook?>) -> Result<
-    Void, TakeOverRefusal
-  > {
-    ancs_install_hook(slot, hook) ? .success(()) : .failure(.anotherHookInstalled)
+  /// Puts the loop's hook in `slot` (the runtime's, or a test's); nil when it is there now.
+  package static func installHook(in slot: UnsafeMutablePointer<ancs_global_enqueue_hook?>) -> TakeOverRefusal? {
+    ancs_install_hook(slot, hook) ? nil : .anotherHookInstalled
   }
 
   /// Queues a job to run on the loop's thread, waking the loop if it sleeps.

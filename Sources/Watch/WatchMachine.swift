@@ -105,8 +105,8 @@ public struct WatchMachine: Sendable {
     /// 0xA2 empties the queues and subscribes again (FAULT flush-on-a2; the rule: it drops
     /// that notification only).
     var unknownUIDFlushes = false
-    /// How long an answer is awaited (nil: forever, FAULT no-command-timeout).
-    var commandTimeout: Duration?
+    /// An answer is awaited `commandTimeout`, not forever (false: FAULT no-command-timeout).
+    var timesOutCommands = true
     /// Write Not Permitted means "not shared" (false: FAULT ignore-not-shared).
     var recognisesNotShared = true
     // Data Source
@@ -147,7 +147,7 @@ public struct WatchMachine: Sendable {
       oneCommandAtATime = !faults.contains(.commandsOverlap)
       cachesAppNames = !faults.contains(.noAppNameCache)
       unknownUIDFlushes = faults.contains(.flushOnA2)
-      commandTimeout = faults.contains(.noCommandTimeout) ? nil : options.commandTimeout
+      timesOutCommands = !faults.contains(.noCommandTimeout)
       recognisesNotShared = !faults.contains(.ignoreNotShared)
       reassembles = !faults.contains(.noReassembly)
       tuplesInRequestOrder = faults.contains(.tuplesInRequestOrder)
@@ -498,20 +498,20 @@ public struct WatchMachine: Sendable {
       return
     }
     var flight = InFlight(command: command, deadline: now + options.commandTimeout)
-    var policy = self.policy.reassembly
-    policy.fragmentCapacity = min(mtu - 3, phoneFill ?? .max)
+    var reassembly = policy.reassembly
+    reassembly.fragmentCapacity = min(mtu - 3, phoneFill ?? .max)
     switch command {
     case .notification(_, let request):
-      flight.reassembler = DataSourceReassembler(expecting: .notificationAttributes(request), policy: policy)
+      flight.reassembler = DataSourceReassembler(expecting: .notificationAttributes(request), policy: reassembly)
     case .verify, .sharingCheck:
       // Both ask AppIdentifier alone: of the UID checked, or of the sharing check's.
       let uid = command.uid ?? Self.sharingCheckUID
       flight.reassembler = DataSourceReassembler(
         expecting: .notificationAttributes(.init(notificationUID: uid, attributes: [AttributeRequest(.appIdentifier)])),
-        policy: policy)
+        policy: reassembly)
     case .app(let identifier):
       flight.reassembler = DataSourceReassembler(
-        expecting: .appAttributes(.init(appIdentifier: identifier)), policy: policy)
+        expecting: .appAttributes(.init(appIdentifier: identifier)), policy: reassembly)
     case .action: break
     }
     inFlight = flight
@@ -802,7 +802,7 @@ public struct WatchMachine: Sendable {
   // MARK: - Time
 
   private mutating func tick(_ out: inout [Action]) {
-    if let flight = inFlight, policy.commandTimeout != nil, now >= flight.deadline,
+    if let flight = inFlight, policy.timesOutCommands, now >= flight.deadline,
       flight.written || flight.reassembler == nil
     {
       timeOut(flight, &out)

@@ -10,7 +10,7 @@ let arguments = Array(CommandLine.arguments.dropFirst())
 do {
   let executor = getenv("ANCS_EXECUTOR").map { String(cString: $0) }
   if try CLI.runsTasksOnEventLoop(arguments, executor: executor),
-    case .failure(let refusal) = EventLoop.unsafeTakeOverGlobalExecutor(), executor == "loop"
+    let refusal = EventLoop.unsafeTakeOverGlobalExecutor(), executor == "loop"
   {
     // Asked for by name: say why it is not so. By default Swift's pool simply stays.
     printError("ancs: ANCS_EXECUTOR=loop: \(refusal); tasks run on Swift's thread pool")
