@@ -16,13 +16,9 @@ struct BumblePairingTests {
     "our central pairs with a Bumble peripheral, reads a value that needs encryption, and reconnects with the bond",
     arguments: [true, false])
   func centralPairs(secureConnections: Bool) async throws {
-    let mode = secureConnections ? "sc" : "legacy"
-    try await withBumblePeer(role: "pair-peripheral \(mode)") { peer in
-      let port = try #require(await peer.readyPort())
-      let path = "/tmp/ancs-interop-\(getpid())-bonds-central-\(mode).json"
-      defer { unlink(path) }
-      let (host, setup, store) = try await pairingHost(port: port, bondFile: path, secureConnections: secureConnections)
-      defer { host.close() }
+    try await withPairing("pair-peripheral", secureConnections: secureConnections, bonds: "central") {
+      peer, rig in
+      let (host, store, path) = (rig.host, rig.store, rig.bondFile)
 
       // First connection: the read is refused until Just Works pairing encrypts the link.
       let (connection, _) = try await host.connect(scanningFor: .solicits(ancs), timeout: .seconds(20))
@@ -45,7 +41,7 @@ struct BumblePairingTests {
       // LE Enable Encryption with the stored key, no pairing.
       #expect(await peer.line(startingWith: "advertising 1") != nil)
       let (secondHost, _, _) = try await pairingHost(
-        port: port, bondFile: path, secureConnections: secureConnections, randomAddress: setup.randomAddress)
+        port: rig.port, bondFile: path, secureConnections: secureConnections, randomAddress: rig.setup.randomAddress)
       defer { secondHost.close() }
       let (again, _) = try await secondHost.connect(scanningFor: .solicits(ancs), timeout: .seconds(20))
       let (secondClient, secondHandle, secondRunning) = try await testCharacteristic(on: again)
@@ -63,13 +59,8 @@ struct BumblePairingTests {
     "a Bumble central pairs with our peripheral on its Security Request, reads a value that needs encryption, and reconnects with the bond",
     arguments: [true, false])
   func peripheralPairs(secureConnections: Bool) async throws {
-    let mode = secureConnections ? "sc" : "legacy"
-    try await withBumblePeer(role: "pair-central \(mode)") { peer in
-      let port = try #require(await peer.readyPort())
-      let path = "/tmp/ancs-interop-\(getpid())-bonds-peripheral-\(mode).json"
-      defer { unlink(path) }
-      let (host, _, store) = try await pairingHost(port: port, bondFile: path, secureConnections: secureConnections)
-      defer { host.close() }
+    try await withPairing("pair-central", secureConnections: secureConnections, bonds: "peripheral") { peer, rig in
+      let (host, store) = (rig.host, rig.store)
       let keys = try await servePeripheral(host, to: peer, connections: 2) { attempt in
         if attempt == 0 {
           #expect(await peer.line(startingWith: "paired") == (secureConnections ? "paired ltk" : "paired legacy"))
@@ -89,14 +80,10 @@ struct BumblePairingTests {
     "a Bumble peripheral that lost the bond: our central, as an iPhone, keeps its bond and drops the link, then pairs afresh once it forgets",
     arguments: [true, false])
   func accessoryLostTheBond(secureConnections: Bool) async throws {
-    let mode = secureConnections ? "sc" : "legacy"
-    try await withBumblePeer(role: "pair-peripheral \(mode) forget") { peer in
-      let port = try #require(await peer.readyPort())
-      let path = "/tmp/ancs-interop-\(getpid())-bonds-lost-\(mode).json"
-      defer { unlink(path) }
-      let (host, _, store) = try await pairingHost(
-        port: port, bondFile: path, secureConnections: secureConnections, disconnectOnKeyMissing: true)
-      defer { host.close() }
+    try await withPairing(
+      "pair-peripheral", "forget", secureConnections: secureConnections, bonds: "lost", disconnectOnKeyMissing: true
+    ) { peer, rig in
+      let (host, store) = (rig.host, rig.store)
       let events = recordEvents(of: store)
 
       let (first, _) = try await host.connect(scanningFor: .solicits(ancs), timeout: .seconds(20))
@@ -131,13 +118,9 @@ struct BumblePairingTests {
     "a Bumble central that forgot the bond pairs afresh; our peripheral, still bonded, pairs again",
     arguments: [true, false])
   func phoneForgotTheBond(secureConnections: Bool) async throws {
-    let mode = secureConnections ? "sc" : "legacy"
-    try await withBumblePeer(role: "pair-central \(mode) forget") { peer in
-      let port = try #require(await peer.readyPort())
-      let path = "/tmp/ancs-interop-\(getpid())-bonds-forgot-\(mode).json"
-      defer { unlink(path) }
-      let (host, _, store) = try await pairingHost(port: port, bondFile: path, secureConnections: secureConnections)
-      defer { host.close() }
+    try await withPairing("pair-central", "forget", secureConnections: secureConnections, bonds: "forgot") {
+      peer, rig in
+      let (host, store) = (rig.host, rig.store)
       let events = recordEvents(of: store)
       let keys = try await servePeripheral(host, to: peer, connections: 2)
       #expect(await peer.line(startingWith: "done") != nil)
@@ -188,6 +171,35 @@ private func recordEvents(of store: BondStore) -> Locked<[BondEvent]> {
 
 /// A host on the virtual controller at `port` whose security manager pairs Just Works and
 /// keeps bonds in `bondFile` (read again for each host).
+/// Our host on a Bumble peer's controller, and where it keeps its bonds.
+private struct PairingRig {
+  var host: HCIHost
+  var setup: ControllerSetup
+  var store: BondStore
+  /// The controller's hci-tcp port, for a second host.
+  var port: UInt16
+  var bondFile: String
+}
+
+/// Runs `body` with a Bumble peer in `role` (and `extra`, as bumble_peer.py takes them), SC
+/// or legacy, and our host on its controller keeping bonds in a file of the test's own
+/// (`bonds` names it), removed afterwards.
+private func withPairing(
+  _ role: String, _ extra: String = "", secureConnections: Bool, bonds: String, disconnectOnKeyMissing: Bool = false,
+  _ body: (BumblePeer, PairingRig) async throws -> Void
+) async throws {
+  let mode = secureConnections ? "sc" : "legacy"
+  try await withBumblePeer(role: "\(role) \(mode)" + (extra.isEmpty ? "" : " \(extra)")) { peer in
+    let port = try #require(await peer.readyPort())
+    let path = "/tmp/ancs-interop-\(getpid())-bonds-\(bonds)-\(mode).json"
+    defer { unlink(path) }
+    let (host, setup, store) = try await pairingHost(
+      port: port, bondFile: path, secureConnections: secureConnections, disconnectOnKeyMissing: disconnectOnKeyMissing)
+    defer { host.close() }
+    try await body(peer, PairingRig(host: host, setup: setup, store: store, port: port, bondFile: path))
+  }
+}
+
 private func pairingHost(
   port: UInt16, bondFile: String, secureConnections: Bool, randomAddress: BDAddress? = nil,
   disconnectOnKeyMissing: Bool = false
