@@ -21,6 +21,8 @@ public struct CCCDValue: OptionSet, Hashable, Sendable {
   public init(rawValue: UInt16) { self.rawValue = rawValue }
   public static let notifications = CCCDValue(rawValue: 0x0001)
   public static let indications = CCCDValue(rawValue: 0x0002)
+  /// The descriptor's value as written: two bytes, little-endian.
+  public var bytes: [UInt8] { [UInt8(truncatingIfNeeded: rawValue), UInt8(truncatingIfNeeded: rawValue >> 8)] }
 }
 
 /// What a server tells the writer of a characteristic value.

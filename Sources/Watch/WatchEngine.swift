@@ -11,6 +11,17 @@ public struct WatchSetupError: Error, CustomStringConvertible {
 /// The ANCS client: connects (and reconnects with back-off), pairs, discovers ANCS inside
 /// its service range, subscribes, and runs `WatchMachine` on everything the phone sends.
 /// The display reads `state` and `events()`; the engine never waits on them.
+///
+/// **One loop.** The engine's loop (`loop`) runs the machine, one event at a time.
+/// Everything the machine reacts to reaches it there as one `Event`, in the order it
+/// happened: the phone's notifications and the answers to the watch's writes (from the
+/// connection's receive loop), the ticks, the wearer's actions, the link's changes. The loop
+/// hands each to the machine and performs the actions it returns without waiting for any
+/// answer (an answer comes back later as another event), so no input can overtake another.
+/// An input from a link carries its `Session`'s tag; once that session is over (the link
+/// went, or Service Changed set ANCS up again) the loop knows it by identity and drops it.
+/// The machine's one lock is for `state`, which the display reads from other threads;
+/// ordering never depends on it.
 public final class WatchEngine: Sendable {
   public typealias Connector = @Sendable () async throws -> any ATTBearer
 
@@ -20,20 +31,45 @@ public final class WatchEngine: Sendable {
     case serviceChanged
   }
 
-  /// The live connection, for the actions the machine asks for.
-  struct Context: Sendable {
-    var generation: Int
-    var client: GATTClient
-    var controlPoint: UInt16
-    var sourceCCCD: UInt16
-    var dataCCCD: UInt16
-    var subscribe: @Sendable () async throws -> Void
+  /// ANCS set up on one link: what the machine's actions need. A rediscovery after Service
+  /// Changed makes a new one on the same link.
+  final class Session: Sendable {
+    let client: GATTClient
+    let controlPoint: UInt16
+    /// The CCCDs to write on subscribing, in the order the options ask for.
+    let cccds: [UInt16]
+    let sourceCCCD: UInt16
+
+    init(client: GATTClient, controlPoint: UInt16, sourceCCCD: UInt16, dataCCCD: UInt16, dataFirst: Bool) {
+      self.client = client
+      self.controlPoint = controlPoint
+      self.sourceCCCD = sourceCCCD
+      cccds = dataFirst ? [dataCCCD, sourceCCCD] : [sourceCCCD, dataCCCD]
+    }
+
+    var connection: ATTConnection { client.connection }
+
+    /// What the inputs from this session carry: the session's identity, without the
+    /// session (a handler the client keeps must not keep the client).
+    final class Tag: Sendable {}
+    let tag = Tag()
   }
 
+  /// What the engine's loop takes, in order.
+  enum Event: Sendable {
+    /// An input for the machine: from a session's link (void once that session is over), or
+    /// from no link (nil: ticks, link changes, the wearer).
+    case input(WatchMachine.Input, from: Session.Tag?)
+    /// A session set up and about to subscribe: the machine begins a session, and its
+    /// actions go to this link from now on.
+    case began(Session)
+    /// The session's link went (or it was replaced).
+    case ended(Session)
+  }
+
+  /// What the connection loop, `stop()` and the bond commands share; never touched on the
+  /// path of a PDU.
   struct Shared {
-    var machine: WatchMachine
-    var context: Context?
-    var generation = 0
     var stopped = false
     var connection: ATTConnection?
     /// The wait before the next connection attempt, which `stop()` cuts short.
@@ -48,20 +84,78 @@ public final class WatchEngine: Sendable {
   let connect: Connector
   let clock: any EngineClock
   let logger: Logger
-  let shared: Locked<Shared>
+  let shared = Locked(Shared())
+  /// The engine's loop: the machine, the session its actions go to, and the events waiting
+  /// their turn. There is no task of its own: a submitter that finds no event running runs
+  /// its event itself, then every event submitted meanwhile, and only then returns; one that
+  /// finds an event running leaves its event to that one. So a PDU arriving while nothing else
+  /// happens is run on the receive loop that read it, under one lock, with no task switch.
+  /// The lock also serves the display's reads of the state, which never hold it for long (a
+  /// read copies references).
+  struct Core {
+    var machine: WatchMachine
+    var session: Session?
+    var waiting = FIFO<Event>()
+    /// An event is being run (its actions performed); the one running it takes the next.
+    var running = false
+    /// `stop()` was called: no more events are taken.
+    var finished = false
+    var whenDone: [CheckedContinuation<Void, Never>] = []
+
+    /// Once stopped and idle: lets the last session go (its link, its socket) and returns the
+    /// callers waiting for that.
+    mutating func ended() -> [CheckedContinuation<Void, Never>] {
+      guard finished && !running else { return [] }
+      session = nil
+      defer { whenDone = [] }
+      return whenDone
+    }
+
+    /// Takes `event` to run now (returns its actions), or queues it behind the one running.
+    mutating func begin(_ event: Event, now: Duration) -> Decision? {
+      if finished { return nil }
+      if running {
+        waiting.append(event)
+        return nil
+      }
+      running = true
+      return decide(event, now: now)
+    }
+
+    /// The next waiting event's actions; nil (and nothing runs any more) when none waits.
+    mutating func next(now: Duration) -> Decision? {
+      if let event = waiting.popFirst() { return decide(event, now: now) }
+      running = false
+      return nil
+    }
+
+    /// Runs `event` through the machine: the actions, and the session they are for.
+    mutating func decide(_ event: Event, now: Duration) -> Decision {
+      switch event {
+      case .input(let input, let from):
+        // An input from a session that is over names what is gone (its UIDs, its writes).
+        if let from, from !== session?.tag { return Decision(actions: [], session: nil) }
+        return Decision(actions: machine.handle(input, now: now), session: session)
+      case .began(let new):
+        session = new
+        return Decision(actions: machine.handle(.sessionStarted(mtu: new.connection.mtu), now: now), session: new)
+      case .ended(let old):
+        if old === session { session = nil }
+        return Decision(actions: [], session: nil)
+      }
+    }
+  }
+
+  /// What the machine decided, for the session it decided it in.
+  struct Decision: Sendable {
+    var actions: [WatchMachine.Action]
+    var session: Session?
+  }
+
+  private let core: Locked<Core>
   private let hub = EventHub<WatchEvent>()
   /// Where the links keep the watch's bonds, once told.
   private let bondBook = Locked<(any BondBook)?>(nil)
-  /// Work for the processor task: inputs that do not come from the receive loop, and actions
-  /// the receive loop must not wait for (a Control Point write while another request is
-  /// outstanding, a probe, a resubscription).
-  enum Job: Sendable {
-    case input(WatchMachine.Input, generation: Int?)
-    /// An action for the link of `context`, and no other.
-    case action(WatchMachine.Action, context: Context)
-  }
-  let jobs: AsyncStream<Job>
-  let jobQueue: AsyncStream<Job>.Continuation
 
   public init(
     options: WatchOptions = WatchOptions(), clock: any EngineClock = SystemClock(), logger: Logger = .none,
@@ -78,12 +172,12 @@ public final class WatchEngine: Sendable {
     let gap = ServiceDefinition(uuid: 0x1800, characteristics: name + [.constant(0x2A01, [0xC0, 0x00])])
     // Two services cannot need more than a handful of handles.
     server = try! GATTServer(leading: [gap], services: [], serviceChanged: false)
-    shared = Locked(Shared(machine: WatchMachine(options: options)))
-    (jobs, jobQueue) = AsyncStream.makeStream()
+    core = Locked(Core(machine: WatchMachine(options: options)))
   }
 
-  /// A snapshot of the watch face's model.
-  public var state: WatchState { shared.withLock { $0.machine.state } }
+  /// A snapshot of the watch face's model, as of the machine's last step. Every event is
+  /// reported after the step that made it, so a reader that saw the event sees its effect.
+  public var state: WatchState { core.withLock { $0.machine.state } }
 
   /// The engine clock's time, the clock of `receivedAt` and `PhoneTime`.
   public var now: Duration { clock.now }
@@ -93,16 +187,10 @@ public final class WatchEngine: Sendable {
 
   /// Asks the phone to perform the notification's positive or negative action. `session`
   /// is the `WatchState.session` in which the wearer saw the notification (nil: the session
-  /// now): should a new session have begun since, the UID is void and the action dropped
-  /// (with an `error` event), never performed on whatever that UID names now.
+  /// shown now): should a new session have begun since, the UID is void and the action
+  /// dropped (with an `error` event), never performed on whatever that UID names now.
   public func perform(_ action: ActionID, on uid: UInt32, session: Int? = nil) {
-    let session = session ?? shared.withLock { $0.machine.state.session }
-    feed(.perform(uid: uid, action: action, session: session))
-  }
-
-  /// Hands an input to the processor task.
-  private func feed(_ input: WatchMachine.Input, generation: Int? = nil) {
-    jobQueue.yield(.input(input, generation: generation))
+    submitDetached(.input(.perform(uid: uid, action: action, session: session ?? state.session), from: nil))
   }
 
   /// Ends `run()`: closes the link and stops reconnecting.
@@ -113,8 +201,12 @@ public final class WatchEngine: Sendable {
     }
     connection?.close()
     backOff?.cancel()
-    feed(.link(.stopped))
-    jobQueue.finish()
+    submitDetached(.input(.link(.stopped), from: nil))
+    let waiters = core.withLock { core -> [CheckedContinuation<Void, Never>] in
+      core.finished = true
+      return core.ended()
+    }
+    for waiter in waiters { waiter.resume() }
   }
 
   var stopped: Bool { shared.withLock { $0.stopped } }
@@ -124,21 +216,21 @@ public final class WatchEngine: Sendable {
   /// Connects and serves sessions until `stop()` (or the first loss, without `reconnect`).
   public func run() async {
     await withTaskGroup(of: Void.self) { group in
-      group.addTask { await self.process() }
       group.addTask { await self.ticker() }
       await connectionLoop()
       stop()
       group.cancelAll()
     }
+    await loopDone()
     hub.finish()
   }
 
   private func connectionLoop() async {
     var attempt = 0
-    // Link changes are applied here, in order with the sessions, never queued behind other
-    // work: a new session's first fetch must find the old link's loss already taken in.
+    // Link changes go to the engine's loop in order with the sessions: a new session's first
+    // fetch finds the old link's loss already taken in.
     while !stopped {
-      await apply(.link(.connecting), generation: nil, onLoop: false)
+      await submit(.input(.link(.connecting), from: nil))
       var reason = "link closed"
       let sessionsBefore = shared.withLock { $0.sessionsStarted }
       do {
@@ -155,13 +247,12 @@ public final class WatchEngine: Sendable {
       // soon as its phone goes; a link that never got that far backs off.
       if shared.withLock({ $0.sessionsStarted }) > sessionsBefore {
         attempt = 0
-        await apply(.link(.reconnecting(attempt: 0, retryIn: .zero, reason: reason)), generation: nil, onLoop: false)
+        await submit(.input(.link(.reconnecting(attempt: 0, retryIn: .zero, reason: reason)), from: nil))
         continue
       }
       attempt += 1
       let delay = min(options.maximumReconnectDelay, options.reconnectDelay * (1 << min(attempt - 1, 16)))
-      await apply(
-        .link(.reconnecting(attempt: attempt, retryIn: delay, reason: reason)), generation: nil, onLoop: false)
+      await submit(.input(.link(.reconnecting(attempt: attempt, retryIn: delay, reason: reason)), from: nil))
       if await !backOff(until: clock.now + delay) { break }
     }
   }
@@ -203,15 +294,13 @@ public final class WatchEngine: Sendable {
       shared.connection = connection
       return shared.stopped
     }
+    var current: Session?
     defer {
       connection.close()
       server.detach(connection)
-      // What is still queued for this link (answers, deferred writes) is void from now on.
-      shared.withLock {
-        $0.context = nil
-        $0.connection = nil
-        $0.generation += 1
-      }
+      // What is still on its way from this link (answers, notifications) is void from now on.
+      if let current { submitDetached(.ended(current)) }
+      shared.withLock { $0.connection = nil }
     }
     if stoppedNow { return }
     do {
@@ -221,7 +310,9 @@ public final class WatchEngine: Sendable {
       try await connection.exchangeMTU()
       // FAULT no-service-changed: breaks "subscribe to Service Changed".
       if !options.faults.contains(.noServiceChanged) { try await watchServiceChanged(client, control) }
-      try await setUp(client, connection)
+      let first = try await setUp(client, connection)
+      current = first
+      try await subscribe(first)
       await readPhoneStatus(client)
     } catch {
       connection.close()
@@ -237,13 +328,20 @@ public final class WatchEngine: Sendable {
         // FAULT ignore-service-changed: breaks "on Service Changed, discover again".
         if options.faults.contains(.ignoreServiceChanged) { continue }
         logger.info("watch: Service Changed; discovering ANCS again")
-        do { try await setUp(client, connection) } catch { emit(.error("rediscovery failed: \(error)")) }
+        do {
+          let next = try await setUp(client, connection)
+          current = next
+          try await subscribe(next)
+        } catch {
+          emit(.error("rediscovery failed: \(error)"))
+        }
       }
     }
   }
 
-  /// Discovers ANCS inside its service range, installs handlers and subscribes.
-  private func setUp(_ client: GATTClient, _ connection: ATTConnection) async throws {
+  /// Discovers ANCS inside its service range and installs handlers; returns the session to
+  /// begin.
+  private func setUp(_ client: GATTClient, _ connection: ATTConnection) async throws -> Session {
     guard let service = try await client.discoverPrimaryServices(BluetoothUUID(ANCSUUID.service)!).first else {
       throw WatchSetupError(description: "the phone publishes no ANCS service")
     }
@@ -268,34 +366,26 @@ public final class WatchEngine: Sendable {
     if options.faults.contains(.discoverBeforePairing) && connection.bearer.securityLevel < .encrypted {
       try await pair(connection.bearer)
     }
-    let generation = shared.withLock { shared in
-      shared.generation += 1
-      return shared.generation
-    }
-    // Events and answers are handled on the receive loop itself, in arrival order.
+    let session = Session(
+      client: client, controlPoint: control.valueHandle, sourceCCCD: sourceCCCD, dataCCCD: dataCCCD,
+      dataFirst: options.dataSourceFirst)
+    // The phone's events reach the engine's loop in the order the receive loop takes them,
+    // with the answers to the watch's writes.
+    let tag = session.tag
     client.onValue(source.valueHandle) { [unowned self] in
-      await apply(.notificationSource($0.value), generation: generation, onLoop: true)
+      await submit(.input(.notificationSource($0.value), from: tag))
     }
-    client.onValue(data.valueHandle) { [unowned self] in
-      await apply(.dataSource($0.value), generation: generation, onLoop: true)
-    }
-    let dataFirst = options.dataSourceFirst
-    let mtu = connection.mtu
-    let subscribe: @Sendable () async throws -> Void = { [unowned self] in
-      // The session starts before the events it brings.
-      await apply(.sessionStarted(mtu: mtu), generation: generation, onLoop: false)
-      for handle in dataFirst ? [dataCCCD, sourceCCCD] : [sourceCCCD, dataCCCD] {
-        try await client.configure(cccd: handle, .notifications)
-      }
-    }
-    shared.withLock {
-      $0.context = Context(
-        generation: generation, client: client, controlPoint: control.valueHandle, sourceCCCD: sourceCCCD,
-        dataCCCD: dataCCCD, subscribe: subscribe)
-    }
-    try await subscribe()
+    client.onValue(data.valueHandle) { [unowned self] in await submit(.input(.dataSource($0.value), from: tag)) }
+    return session
+  }
+
+  /// Begins `session` on the engine's loop, then subscribes: the session begins before the
+  /// events its subscription brings.
+  private func subscribe(_ session: Session) async throws {
+    await submit(.began(session))
+    for handle in session.cccds { try await session.client.configure(cccd: handle, .notifications) }
     shared.withLock { $0.sessionsStarted += 1 }
-    await apply(.link(.connected(connection.bearer.name)), generation: generation, onLoop: false)
+    await submit(.input(.link(.connected(session.connection.bearer.name)), from: session.tag))
   }
 
   private func pair(_ bearer: any ATTBearer) async throws {
@@ -343,20 +433,20 @@ public final class WatchEngine: Sendable {
     try await client.subscribe(changed, indications: true) { _ in control.yield(.serviceChanged) }
   }
 
-  /// Current Time and battery level, read once and then followed.
+  /// Current Time and battery level, read once and then followed. They belong to the link,
+  /// not to an ANCS session: a rediscovery keeps them.
   private func readPhoneStatus(_ client: GATTClient) async {
     for (service, characteristic) in [(BluetoothUUID(0x1805), BluetoothUUID(0x2A2B)), (0x180F, 0x2A19)] {
       do {
         guard let found = try await client.discoverPrimaryServices(service).first,
           let value = try await client.discoverCharacteristics(of: found).first(where: { $0.uuid == characteristic })
         else { continue }
-        let generation = shared.withLock { $0.generation }
         let wrap: @Sendable ([UInt8]) -> WatchMachine.Input = {
           characteristic == 0x2A19 ? .battery($0.first ?? 0) : .currentTime($0)
         }
-        feed(wrap(try await client.read(value.valueHandle)), generation: generation)
+        await submit(.input(wrap(try await client.read(value.valueHandle)), from: nil))
         if value.properties.contains(.notify) {
-          try await client.subscribe(value) { [unowned self] in feed(wrap($0.value), generation: generation) }
+          try await client.subscribe(value) { [unowned self] in await submit(.input(wrap($0.value), from: nil)) }
         }
       } catch {
         emit(.error("reading \(characteristic): \(error)"))
@@ -364,81 +454,103 @@ public final class WatchEngine: Sendable {
     }
   }
 
-  // MARK: - The machine
+  // MARK: - The engine's loop
 
-  /// Performs the jobs handed to it, in order.
-  private func process() async {
-    for await job in jobs {
-      switch job {
-      case .input(let input, let generation): await apply(input, generation: generation, onLoop: false)
-      case .action(let action, let context):
-        if shared.withLock({ $0.generation }) == context.generation {
-          await perform(action, on: context, decidedIn: context.generation, onLoop: false)
-        }
+  /// Runs `event` after every event submitted before it: here and now (with whatever is
+  /// submitted while it runs) when none is running, otherwise on the task running them.
+  /// Dropped after `stop()`.
+  private func submit(_ event: Event) async {
+    guard let decision = core.withLock({ $0.begin(event, now: clock.now) }) else { return }
+    await runLoop(from: consume decision)
+  }
+
+  /// `submit` for synchronous code: when no event is running, a new task runs this one.
+  private func submitDetached(_ event: Event) {
+    guard let decision = core.withLock({ $0.begin(event, now: clock.now) }) else { return }
+    Task { [decision] in await runLoop(from: decision) }
+  }
+
+  /// Performs `decision`, then the events that came meanwhile, until none waits.
+  private func runLoop(from first: consuming Decision) async {
+    var decision = consume first
+    while true {
+      await perform(&decision)
+      guard let next = core.withLock({ $0.next(now: clock.now) }) else { break }
+      decision = next
+    }
+    let waiters = core.withLock { $0.ended() }
+    for waiter in waiters { waiter.resume() }
+  }
+
+  /// Returns once `stop()` was called and the last event has run.
+  private func loopDone() async {
+    await withCheckedContinuation { continuation in
+      let now = core.withLock { core -> Bool in
+        if core.finished && !core.running { return true }
+        core.whenDone.append(continuation)
+        return false
       }
+      if now { continuation.resume() }
     }
   }
 
-  /// Runs one input through the machine and performs its actions. `onLoop` is true on the
-  /// connection's receive loop, which must never wait for an answer only it can deliver.
-  private func apply(_ input: WatchMachine.Input, generation: Int?, onLoop: Bool) async {
-    let now = clock.now
-    // The link the actions are for is the one up when the machine decided them, taken under
-    // the same lock: if it goes meanwhile, a write fails on it, never lands on the next one.
-    let decided = shared.withLock { shared -> ([WatchMachine.Action], Context?, Int)? in
-      if let generation, generation != shared.generation { return nil }
-      return (shared.machine.handle(input, now: now), shared.context, shared.generation)
-    }
-    guard case (var actions, let context, let decidedIn)? = consume decided else { return }
-    // Popped from the reversed list, so each action is moved out rather than copied (an
-    // event carries a whole notification, a dozen strings).
+  /// Runs an input the loop itself brings (it is the one running): at once, before the
+  /// events waiting.
+  private func step(_ input: WatchMachine.Input) async {
+    var decision = core.withLock { $0.decide(.input(input, from: nil), now: clock.now) }
+    await perform(&decision)
+  }
+
+  /// Performs the machine's actions on the link of the session they were decided for (if
+  /// one was up). Nothing here waits for the phone.
+  private func perform(_ decision: inout Decision) async {
+    let session = decision.session
+    // Taken out, so the list is not shared and is reversed in place; popped from the end,
+    // so each action is moved out rather than copied (an event carries a whole
+    // notification, a dozen strings).
+    var actions = decision.actions
+    decision.actions = []
     actions.reverse()
     while let action = actions.popLast() {
       switch consume action {
-      // Events (most actions) are reported here, without `perform`'s async call.
       case .emit(let event): emit(event)
-      case let other: await perform(other, on: context, decidedIn: decidedIn, onLoop: onLoop)
-      }
-    }
-  }
-
-  /// Performs `action` on the link of `context` (nil: no link was up when the machine
-  /// decided it, in generation `decidedIn`).
-  private func perform(_ action: WatchMachine.Action, on context: Context?, decidedIn: Int, onLoop: Bool) async {
-    if case .disconnect(let reason) = action {
-      emit(.error("closing the link: \(reason)"))
-      // The link it was decided for, or one still being set up.
-      (context?.client.connection ?? shared.withLock { $0.connection })?.close()
-      return
-    }
-    guard let context else {
-      // Between links: a write fails, unless a link has come up since (then the machine
-      // has started a new session and this write is long void).
-      if case .write = action { await apply(.writeFailed("not connected"), generation: decidedIn, onLoop: onLoop) }
-      return
-    }
-    switch action {
-    case .emit(let event): emit(event)
-    case .disconnect: break  // above
-    case .write(let bytes):
-      // Sent now or queued behind the request outstanding on this link; the answer is
-      // applied on the receive loop, before the Data Source notifications that follow it.
-      await context.client.startWrite(context.controlPoint, bytes) { [unowned self] result in
-        let input: WatchMachine.Input
-        switch result {
-        case .success: input = .written(nil)
-        case .failure(let error): input = error.errorCode.map { .written($0.rawValue) } ?? .writeFailed("\(error)")
+      case .disconnect(let reason):
+        emit(.error("closing the link: \(reason)"))
+        // The link it was decided for, or one still being set up.
+        (session?.connection ?? shared.withLock { $0.connection })?.close()
+      case .write(let bytes):
+        guard let session else {
+          await step(.writeFailed("not connected"))
+          continue
         }
-        await apply(input, generation: context.generation, onLoop: true)
+        // Sent now or queued behind the request outstanding; the answer comes back as an
+        // event, before the Data Source notifications that follow it.
+        await session.client.startWrite(session.controlPoint, bytes) { [unowned self, tag = session.tag] result in
+          let answer: WatchMachine.Input
+          switch result {
+          case .success: answer = .written(nil)
+          case .failure(let error): answer = error.errorCode.map { .written($0.rawValue) } ?? .writeFailed("\(error)")
+          }
+          await submit(.input(answer, from: tag))
+        }
+      case .probe:
+        guard let session else { continue }
+        let probe = ATTPDU.readRequest(ReadRequest(handle: session.sourceCCCD))
+        await session.connection.request(probe) { [unowned self, tag = session.tag] result in
+          // Only a value that says "not subscribed" is news; no answer proves nothing.
+          var subscribed = true
+          if case .success(.readResponse(let value)) = result { subscribed = (value.value.first ?? 0) & 1 == 1 }
+          await submit(.input(.probed(subscribed: subscribed), from: tag))
+        }
+      case .resubscribe:
+        guard let session else { continue }
+        await step(.sessionStarted(mtu: session.connection.mtu))
+        for handle in session.cccds {
+          await session.client.startWrite(handle, CCCDValue.notifications.bytes) { [self] result in
+            if case .failure(let error) = result { emit(.error("subscribing again failed: \(error)")) }
+          }
+        }
       }
-    case .probe where onLoop, .resubscribe where onLoop:
-      jobQueue.yield(.action(action, context: context))
-    case .probe:
-      let value = try? await context.client.read(context.sourceCCCD)
-      let subscribed = value.map { $0.first.map { $0 & 1 == 1 } ?? false } ?? true
-      await apply(.probed(subscribed: subscribed), generation: context.generation, onLoop: false)
-    case .resubscribe:
-      do { try await context.subscribe() } catch { emit(.error("subscribing again failed: \(error)")) }
     }
   }
 
@@ -461,7 +573,7 @@ public final class WatchEngine: Sendable {
         (options.resubscribeAfterSilence ?? .seconds(1)) / 2))
     while !stopped {
       do { try await clock.sleep(until: clock.now + period) } catch { return }
-      feed(.tick)
+      await submit(.input(.tick, from: nil))
     }
   }
 }

@@ -202,7 +202,8 @@ extension Bench {
   func startPhoneProcess(_ arguments: [String]) throws -> Process {
     let process = Process()
     process.executableURL = thisExecutable
-    process.arguments = ["phone"] + arguments
+    // Nobody is at its console to allow the watches its notifications.
+    process.arguments = ["phone", "--share-notifications", "allow"] + arguments
     process.standardInput = Pipe()
     process.standardOutput = FileHandle.nullDevice
     process.standardError = FileHandle.nullDevice

@@ -316,8 +316,7 @@ public final class GATTClient: Sendable {
 
   /// Writes a characteristic's CCCD: notifications, indications, or [] to unsubscribe.
   public func configure(cccd handle: UInt16, _ value: CCCDValue) async throws(ATTError) {
-    try await write(
-      handle, [UInt8(truncatingIfNeeded: value.rawValue), UInt8(truncatingIfNeeded: value.rawValue >> 8)])
+    try await write(handle, value.bytes)
   }
 
   /// Finds the CCCD of `characteristic`, installs `handler` and enables notifications (or
