@@ -146,10 +146,7 @@ extension Bench {
   func endToEndProcesses(count: Int) async throws -> [Result] {
     let path = "/tmp/ancs-bench-\(getpid()).sock"
     let phone = try startPhoneProcess(["--listen", "unix:\(path)", "--quirk", "flood=\(count)"])
-    defer {
-      phone.terminate()
-      phone.waitUntilExit()
-    }
+    defer { phone.stop() }
     let bearer = try await connectRetrying(.unix(path: path))
     let engine = WatchEngine(options: Self.benchWatchOptions) { bearer }
     let events = engine.events()
@@ -169,10 +166,7 @@ extension Bench {
   func memoryPerSession(sessions: Int) async throws -> [Result] {
     let path = "/tmp/ancs-bench-mem-\(getpid()).sock"
     let phone = try startPhoneProcess(["--listen", "unix:\(path)", "--quirk", "flood=10"])
-    defer {
-      phone.terminate()
-      phone.waitUntilExit()
-    }
+    defer { phone.stop() }
     _ = try await connectRetrying(.unix(path: path)).close()
     try await Task.sleep(for: .milliseconds(200))
     let before = ProcessFigures(of: phone.processIdentifier).residentKiB
@@ -199,16 +193,10 @@ extension Bench {
     ]
   }
 
-  func startPhoneProcess(_ arguments: [String]) throws -> Process {
-    let process = Process()
-    process.executableURL = thisExecutable
-    // Nobody is at its console to allow the watches its notifications.
-    process.arguments = ["phone", "--share-notifications", "allow"] + arguments
-    process.standardInput = Pipe()
-    process.standardOutput = FileHandle.nullDevice
-    process.standardError = FileHandle.nullDevice
-    try process.run()
-    return process
+  /// `ancs phone` as a child driven by JSON lines: nobody is asked to share notifications,
+  /// and it ends with the bench however the bench ends (a signal included).
+  func startPhoneProcess(_ arguments: [String]) throws -> SpawnedPhone {
+    try SpawnedPhone(ancsArguments: ["phone", "--commands", "jsonl", "--no-events"] + arguments)
   }
 
   /// Connects, retrying while the freshly started phone is not listening yet (bounded).

@@ -19,6 +19,14 @@ struct FleetBenchTests {
     #expect(!out.contains("FAIL"), "\(out)")
   }
 
+  /// The two-process end-to-end bench runs to its figure: its phone child shares without
+  /// asking anybody (it once waited forever at a console nobody typed into).
+  @Test func endToEndAcrossProcessesRunsToItsFigure() async throws {
+    let (status, out, err) = try await runAncs(["bench", "--filter", "e2e-unix"])
+    #expect(status == 0, "exit \(status)\n\(out)\n\(err)")
+    #expect(out.contains("| end to end, two processes over a Unix socket, 20000 notifications (MTU 185) |"), "\(out)")
+  }
+
   /// Issue #13 (10): stopped by a signal (a timeout, Ctrl-C), the bench leaves no phone
   /// process behind.
   @Test func aSignalLeavesNoPhoneBehind() async throws {
