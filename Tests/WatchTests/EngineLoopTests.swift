@@ -1,0 +1,90 @@
+import ANCS
+import ATT
+import GATT
+import Links
+import Testing
+
+@testable import Watch
+
+/// The rules of the watch engine's one loop (`WatchEngine.Core`), event by event: an event
+/// that comes while another runs waits its turn, in order; an input from a session that is
+/// over is dropped by the session's identity; a stopped loop takes nothing and lets its
+/// last session go. No task, no clock: the loop's state is a value.
+@Suite struct EngineLoopTests {
+  typealias Event = WatchEngine.Event
+
+  func core() -> WatchEngine.Core { WatchEngine.Core(machine: WatchMachine(options: WatchOptions())) }
+
+  /// A session on a link nobody serves: the loop only compares its identity.
+  func session() -> WatchEngine.Session {
+    let (_, watch) = MemoryLink.pair()
+    return WatchEngine.Session(
+      client: GATTClient(connection: ATTConnection(bearer: watch)), controlPoint: 0x20, sourceCCCD: 0x1D,
+      dataCCCD: 0x24, dataFirst: false)
+  }
+
+  func added(_ uid: UInt32) -> [UInt8] {
+    NotificationSourceEvent(eventID: .added, categoryID: .social, categoryCount: 1, notificationUID: uid).encoded()
+  }
+
+  func writes(_ decision: WatchEngine.Decision?) -> Int {
+    decision?.actions.count { if case .write = $0 { true } else { false } } ?? 0
+  }
+
+  @Test func anEventThatComesWhileOneRunsWaitsItsTurn() {
+    var core = core()
+    let first = core.begin(.input(.link(.connecting), from: nil), now: .zero)
+    #expect(first != nil && core.running)
+    // Two more while the first one's actions are being performed: queued, not run.
+    #expect(core.begin(.input(.tick, from: nil), now: .zero) == nil)
+    #expect(core.begin(.input(.link(.stopped), from: nil), now: .zero) == nil)
+    #expect(core.machine.state.link == .connecting)
+    // The one running takes them, oldest first, then stops running.
+    #expect(core.next(now: .zero) != nil)
+    #expect(core.machine.state.link == .connecting)
+    #expect(core.next(now: .zero) != nil)
+    #expect(core.machine.state.link == .stopped)
+    #expect(core.next(now: .zero) == nil && !core.running)
+    // Idle again: the next submitter runs its event itself.
+    #expect(core.begin(.input(.tick, from: nil), now: .zero) != nil)
+  }
+
+  @Test func inputsFromASessionThatIsOverAreDropped() {
+    var core = core()
+    let old = session()
+    let new = session()
+    let began = core.begin(.began(old), now: .zero)
+    #expect(began?.session === old && core.machine.state.session == 1)
+    _ = core.next(now: .zero)
+    _ = core.decide(.input(.link(.connected("phone")), from: old.tag), now: .zero)
+    // A notification of the session: fetched on its link.
+    let fetch = core.decide(.input(.notificationSource(added(7)), from: old.tag), now: .zero)
+    #expect(writes(fetch) == 1 && fetch.session === old)
+    // Service Changed set ANCS up again: what was on its way from the old session is void.
+    _ = core.decide(.began(new), now: .zero)
+    #expect(core.machine.state.session == 2 && core.machine.state.notifications.isEmpty)
+    let stale = core.decide(.input(.notificationSource(added(8)), from: old.tag), now: .zero)
+    #expect(stale.actions.isEmpty && stale.session == nil)
+    let staleAnswer = core.decide(.input(.writeFailed("late"), from: old.tag), now: .zero)
+    #expect(staleAnswer.actions.isEmpty && core.machine.state.notifications.isEmpty)
+    // The old session's end does not end the new one; the new one's does.
+    _ = core.decide(.ended(old), now: .zero)
+    #expect(core.session === new)
+    let current = core.decide(.input(.notificationSource(added(9)), from: new.tag), now: .zero)
+    #expect(writes(current) == 1 && current.session === new)
+    _ = core.decide(.ended(new), now: .zero)
+    #expect(core.session == nil)
+  }
+
+  @Test func aStoppedLoopTakesNothingAndLetsItsSessionGo() {
+    var core = core()
+    _ = core.begin(.began(session()), now: .zero)
+    core.finished = true
+    // Still running its last event: the session stays until that is done.
+    #expect(core.ended().isEmpty && core.session != nil)
+    #expect(core.begin(.input(.tick, from: nil), now: .zero) == nil)
+    #expect(core.next(now: .zero) == nil)
+    _ = core.ended()
+    #expect(core.session == nil)
+  }
+}
