@@ -1,6 +1,12 @@
 // swift-tools-version:6.0
 // ancs-sim: a simulator of both ends of Apple's Notification Center Service.
-// Layers (dependencies point down only): ancs -> Links -> GATT -> ATT -> Wire; ANCS -> Wire.
+// Layers, dependencies pointing down only (README.md, "Architecture"):
+//   ancs                              the command
+//   Conformance, HCI, WatchDisplay    the harness; the Bluetooth host; the terminal face (-> Watch)
+//   Phone, Watch                      the ANCS server and client (-> ANCS, GATT)
+//   Links                             links, the event loop, captures, pairing (-> ATT)
+//   GATT -> ATT -> Wire; ANCS -> Wire the protocol layers
+//   TestSupport (Tests/Shared)        helpers the test targets share (-> Wire)
 import PackageDescription
 
 let package = Package(
@@ -41,20 +47,25 @@ let package = Package(
       dependencies: [
         "ANCS", "ATT", "CEdit", "GATT", "HCI", "Links", "Phone", "Watch", "WatchDisplay", "Wire", "Conformance",
       ]),
+    // Helpers more than one test target uses (vector files, time scale, tmux, threads for
+    // blocking waits): a target of their own rather than copies.
+    .target(name: "TestSupport", dependencies: ["Wire"], path: "Tests/Shared"),
     .testTarget(name: "WireTests", dependencies: ["Wire"]),
-    .testTarget(name: "ANCSTests", dependencies: ["ANCS", "Wire"]),
-    .testTarget(name: "ATTTests", dependencies: ["ATT", "Links", "Wire"]),
+    .testTarget(name: "ANCSTests", dependencies: ["TestSupport", "ANCS", "Wire"]),
+    .testTarget(name: "ATTTests", dependencies: ["TestSupport", "ATT", "Links", "Wire"]),
     .testTarget(name: "GATTTests", dependencies: ["GATT", "ATT", "Links", "Wire"]),
     .testTarget(name: "PhoneTests", dependencies: ["Phone", "ANCS", "ATT", "GATT", "Links", "Wire"]),
-    .testTarget(name: "WatchTests", dependencies: ["Watch", "Phone", "ANCS", "ATT", "GATT", "Links", "Wire"]),
-    .testTarget(name: "CLITests"),
+    .testTarget(
+      name: "WatchTests", dependencies: ["TestSupport", "Watch", "Phone", "ANCS", "ATT", "GATT", "Links", "Wire"]),
+    .testTarget(name: "CLITests", dependencies: ["TestSupport"]),
     .testTarget(
       name: "ConformanceTests", dependencies: ["Conformance", "Phone", "Watch", "ANCS", "ATT", "GATT", "Links", "Wire"]),
-    .testTarget(name: "LinksTests", dependencies: ["Links", "ATT", "GATT", "Wire"]),
+    .testTarget(name: "LinksTests", dependencies: ["TestSupport", "Links", "ATT", "GATT", "Wire"]),
     .testTarget(name: "HCITests", dependencies: ["HCI", "ATT", "GATT", "Links", "Wire"]),
-    .testTarget(name: "InteropTests", dependencies: ["HCI", "ATT", "GATT", "Wire"]),
+    .testTarget(name: "InteropTests", dependencies: ["TestSupport", "HCI", "ATT", "GATT", "Wire"]),
     .testTarget(
-      name: "WatchDisplayTests", dependencies: ["WatchDisplay", "Watch", "ANCS", "ATT", "CNcurses", "Wire"],
+      name: "WatchDisplayTests",
+      dependencies: ["TestSupport", "WatchDisplay", "Watch", "ANCS", "ATT", "CNcurses", "Wire"],
       exclude: ["Snapshots", "scenario.json"]),
   ]
 )

@@ -1,5 +1,6 @@
 import ANCS
 import Foundation
+import TestSupport
 import Testing
 import Wire
 

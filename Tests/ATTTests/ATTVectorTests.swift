@@ -1,4 +1,5 @@
 import ATT
+import TestSupport
 import Testing
 import Wire
 

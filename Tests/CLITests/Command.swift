@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 /// The `ancs` binary built next to these tests (`swift build` before `swift test`).

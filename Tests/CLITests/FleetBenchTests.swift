@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 /// `ancs bench --fleet`: one phone process (a child of the bench) serving a fleet of watches

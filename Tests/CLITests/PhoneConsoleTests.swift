@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 /// The phone's console as a person uses it, in a real terminal (tmux, read back with

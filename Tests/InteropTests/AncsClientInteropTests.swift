@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 /// Bumble's own ANCS client (`AncsClient` of bumble.profiles.ancs, a widely used

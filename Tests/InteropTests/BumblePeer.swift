@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 /// The repository's root, from this file's path.
@@ -42,7 +43,7 @@ final class BumblePeer: @unchecked Sendable {
     process.standardInput = FileHandle.nullDevice
     process.standardOutput = output
     process.standardError = errors
-    lines = InteropTests.lines(of: output.fileHandleForReading).makeAsyncIterator()
+    lines = TestSupport.lines(of: output.fileHandleForReading).makeAsyncIterator()
     stderrText = CollectedText(reading: errors.fileHandleForReading)
     try process.run()
   }

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 /// `ancs conform phone|accessory --bluetooth`: the conformance harness over the air, through

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 /// Issue #13 (9): a controller is left as it was found. Bumble's virtual controller keeps

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 /// `ancs phone --bluetooth` and `ancs watch --bluetooth`, two processes, each with its own
@@ -134,7 +135,7 @@ final class AncsProcess: @unchecked Sendable {
     process.standardInput = input
     process.standardOutput = output
     process.standardError = errors
-    lines = InteropTests.lines(of: output.fileHandleForReading).makeAsyncIterator()
+    lines = TestSupport.lines(of: output.fileHandleForReading).makeAsyncIterator()
     stderrText = CollectedText(reading: errors.fileHandleForReading)
     try process.run()
   }

@@ -1,5 +1,6 @@
 import ATT
 import Foundation
+import TestSupport
 import Testing
 import Wire
 

@@ -2,7 +2,7 @@ import Foundation
 
 /// The lines `handle` yields until its end (a child's stdout), read on a thread of their own;
 /// a last line without a newline is yielded too.
-func lines(of handle: FileHandle) -> AsyncStream<String> {
+package func lines(of handle: FileHandle) -> AsyncStream<String> {
   let (stream, continuation) = AsyncStream<String>.makeStream()
   Thread.detachNewThread {
     var pending = Data()
@@ -23,12 +23,12 @@ func lines(of handle: FileHandle) -> AsyncStream<String> {
 
 /// Everything `handle` yields until its end (a child's stderr), gathered on a thread of its
 /// own; NSLock (a pthread mutex) so ThreadSanitizer sees the locking.
-final class CollectedText: @unchecked Sendable {
+package final class CollectedText: @unchecked Sendable {
   private let lock = NSLock()
   private var text = ""
   private let ended = DispatchSemaphore(value: 0)
 
-  init(reading handle: FileHandle) {
+  package init(reading handle: FileHandle) {
     Thread.detachNewThread { [self] in
       while true {
         let chunk = handle.availableData
@@ -40,10 +40,10 @@ final class CollectedText: @unchecked Sendable {
     }
   }
 
-  var value: String { lock.withLock { text } }
+  package var value: String { lock.withLock { text } }
 
   /// All of it, once the writer has closed its end (the process exited).
-  func whole() async -> String {
+  package func whole() async -> String {
     let ended = self.ended
     await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
       Thread.detachNewThread {

@@ -5,7 +5,7 @@ import Testing
 /// (a number, 1 when unset). The sanitizer runs of `.ci/run` set it, since ThreadSanitizer
 /// and AddressSanitizer slow everything down several times while the deadlines a test gives
 /// a watch or a conformance case stay fixed. Bounds only: no test measures time.
-let testTimeScale: Double = {
+package let testTimeScale: Double = {
   guard let text = ProcessInfo.processInfo.environment["ANCS_TEST_TIME_SCALE"], let scale = Double(text),
     scale >= 1, scale <= 100
   else { return 1 }
@@ -13,10 +13,12 @@ let testTimeScale: Double = {
 }()
 
 /// `duration` times the run's time scale.
-func scaled(_ duration: Duration) -> Duration { duration * testTimeScale }
+package func scaled(_ duration: Duration) -> Duration { duration * testTimeScale }
 
 /// `seconds` times the run's time scale, as a command-line argument.
-func scaledSeconds(_ seconds: Double) -> String { String(seconds * testTimeScale) }
+package func scaledSeconds(_ seconds: Double) -> String { String(seconds * testTimeScale) }
 
 /// A suite's time limit of `minutes`, times the run's time scale (rounded up).
-func scaledMinutes(_ minutes: Int) -> TimeLimitTrait.Duration { .minutes(minutes * Int(testTimeScale.rounded(.up))) }
+package func scaledMinutes(_ minutes: Int) -> TimeLimitTrait.Duration {
+  .minutes(minutes * Int(testTimeScale.rounded(.up)))
+}

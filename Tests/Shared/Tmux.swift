@@ -2,16 +2,16 @@ import Foundation
 
 // Driving a real terminal: tmux with a private server, read back with `capture-pane`.
 
-let tmuxPath: String? = {
+package let tmuxPath: String? = {
   let directories = (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin").split(separator: ":")
   return directories.map { "\($0)/tmux" }.first { FileManager.default.isExecutableFile(atPath: $0) }
 }()
 
-func quoted(_ text: String) -> String { "'" + text.replacingOccurrences(of: "'", with: "'\\''") + "'" }
+package func quoted(_ text: String) -> String { "'" + text.replacingOccurrences(of: "'", with: "'\\''") + "'" }
 
 /// Polls `probe` every 50 ms for up to `seconds`; fails with `what` when time runs out.
 /// (The pause between polls is a poll interval, not a wait for an event.)
-func waitFor<T>(_ what: String, seconds: Double = 20, _ probe: () async throws -> T?) async throws -> T {
+package func waitFor<T>(_ what: String, seconds: Double = 20, _ probe: () async throws -> T?) async throws -> T {
   let deadline = Date().addingTimeInterval(seconds)
   while true {
     if let value = try await probe() { return value }
@@ -20,26 +20,26 @@ func waitFor<T>(_ what: String, seconds: Double = 20, _ probe: () async throws -
   }
 }
 
-struct Timeout: Error, CustomStringConvertible { var description: String }
+package struct Timeout: Error, CustomStringConvertible { package var description: String }
 
 /// A private tmux server (its own socket) with one session.
-final class Tmux: Sendable {
-  let socket = "ancs-test-\(getpid())-\(UUID().uuidString.prefix(8))"
-  let session = "watch"
+package final class Tmux: Sendable {
+  package let socket = "ancs-test-\(getpid())-\(UUID().uuidString.prefix(8))"
+  package let session = "watch"
 
-  init() throws {}
+  package init() throws {}
 
   /// Runs a tmux client and waits for it. Not with Foundation's Process: the server the
   /// first command starts inherits the descriptor Process watches for the child's exit, so
   /// Process would wait for the server. posix_spawn and waitpid wait for the client alone.
   /// Runs a tmux client off the shared threads (it blocks in waitpid).
   @discardableResult
-  func run(_ arguments: [String]) async throws -> String {
+  package func run(_ arguments: [String]) async throws -> String {
     try await offThread { [self] in try runBlocking(arguments) }
   }
 
   @discardableResult
-  func runBlocking(_ arguments: [String]) throws -> String {
+  package func runBlocking(_ arguments: [String]) throws -> String {
     let output = FileManager.default.temporaryDirectory.appendingPathComponent("ancs-tmux-\(UUID().uuidString)").path
     defer { try? FileManager.default.removeItem(atPath: output) }
     var actions = posix_spawn_file_actions_t()
@@ -78,17 +78,17 @@ final class Tmux: Sendable {
   }
 
   /// Runs `command` in a new session at `width` x `height`, UTF-8, with `environment` added.
-  func start(_ command: String, width: Int, height: Int, environment: [String: String] = [:]) async throws {
+  package func start(_ command: String, width: Int, height: Int, environment: [String: String] = [:]) async throws {
     let variables = ["LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "TERM": "screen"].merging(environment) { $1 }
     try await run(
       ["new-session", "-d", "-s", session, "-x", "\(width)", "-y", "\(height)"]
         + variables.sorted { $0.key < $1.key }.flatMap { ["-e", "\($0.key)=\($0.value)"] } + [command + "; sleep 60"])
   }
 
-  func screen() async throws -> String { try await run(["capture-pane", "-p", "-t", session]) }
+  package func screen() async throws -> String { try await run(["capture-pane", "-p", "-t", session]) }
 
   /// Polls the screen until `done` holds; fails with the last screen.
-  func waitForScreen(_ what: String, _ done: (String) -> Bool) async throws -> String {
+  package func waitForScreen(_ what: String, _ done: (String) -> Bool) async throws -> String {
     var last = ""
     do {
       return try await waitFor(what) {
@@ -100,12 +100,12 @@ final class Tmux: Sendable {
     }
   }
 
-  func keys(_ keys: String...) async throws { try await run(["send-keys", "-t", session] + keys) }
+  package func keys(_ keys: String...) async throws { try await run(["send-keys", "-t", session] + keys) }
 
-  func resize(width: Int, height: Int) async throws {
+  package func resize(width: Int, height: Int) async throws {
     try await run(["resize-window", "-t", session, "-x", "\(width)", "-y", "\(height)"])
   }
 
   /// For `defer`: blocks briefly, once per test.
-  func kill() { _ = try? runBlocking(["kill-server"]) }
+  package func kill() { _ = try? runBlocking(["kill-server"]) }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 /// The real binary in a real terminal, used as a person would: `ancs demo` in tmux at 80x24

@@ -1,4 +1,5 @@
 import ANCS
+import TestSupport
 import Testing
 import Watch
 

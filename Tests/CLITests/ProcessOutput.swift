@@ -1,1 +1,0 @@
-../Shared/ProcessOutput.swift
