@@ -12,9 +12,9 @@ public struct WatchSetupError: Error, CustomStringConvertible {
 /// its service range, subscribes, and runs `WatchMachine` on everything the phone sends.
 /// The display reads `state` and `events()`; the engine never waits on them.
 ///
-/// **One loop.** The engine's loop (`loop`) runs the machine, one event at a time.
-/// Everything the machine reacts to reaches it there as one `Event`, in the order it
-/// happened: the phone's notifications and the answers to the watch's writes (from the
+/// **One loop.** The engine's loop (`Core`, `submit`) runs the machine, one event at a time.
+/// Everything the machine reacts to reaches it there as one `Event`, in the order it was
+/// submitted: the phone's notifications and the answers to the watch's writes (from the
 /// connection's receive loop), the ticks, the wearer's actions, the link's changes. The loop
 /// hands each to the machine and performs the actions it returns without waiting for any
 /// answer (an answer comes back later as another event), so no input can overtake another.
