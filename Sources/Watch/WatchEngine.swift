@@ -98,7 +98,7 @@ public final class WatchEngine: Sendable {
     var waiting = FIFO<Event>()
     /// An event is being run (its actions performed); the one running it takes the next.
     var running = false
-    /// `stop()` was called: no more events are taken.
+    /// `stop()` was called: no new event is taken (those waiting still run).
     var finished = false
     var whenDone: [CheckedContinuation<Void, Never>] = []
 
@@ -544,7 +544,10 @@ public final class WatchEngine: Sendable {
         }
       case .resubscribe:
         guard let session else { continue }
-        await step(.sessionStarted(mtu: session.connection.mtu))
+        // The new session begins where the subscriptions are written again: after what the
+        // phone sent before (waiting now, it belongs to the old one), before what it sends
+        // after.
+        await submit(.input(.sessionStarted(mtu: session.connection.mtu), from: session.tag))
         for handle in session.cccds {
           await session.client.startWrite(handle, CCCDValue.notifications.bytes) { [self] result in
             if case .failure(let error) = result { emit(.error("subscribing again failed: \(error)")) }

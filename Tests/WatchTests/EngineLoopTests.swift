@@ -8,7 +8,7 @@ import Testing
 
 /// The rules of the watch engine's one loop (`WatchEngine.Core`), event by event: an event
 /// that comes while another runs waits its turn, in order; an input from a session that is
-/// over is dropped by the session's identity; a stopped loop takes nothing and lets its
+/// over is dropped by the session's identity; a stopped loop takes no new event and lets its
 /// last session go. No task, no clock: the loop's state is a value.
 @Suite struct EngineLoopTests {
   typealias Event = WatchEngine.Event
@@ -76,7 +76,7 @@ import Testing
     #expect(core.session == nil)
   }
 
-  @Test func aStoppedLoopTakesNothingAndLetsItsSessionGo() {
+  @Test func aStoppedLoopTakesNoNewEventAndLetsItsSessionGo() {
     var core = core()
     _ = core.begin(.began(session()), now: .zero)
     core.finished = true
