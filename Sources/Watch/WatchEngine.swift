@@ -122,6 +122,16 @@ public final class WatchEngine: Sendable {
       return decide(event, now: now)
     }
 
+    /// Queues `event` for the loop; true when none is running, so the caller must start a
+    /// task that runs the queue.
+    mutating func enqueue(_ event: Event) -> Bool {
+      if finished { return false }
+      waiting.append(event)
+      if running { return false }
+      running = true
+      return true
+    }
+
     /// The next waiting event's actions; nil (and nothing runs any more) when none waits.
     mutating func next(now: Duration) -> Decision? {
       if let event = waiting.popFirst() { return decide(event, now: now) }
@@ -464,19 +474,23 @@ public final class WatchEngine: Sendable {
     await runLoop(from: consume decision)
   }
 
-  /// `submit` for synchronous code: when no event is running, a new task runs this one.
+  /// `submit` for synchronous code: when no event is running, a new task runs the queue
+  /// (this event first). The task holds no decision of its own, so nothing of the session
+  /// outlives the loop's last event in it.
   private func submitDetached(_ event: Event) {
-    guard let decision = core.withLock({ $0.begin(event, now: clock.now) }) else { return }
-    Task { [decision] in await runLoop(from: decision) }
+    guard core.withLock({ $0.enqueue(event) }) else { return }
+    Task { await runLoop(from: nil) }
   }
 
-  /// Performs `decision`, then the events that came meanwhile, until none waits.
-  private func runLoop(from first: consuming Decision) async {
-    var decision = consume first
-    while true {
+  /// Performs `first`, then the events that came meanwhile, until none waits. Each decision
+  /// (and the session it holds) is let go before the next is taken, and the last before
+  /// the callers waiting for the loop to end hear of it.
+  private func runLoop(from first: consuming Decision?) async {
+    var next = consume first
+    if case .none = next { next = core.withLock { $0.next(now: clock.now) } }
+    while var decision = next.take() {
       await perform(&decision)
-      guard let next = core.withLock({ $0.next(now: clock.now) }) else { break }
-      decision = next
+      next = core.withLock { $0.next(now: clock.now) }
     }
     let waiters = core.withLock { $0.ended() }
     for waiter in waiters { waiter.resume() }
