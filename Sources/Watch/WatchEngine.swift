@@ -113,17 +113,11 @@ public final class WatchEngine: Sendable {
 
     /// Takes `event` to run now (returns its actions), or queues it behind the one running.
     mutating func begin(_ event: Event, now: Duration) -> Decision? {
-      if finished { return nil }
-      if running {
-        waiting.append(event)
-        return nil
-      }
-      running = true
-      return decide(event, now: now)
+      enqueue(event) ? next(now: now) : nil
     }
 
-    /// Queues `event` for the loop; true when none is running, so the caller must start a
-    /// task that runs the queue.
+    /// Queues `event` for the loop; true when none is running, so the caller must run the
+    /// queue (nothing waits then but `event`).
     mutating func enqueue(_ event: Event) -> Bool {
       if finished { return false }
       waiting.append(event)

@@ -170,8 +170,6 @@ private func recordEvents(of store: BondStore) -> Locked<[BondEvent]> {
   return events
 }
 
-/// A host on the virtual controller at `port` whose security manager pairs Just Works and
-/// keeps bonds in `bondFile` (read again for each host).
 /// Our host on a Bumble peer's controller, and where it keeps its bonds.
 private struct PairingRig {
   var host: HCIHost
