@@ -1,13 +1,14 @@
 import ANCS
+import ATT
+import GATT
 import Wire
 
 /// Fault switches: test-only flags, each breaking exactly one rule of Protocol/ANCS.md that an
 /// NP conformance case checks (or, for the IOS cases, one line of Protocol/iPhone.md). They exist to prove the conformance suite can fail
 /// (Protocol/conformance.md, "Fault switches"); they are not quirks, which reproduce
-/// documented iOS misbehaviours a watch must survive. All are off by default. Those of the
-/// Control Point set fields of `ControlPointPolicy`, computed once, so its rules carry no
-/// fault branch; the others are branches of the phone's setup and events marked
-/// `// FAULT <name>`.
+/// documented iOS misbehaviours a watch must survive. All are off by default. Each sets a
+/// field of a policy computed once, `ControlPointPolicy` for the Control Point and
+/// `PhonePolicy` for the rest, so the phone's rules carry no fault branch.
 public struct PhoneFaults: FaultSwitches, Hashable {
   public var rawValue: UInt64
   public init(rawValue: UInt64) { self.rawValue = rawValue }
@@ -281,5 +282,106 @@ struct ControlPointPolicy: Sendable {
     answerCap = faults.contains(.answerCapped512) ? 512 : nil
     emptyAppNames = faults.contains(.appNameEmpty)
     actionEndsNotification = !faults.contains(.actionKeepsNotification)
+  }
+}
+
+/// Everything else the phone's fault switches change, by the rules without them: the ANCS
+/// service's shape, what the phone does first on a link, how it reports notifications and
+/// honours sharing. Computed once from the switches (and the settings a fault overrides), so
+/// the phone's setup, notification center and sharing carry no fault branch.
+struct PhonePolicy: Sendable {
+  // SVC, SEC: the ANCS service as published
+  /// The Control Point's UUID (last digit changed: FAULT control-point-wrong-uuid).
+  var controlPointUUID = ANCSUUID.controlPoint
+  /// Notify (none, so no CCCD: FAULT notification-source-without-notify).
+  var sourceProperties: CharacteristicProperties = .notify
+  /// Write with response (write without response only: FAULT control-point-without-write).
+  var controlProperties: CharacteristicProperties = .write
+  /// Notify (none, so no CCCD: FAULT data-source-without-notify).
+  var dataProperties: CharacteristicProperties = .notify
+  /// Encrypted (unencrypted: FAULT notification-source-unencrypted; authenticated: FAULT
+  /// subscriptions-need-authentication).
+  var sourceSecurity = SecurityLevel.encrypted
+  /// Encrypted (unencrypted: FAULT control-point-unencrypted).
+  var controlSecurity = SecurityLevel.encrypted
+  /// Encrypted (unencrypted: FAULT data-source-unencrypted; authenticated: FAULT
+  /// subscriptions-need-authentication).
+  var dataSecurity = SecurityLevel.encrypted
+  /// ANCS shown from an encrypted link, as the settings ask (always shown: FAULT
+  /// ancs-always-published). A characteristic's own want of encryption shows only on a link
+  /// that reaches it, so the three *-unencrypted faults publish ANCS always too.
+  var ancsHiddenUntilEncrypted: Bool
+  /// Battery Level wants an encrypted link on an iPhone (FAULT battery-unprotected).
+  var batterySecurity: SecurityLevel
+  // LINK: what the phone does on a link
+  /// The phone starts Exchange MTU (false: FAULT no-mtu-exchange).
+  var exchangesMTU = true
+  /// The phone reads the accessory's Device Name (false: FAULT no-device-name-read).
+  var readsDeviceName = true
+  /// An accessory without the bond's key is dropped, the bond kept (false: FAULT
+  /// pair-again-on-key-missing).
+  var disconnectsOnKeyMissing = true
+  // NS: the notification center's reports
+  /// A removed UID is never given again (false: FAULT reuse-uid).
+  var reusesRemovedUIDs = false
+  /// The flag of the session-start report (none: FAULT no-preexisting-flag).
+  var preExistingFlag: EventFlags = .preExisting
+  /// CategoryCount as it was before the event (FAULT category-count-before-event; the rule:
+  /// after it).
+  var categoryCountBeforeEvent = false
+  /// The EventID a modification is reported with (Added: FAULT modified-as-added).
+  var modifiedID = EventID.modified
+  /// The EventID a removal is reported with (Modified: FAULT removed-as-modified).
+  var removedID = EventID.removed
+  /// The importance flags a live event may carry (none: FAULT no-importance-flags).
+  var importanceFlags: EventFlags = [.silent, .important]
+  // SHARE
+  /// The user's revocation stops the sharing (false: FAULT sharing-ignored).
+  var honoursRevocation = true
+
+  init(_ faults: PhoneFaults, settings: PhoneSettings) {
+    if faults.contains(.controlPointWrongUUID) { controlPointUUID = String(controlPointUUID.dropLast()) + "A" }
+    if faults.contains(.notificationSourceWithoutNotify) { sourceProperties = [] }
+    if faults.contains(.controlPointWithoutWrite) { controlProperties = .writeWithoutResponse }
+    if faults.contains(.dataSourceWithoutNotify) { dataProperties = [] }
+    if faults.contains(.notificationSourceUnencrypted) { sourceSecurity = .unencrypted }
+    if faults.contains(.dataSourceUnencrypted) { dataSecurity = .unencrypted }
+    if faults.contains(.controlPointUnencrypted) { controlSecurity = .unencrypted }
+    if faults.contains(.subscriptionsNeedAuthentication) {
+      sourceSecurity = .authenticated
+      dataSecurity = .authenticated
+    }
+    ancsHiddenUntilEncrypted =
+      settings.ancsAfterEncryption
+      && faults.isDisjoint(
+        with: [.ancsAlwaysPublished, .notificationSourceUnencrypted, .dataSourceUnencrypted, .controlPointUnencrypted])
+    let iPhone = settings.layout == .iPhone
+    batterySecurity = iPhone && !faults.contains(.batteryUnprotected) ? .encrypted : .unencrypted
+    exchangesMTU = !faults.contains(.noMTUExchange)
+    readsDeviceName = !faults.contains(.noDeviceNameRead)
+    disconnectsOnKeyMissing = !faults.contains(.pairAgainOnKeyMissing)
+    reusesRemovedUIDs = faults.contains(.reuseUID)
+    if faults.contains(.noPreExistingFlag) { preExistingFlag = [] }
+    categoryCountBeforeEvent = faults.contains(.categoryCountBeforeEvent)
+    if faults.contains(.modifiedAsAdded) { modifiedID = .added }
+    if faults.contains(.removedAsModified) { removedID = .modified }
+    if faults.contains(.noImportanceFlags) { importanceFlags = [] }
+    honoursRevocation = !faults.contains(.sharingIgnored)
+  }
+
+  /// A live event as it goes out under this policy; unchanged by the rules.
+  func live(_ event: NotificationSourceEvent) -> NotificationSourceEvent {
+    var event = event
+    if categoryCountBeforeEvent {
+      if event.eventID == .added { event.categoryCount &-= 1 }
+      if event.eventID == .removed { event.categoryCount &+= 1 }
+    }
+    switch event.eventID {
+    case .modified: event.eventID = modifiedID
+    case .removed: event.eventID = removedID
+    default: break
+    }
+    event.eventFlags.subtract(EventFlags([.silent, .important]).subtracting(importanceFlags))
+    return event
   }
 }

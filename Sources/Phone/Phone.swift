@@ -92,6 +92,8 @@ public final class Phone: Sendable {
   public let faults: PhoneFaults
   /// How the Control Point answers, from `faults` (by the rules without them).
   let controlPointPolicy: ControlPointPolicy
+  /// Everything else `faults` changes (by the rules without them).
+  let policy: PhonePolicy
   let wallClock: any WallClock
   let logger: Logger
   let state = Locked(State())
@@ -106,10 +108,11 @@ public final class Phone: Sendable {
     self.quirks = quirks
     self.faults = faults
     controlPointPolicy = ControlPointPolicy(faults)
+    let policy = PhonePolicy(faults, settings: settings)
+    self.policy = policy
     self.settings = settings
     state.withLock { $0.sharingPolicy = settings.sharing }
-    // FAULT reuse-uid: breaks "never reuses a UID while it runs".
-    if faults.contains(.reuseUID) { state.withLock { $0.center.reusesRemovedUIDs = true } }
+    state.withLock { $0.center.reusesRemovedUIDs = policy.reusesRemovedUIDs }
     self.wallClock = wallClock
     self.logger = logger
     let iPhone = settings.layout == .iPhone
@@ -133,9 +136,7 @@ public final class Phone: Sendable {
       uuid: Self.batteryService,
       characteristics: [
         CharacteristicDefinition(
-          // FAULT battery-unprotected: breaks "Battery Level refused on an unpaired link".
-          uuid: 0x2A19, properties: [.read, .notify],
-          security: iPhone && !faults.contains(.batteryUnprotected) ? .encrypted : .unencrypted,
+          uuid: 0x2A19, properties: [.read, .notify], security: policy.batterySecurity,
           refusal: iPhone ? .insufficientAuthentication : nil,
           read: { [unowned self] _ in [state.withLock { $0.battery }] })
       ])
@@ -148,53 +149,22 @@ public final class Phone: Sendable {
   }
 
   func ancsDefinition() -> ServiceDefinition {
-    // Each fault below breaks one line of ANCS.md, Service and characteristics, or of
-    // Session and security ("need an encrypted link").
-    var sourceProperties: CharacteristicProperties = .notify
-    var controlProperties: CharacteristicProperties = .write
-    var dataProperties: CharacteristicProperties = .notify
-    var sourceSecurity = SecurityLevel.encrypted
-    var controlSecurity = SecurityLevel.encrypted
-    var dataSecurity = SecurityLevel.encrypted
-    var controlUUID = ANCSUUID.controlPoint
-    // FAULT control-point-wrong-uuid: the Control Point UUID's last digit changed.
-    if faults.contains(.controlPointWrongUUID) { controlUUID = String(controlUUID.dropLast()) + "A" }
-    // FAULT notification-source-without-notify: no notify, so no CCCD.
-    if faults.contains(.notificationSourceWithoutNotify) { sourceProperties = [] }
-    // FAULT control-point-without-write: write without response only.
-    if faults.contains(.controlPointWithoutWrite) { controlProperties = .writeWithoutResponse }
-    // FAULT data-source-without-notify: no notify, so no CCCD.
-    if faults.contains(.dataSourceWithoutNotify) { dataProperties = [] }
-    // FAULT notification-source-unencrypted / data-source-unencrypted / control-point-unencrypted.
-    if faults.contains(.notificationSourceUnencrypted) { sourceSecurity = .unencrypted }
-    if faults.contains(.dataSourceUnencrypted) { dataSecurity = .unencrypted }
-    if faults.contains(.controlPointUnencrypted) { controlSecurity = .unencrypted }
-    // FAULT subscriptions-need-authentication: the CCCDs ask more than an encrypted link.
-    if faults.contains(.subscriptionsNeedAuthentication) {
-      sourceSecurity = .authenticated
-      dataSecurity = .authenticated
-    }
     let source = CharacteristicDefinition(
-      uuid: BluetoothUUID(ANCSUUID.notificationSource)!, properties: sourceProperties, security: sourceSecurity,
+      uuid: BluetoothUUID(ANCSUUID.notificationSource)!, properties: policy.sourceProperties,
+      security: policy.sourceSecurity,
       subscribed: { [unowned self] session, value in await notificationSourceConfigured(session, value) })
     // An iPhone's Control Point has a descriptor of its own, taken to be Extended Properties.
     let control = CharacteristicDefinition(
-      uuid: BluetoothUUID(controlUUID)!, properties: controlProperties, security: controlSecurity,
+      uuid: BluetoothUUID(policy.controlPointUUID)!, properties: policy.controlProperties,
+      security: policy.controlSecurity,
       extendedProperties: settings.layout == .iPhone ? Self.reliableWrite : nil,
       write: { [unowned self] session, bytes in await controlPoint(session, bytes) })
     let data = CharacteristicDefinition(
-      uuid: BluetoothUUID(ANCSUUID.dataSource)!, properties: dataProperties, security: dataSecurity)
+      uuid: BluetoothUUID(ANCSUUID.dataSource)!, properties: policy.dataProperties, security: policy.dataSecurity)
     // An iPhone lists the Control Point first; the minimal layout keeps 1.0's order.
     let characteristics = settings.layout == .iPhone ? [control, source, data] : [source, control, data]
-    // FAULT ancs-always-published: breaks "ANCS published once the link is encrypted". A
-    // characteristic's own want of encryption shows only on a link that reaches it, so the
-    // three *-unencrypted faults publish ANCS always too.
-    let hidden =
-      settings.ancsAfterEncryption
-      && faults.isDisjoint(
-        with: [.ancsAlwaysPublished, .notificationSourceUnencrypted, .dataSourceUnencrypted, .controlPointUnencrypted])
     return ServiceDefinition(
-      uuid: Self.ancsService, characteristics: characteristics, shownFrom: hidden ? .encrypted : .unencrypted)
+      uuid: Self.ancsService, characteristics: characteristics, shownFrom: policy.ancsHiddenUntilEncrypted ? .encrypted : .unencrypted)
   }
 
   /// Value handles of Notification Source, Control Point, Data Source as published now.
@@ -243,8 +213,7 @@ public final class Phone: Sendable {
   /// starts Exchange MTU, then reads the accessory's Device Name.
   private func greet(_ connection: ATTConnection, session id: Int) async {
     do {
-      // FAULT no-mtu-exchange: breaks "the phone starts Exchange MTU".
-      if !faults.contains(.noMTUExchange) { try await connection.exchangeMTU() }
+      if policy.exchangesMTU { try await connection.exchangeMTU() }
     } catch {
       // The link went, or the accessory never answered (ATT then closes the link).
       logger.info("session \(id): Exchange MTU failed: \(error)")
@@ -252,8 +221,7 @@ public final class Phone: Sendable {
     }
     var name: String?
     var problem: String?
-    // FAULT no-device-name-read: breaks "the phone reads the accessory's Device Name".
-    if faults.contains(.noDeviceNameRead) { return }
+    if !policy.readsDeviceName { return }
     do {
       let found = try await GATTClient(connection: connection).read(type: 0x2A00)
       if let value = found.first?.value {
@@ -362,10 +330,7 @@ public final class Phone: Sendable {
 
   /// How this phone reacts when an accessory lacks the key of its bond: as an iPhone, it
   /// keeps the bond and drops the link (Protocol/iPhone.md, Pairing and bonds).
-  public var disconnectsOnKeyMissing: Bool {
-    // FAULT pair-again-on-key-missing: breaks "an iPhone keeps its bond and drops the link".
-    !faults.contains(.pairAgainOnKeyMissing)
-  }
+  public var disconnectsOnKeyMissing: Bool { policy.disconnectsOnKeyMissing }
 
   /// Where this phone's bonds are kept; nil when its links keep none.
   public var bonds: (any BondBook)? { bondBook.withLock { $0 } }
@@ -402,7 +367,7 @@ public final class Phone: Sendable {
   /// pre-existing report instead, so nothing is announced twice.
   func broadcast(_ event: NotificationSourceEvent, to recipients: [GATTSession]) async {
     guard let handles = ancsHandles else { return }
-    let bytes = quirked(faulted(event)).encoded()
+    let bytes = quirked(policy.live(event)).encoded()
     for gatt in recipients where gatt.cccd(for: handles.source).contains(.notifications) {
       // Sent now, unless held back behind the session's report or silenced (quirk silent-source).
       let now = state.withLock { state -> Bool in
@@ -414,24 +379,6 @@ public final class Phone: Sendable {
       }
       if now { await send(bytes, to: gatt, source: handles.source) }
     }
-  }
-
-  /// A live event as the fault switches change it; unchanged without faults.
-  func faulted(_ event: NotificationSourceEvent) -> NotificationSourceEvent {
-    guard !faults.isEmpty else { return event }
-    var event = event
-    // FAULT category-count-before-event: breaks CategoryCount "after this event".
-    if faults.contains(.categoryCountBeforeEvent) {
-      if event.eventID == .added { event.categoryCount &-= 1 }
-      if event.eventID == .removed { event.categoryCount &+= 1 }
-    }
-    // FAULT modified-as-added: breaks EventID "1 Modified".
-    if faults.contains(.modifiedAsAdded) && event.eventID == .modified { event.eventID = .added }
-    // FAULT removed-as-modified: breaks EventID "2 Removed".
-    if faults.contains(.removedAsModified) && event.eventID == .removed { event.eventID = .modified }
-    // FAULT no-importance-flags: breaks EventFlags "bit 0 Silent, 1 Important".
-    if faults.contains(.noImportanceFlags) { event.eventFlags.subtract([.silent, .important]) }
-    return event
   }
 
   /// An event as the quirks change it, on its way out (live and pre-existing alike).
@@ -535,10 +482,9 @@ public final class Phone: Sendable {
       state.sessions[key]?.started = true
       state.sessions[key]?.waitingForSharing = false
       state.sessions[key]?.backlog = []
-      // FAULT no-preexisting-flag: breaks "reports every existing notification as Added
-      // with the PreExisting flag".
-      let flag: EventFlags = faults.contains(.noPreExistingFlag) ? [] : .preExisting
-      let events = state.center.notifications.map { state.center.event(.added, for: $0, extraFlags: flag) }
+      let events = state.center.notifications.map {
+        state.center.event(.added, for: $0, extraFlags: policy.preExistingFlag)
+      }
       return (state.sessions[key]?.id ?? 0, events, renamed)
     }
     if !renamed.isEmpty {

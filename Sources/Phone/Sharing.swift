@@ -46,8 +46,7 @@ extension Phone {
   /// Sets sharing and remembers it by the accessory's name; returns (session, GATT session,
   /// subscribed while blocked) for each one changed.
   private func setSharing(_ id: Int?, to allowed: Bool) -> [(Int, GATTSession, Bool)] {
-    // FAULT sharing-ignored: breaks "Write Not Permitted while sharing is not allowed".
-    if !allowed && faults.contains(.sharingIgnored) { return [] }
+    if !allowed && !policy.honoursRevocation { return [] }
     return state.withLock { state in
       if id == nil { state.sharingPolicy = allowed ? .allow : .deny }
       var changed: [(Int, GATTSession, Bool)] = []
