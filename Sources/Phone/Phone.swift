@@ -164,7 +164,8 @@ public final class Phone: Sendable {
     // An iPhone lists the Control Point first; the minimal layout keeps 1.0's order.
     let characteristics = settings.layout == .iPhone ? [control, source, data] : [source, control, data]
     return ServiceDefinition(
-      uuid: Self.ancsService, characteristics: characteristics, shownFrom: policy.ancsHiddenUntilEncrypted ? .encrypted : .unencrypted)
+      uuid: Self.ancsService, characteristics: characteristics,
+      shownFrom: policy.ancsHiddenUntilEncrypted ? .encrypted : .unencrypted)
   }
 
   /// Value handles of Notification Source, Control Point, Data Source as published now.
