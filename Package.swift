@@ -49,11 +49,11 @@ let package = Package(
       ]),
     // Helpers more than one test target uses (vector files, time scale, tmux, threads for
     // blocking waits): a target of their own rather than copies.
-    .target(name: "TestSupport", dependencies: ["Wire"], path: "Tests/Shared"),
+    .target(name: "TestSupport", dependencies: ["Links", "Wire"], path: "Tests/Shared"),
     .testTarget(name: "WireTests", dependencies: ["Wire"]),
     .testTarget(name: "ANCSTests", dependencies: ["TestSupport", "ANCS", "Wire"]),
     .testTarget(name: "ATTTests", dependencies: ["TestSupport", "ATT", "Links", "Wire"]),
-    .testTarget(name: "GATTTests", dependencies: ["GATT", "ATT", "Links", "Wire"]),
+    .testTarget(name: "GATTTests", dependencies: ["TestSupport", "GATT", "ATT", "Links", "Wire"]),
     .testTarget(name: "PhoneTests", dependencies: ["Phone", "ANCS", "ATT", "GATT", "Links", "Wire"]),
     .testTarget(
       name: "WatchTests", dependencies: ["TestSupport", "Watch", "Phone", "ANCS", "ATT", "GATT", "Links", "Wire"]),
@@ -61,7 +61,7 @@ let package = Package(
     .testTarget(
       name: "ConformanceTests", dependencies: ["Conformance", "Phone", "Watch", "ANCS", "ATT", "GATT", "Links", "Wire"]),
     .testTarget(name: "LinksTests", dependencies: ["TestSupport", "Links", "ATT", "GATT", "Wire"]),
-    .testTarget(name: "HCITests", dependencies: ["HCI", "ATT", "GATT", "Links", "Wire"]),
+    .testTarget(name: "HCITests", dependencies: ["TestSupport", "HCI", "ATT", "GATT", "Links", "Wire"]),
     .testTarget(name: "InteropTests", dependencies: ["TestSupport", "HCI", "ATT", "GATT", "Wire"]),
     .testTarget(
       name: "WatchDisplayTests",

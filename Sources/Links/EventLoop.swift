@@ -3,8 +3,10 @@ import CSwiftRuntime
 import Glibc
 import Wire
 
-/// The process's event loop: one thread that reads every socket link and, once
-/// `unsafeTakeOverGlobalExecutor()` was called, also runs the tasks of Swift concurrency.
+/// An event loop: one thread that reads the socket links handed to it and, once
+/// `unsafeTakeOverGlobalExecutor(_:)` made it the process's executor, also runs the tasks of
+/// Swift concurrency. There is no process-wide loop: whoever opens a link says which loop
+/// (or group of loops, `EventLoopGroup`) reads it, and a loop ends with `shutdown()`.
 ///
 /// **Reading.** The loop waits on all socket links at once with epoll (level-triggered) and,
 /// for each one that is readable, reads what is there without blocking (`MSG_DONTWAIT`) into
@@ -18,7 +20,7 @@ import Wire
 /// **Running tasks.** Swift's default executor runs tasks on a pool of threads. A PDU read
 /// here for a task that waits for it then costs a second wake-up, of a pool thread; between
 /// two processes, one Control Point round trip costs four (each side's reader, then its
-/// worker). With `unsafeTakeOverGlobalExecutor()` the loop is also the global executor: the
+/// worker). With `unsafeTakeOverGlobalExecutor(_:)` the loop is also the global executor: the
 /// task runs on this thread right after the read that resumed it, and one round trip costs
 /// one wake-up per process. Every task then runs on this one thread, one job at a time, so nothing in the
 /// process may block inside a task: the project's blocking calls (terminal input, accept,
@@ -34,9 +36,11 @@ import Wire
 /// usually comes within that window, so a conversation between two processes on two cores
 /// costs no wake-ups at all. A job queued from another thread while it blocks wakes it
 /// through an eventfd.
-package final class EventLoop: @unchecked Sendable {
-  /// The process's loop: created on first use, its thread runs for the life of the process.
-  package static let shared = EventLoop()
+///
+/// **Blocking calls.** Whatever blocks the loop's thread stalls every link (and, as the
+/// executor, every task) it serves, so the project's blocking helpers refuse to run on any
+/// loop's thread (`EventLoop.refuseBlocking`), as swift-nio refuses `wait()` on its loops.
+public final class EventLoop: @unchecked Sendable {
 
   /// At most this many reads for one link per wake-up, so a link that never runs dry
   /// cannot starve the others (level-triggered epoll brings the loop back to it).
@@ -63,6 +67,10 @@ package final class EventLoop: @unchecked Sendable {
     var jobs = FIFO<Job>()
     /// The loop is blocked in epoll, or about to be: a job queued now must wake it.
     var asleep = false
+    /// `shutdown()` was called: the loop ends after its current turn.
+    var stopping = false
+    /// The loop's thread has ended: jobs queued now run on threads of their own.
+    var ended = false
   }
 
   /// The epoll instance; -1 when it could not be made (every `register` then fails).
@@ -72,11 +80,14 @@ package final class EventLoop: @unchecked Sendable {
   /// False when the loop's thread could not be started. Set once, in `init`.
   private var running = false
   /// Links being read, by descriptor. Touched by `register` (any thread) and the loop.
-  private let links = Locked<[Int32: SocketCore]>([:])
+  /// Nil once the loop has ended: nothing more can be registered.
+  private let links = Locked<[Int32: SocketCore]?>([:])
   private let queue = Locked(Queue())
+  /// Told when the loop's thread has ended (`shutdown()` waits for it).
+  private let ended = Inbox<Void>()
 
-  /// Starts a loop and its thread. The process uses `shared`; tests make their own.
-  package init() {
+  /// Starts a loop and its thread.
+  public init() {
     let epoll = epoll_create1(Int32(EPOLL_CLOEXEC))
     var wake: Int32 = -1
     if epoll >= 0 {
@@ -95,30 +106,99 @@ package final class EventLoop: @unchecked Sendable {
       if epoll >= 0 { _ = close(epoll) }
       return
     }
-    // The thread holds the loop: it runs for the life of the process.
+    // The thread holds the loop until it is shut down.
     running = spawnThread(stackSize: Self.stackSize) { [self] in run() }
+    if !running { Self.closeDescriptors(epoll, wake) }
+  }
+
+  private static func closeDescriptors(_ epoll: Int32, _ wake: Int32) {
+    _ = close(wake)
+    _ = close(epoll)
+  }
+
+  // MARK: Threads
+
+  /// The loop whose thread this is, if any.
+  public static var current: EventLoop? {
+    guard let raw = pthread_getspecific(currentKey) else { return nil }
+    return Unmanaged<EventLoop>.fromOpaque(raw).takeUnretainedValue()
+  }
+
+  /// True on this loop's own thread.
+  public var inEventLoop: Bool { Self.current === self }
+
+  private static let currentKey: pthread_key_t = {
+    var key = pthread_key_t()
+    pthread_key_create(&key, nil)
+    return key
+  }()
+
+  /// Refuses a call that blocks its thread when made on any loop's thread (see the type's
+  /// description): a bug of the program, so it stops the program, as swift-nio does, naming
+  /// the call. `blockingRefusal` is the test's view of the same rule.
+  package static func refuseBlocking(_ call: String, file: StaticString = #fileID, line: UInt = #line) {
+    if let refusal = blockingRefusal(call) { preconditionFailure(refusal, file: file, line: line) }
+  }
+
+  /// Why `call` may not block here (nil: it may).
+  package static func blockingRefusal(_ call: String) -> String? {
+    guard current != nil else { return nil }
+    return "\(call) blocks, and was called on an event loop's thread, which it would stall"
+  }
+
+  // MARK: Shutting down
+
+  /// Why a loop was not shut down.
+  public enum ShutdownRefusal: Error, Equatable, CustomStringConvertible {
+    /// The loop runs the process's tasks (`unsafeTakeOverGlobalExecutor(_:)`): it ends with
+    /// the process.
+    case globalExecutor
+
+    public var description: String { "the event loop runs the process's tasks; it ends with the process" }
+  }
+
+  /// Ends the loop: every link it reads is disconnected (their receivers see the end), its
+  /// thread ends, and links opened on it afterwards fail with ESHUTDOWN. Returns once the
+  /// thread has ended (it waits without blocking); a second call returns at once. Refused
+  /// for the process's executor loop.
+  public func shutdown() async throws(ShutdownRefusal) {
+    if Self.executorLoop === self { throw .globalExecutor }
+    guard running else { return }
+    let wakeUp = queue.withLock { queue -> Bool in
+      if queue.ended { return false }
+      queue.stopping = true
+      return true
+    }
+    if wakeUp {
+      var one: UInt64 = 1
+      _ = write(wake, &one, MemoryLayout<UInt64>.size)
+    }
+    while !queue.withLock({ $0.ended }) { _ = await ended.next() }
   }
 
   // MARK: Sockets
 
-  /// Starts reading `core`'s socket; false (errno set) when it cannot be watched.
+  /// Starts reading `core`'s socket; false (errno set) when it cannot be watched: ESHUTDOWN
+  /// once the loop has been shut down.
   func register(_ core: SocketCore) -> Bool {
     guard running else {
       errno = EMFILE
       return false
     }
     let fd = core.socket.fd
-    links.withLock { $0[fd] = core }
-    var event = epoll_event()
-    event.events = EPOLLIN.rawValue | EPOLLRDHUP.rawValue
-    event.data.fd = fd
-    if epoll_ctl(epoll, EPOLL_CTL_ADD, fd, &event) != 0 {
-      let code = errno
-      links.withLock { $0[fd] = nil }
-      errno = code
-      return false
+    // Added under the lock that the loop's end takes, so a link is either ended with the
+    // loop or refused, never left unread.
+    let code = links.withLock { links -> Int32 in
+      guard links != nil else { return ESHUTDOWN }
+      var event = epoll_event()
+      event.events = EPOLLIN.rawValue | EPOLLRDHUP.rawValue
+      event.data.fd = fd
+      if epoll_ctl(epoll, EPOLL_CTL_ADD, fd, &event) != 0 { return errno }
+      links?[fd] = core
+      return 0
     }
-    return true
+    errno = code
+    return code == 0
   }
 
   // MARK: Jobs
@@ -131,50 +211,73 @@ package final class EventLoop: @unchecked Sendable {
     case anotherHookInstalled
     /// This compiler's runtime is not one the take-over was checked against.
     case uncheckedCompiler
+    /// Another loop already runs the process's tasks.
+    case anotherLoopInstalled
 
     package var description: String {
       switch self {
       case .loopNotRunning: return "the event loop's thread could not be started"
       case .anotherHookInstalled: return "another global executor hook is already installed"
       case .uncheckedCompiler: return "the take-over is checked on Swift 6.3 only"
+      case .anotherLoopInstalled: return "another event loop already runs the process's tasks"
       }
     }
   }
 
-  /// Makes the shared loop Swift's global executor for the rest of the process (see the
+  /// Makes `loop` Swift's global executor for the rest of the process (see the
   /// type's description). Unsafe, as swift-nio names its own take-over: it replaces the
   /// runtime's executor through a hook that is no public API, so every task then runs on
   /// one thread, where a blocking call stalls them all. Call it once, first thing in `main`,
   /// before tasks exist. It installs the hook with a compare-and-swap, so it happens at most
   /// once and never over another hook; it refuses on a compiler it was not checked with
   /// (the hook's signature is the runtime's, ConcurrencyHooks.def). A second call is
-  /// harmless. Returns why it refused (nil: done); on refusal nothing changes, tasks stay on
-  /// Swift's own pool.
-  package static func unsafeTakeOverGlobalExecutor() -> TakeOverRefusal? {
+  /// harmless; one with another loop is refused. Returns why it refused (nil: done); on
+  /// refusal nothing changes, tasks stay on Swift's own pool. The loop then refuses
+  /// `shutdown()`: it ends with the process.
+  package static func unsafeTakeOverGlobalExecutor(_ loop: EventLoop) -> TakeOverRefusal? {
     #if compiler(>=6.3) && !compiler(>=6.4)
-      guard shared.running else { return .loopNotRunning }
-      return installHook(in: ancs_global_enqueue_hook_slot())
+      guard loop.running else { return .loopNotRunning }
+      return installHook(in: ancs_global_enqueue_hook_slot(), for: loop)
     #else
       return .uncheckedCompiler
     #endif
   }
 
-  /// The loop's hook: each global job goes to the shared loop's queue.
+  /// The loop the hook hands every global job to. Written once, before the hook is installed
+  /// (the install's compare-and-swap orders the write before any read), never changed.
+  nonisolated(unsafe) private static var executorLoop: EventLoop?
+  private static let executorLock = Locked(())
+
+  /// The loop's hook: each global job goes to the executor loop's queue.
   private static let hook: ancs_global_enqueue_hook = { job, _ in
-    EventLoop.shared.enqueue(unsafeBitCast(job, to: UnownedJob.self), preferred: false)
+    EventLoop.executorLoop.unsafelyUnwrapped.enqueue(unsafeBitCast(job, to: UnownedJob.self), preferred: false)
   }
 
-  /// Puts the loop's hook in `slot` (the runtime's, or a test's); nil when it is there now.
-  package static func installHook(in slot: UnsafeMutablePointer<ancs_global_enqueue_hook?>) -> TakeOverRefusal? {
-    ancs_install_hook(slot, hook) ? nil : .anotherHookInstalled
+  /// Puts the hook for `loop` in `slot` (the runtime's, or a test's); nil when it is there now.
+  package static func installHook(
+    in slot: UnsafeMutablePointer<ancs_global_enqueue_hook?>, for loop: EventLoop
+  ) -> TakeOverRefusal? {
+    executorLock.withLock { _ -> TakeOverRefusal? in
+      if let installed = executorLoop, installed !== loop { return .anotherLoopInstalled }
+      executorLoop = loop
+      return ancs_install_hook(slot, hook) ? nil : .anotherHookInstalled
+    }
   }
 
-  /// Queues a job to run on the loop's thread, waking the loop if it sleeps.
+  /// Queues a job to run on the loop's thread, waking the loop if it sleeps. Once the loop
+  /// has ended (a task that prefers it outlived it), the job runs on a thread of its own.
   private func enqueue(_ job: UnownedJob, preferred: Bool) {
-    let wakeUp = queue.withLock { queue -> Bool in
+    let wakeUp = queue.withLock { queue -> Bool? in
+      if queue.ended { return nil }
       queue.jobs.append(Job(job: job, preferred: preferred))
       defer { queue.asleep = false }
       return queue.asleep
+    }
+    guard let wakeUp else {
+      let executor = asUnownedTaskExecutor()
+      let orphan = Job(job: job, preferred: preferred)
+      if !spawnThread({ Self.run(orphan, on: executor) }) { Self.run(orphan, on: executor) }
+      return
     }
     if wakeUp {
       var one: UInt64 = 1
@@ -186,13 +289,17 @@ package final class EventLoop: @unchecked Sendable {
   private func runJobs() -> Int {
     for ran in 0..<Self.jobsPerTurn {
       guard let next = queue.withLock({ $0.jobs.popFirst() }) else { return ran }
-      if next.preferred {
-        next.job.runSynchronously(on: asUnownedTaskExecutor())
-      } else {
-        next.job.runSynchronously(on: Self.genericExecutor)
-      }
+      Self.run(next, on: asUnownedTaskExecutor())
     }
     return Self.jobsPerTurn
+  }
+
+  private static func run(_ job: Job, on executor: UnownedTaskExecutor) {
+    if job.preferred {
+      job.job.runSynchronously(on: executor)
+    } else {
+      job.job.runSynchronously(on: genericExecutor)
+    }
   }
 
   private static func monotonicNanoseconds() -> UInt64 {
@@ -212,12 +319,13 @@ package final class EventLoop: @unchecked Sendable {
   // MARK: The loop
 
   private func run() {
+    pthread_setspecific(Self.currentKey, Unmanaged.passUnretained(self).toOpaque())
     let capacity = 128
     let events = UnsafeMutablePointer<epoll_event>.allocate(capacity: capacity)
     defer { events.deallocate() }
     var buffer = [UInt8](repeating: 0, count: LinkFraming.maxFrameBody + 1)
     var lastBusy = Self.monotonicNanoseconds()
-    while true {
+    while !queue.withLock({ $0.stopping }) {
       let ran = runJobs()
       var wait: Int32 = 0
       if ran < Self.jobsPerTurn {
@@ -248,21 +356,86 @@ package final class EventLoop: @unchecked Sendable {
           _ = read(wake, &value, MemoryLayout<UInt64>.size)
           continue
         }
-        guard let core = links.withLock({ $0[fd] }) else { continue }
+        guard let core = links.withLock({ $0?[fd] }) else { continue }
         if !core.readAvailable(into: &buffer, turns: Self.readsPerTurn) {
           // Out of epoll first, then let go: the descriptor closes with the last owner.
           _ = epoll_ctl(epoll, EPOLL_CTL_DEL, fd, nil)
-          links.withLock { $0[fd] = nil }
+          links.withLock { $0?[fd] = nil }
         }
       }
     }
+    end()
+  }
+
+  /// The end of the loop's thread: its links are disconnected (and let go, so their
+  /// descriptors can close), the jobs still queued and any queued later run on threads of
+  /// their own, and `shutdown()` returns.
+  private func end() {
+    let cores = links.withLock { links -> [SocketCore] in
+      defer { links = nil }
+      return Array((links ?? [:]).values)
+    }
+    for core in cores {
+      _ = epoll_ctl(epoll, EPOLL_CTL_DEL, core.socket.fd, nil)
+      core.disconnect(fault: .io("its event loop was shut down"))
+    }
+    Self.closeDescriptors(epoll, wake)
+    let left = queue.withLock { queue -> [Job] in
+      queue.ended = true
+      var left: [Job] = []
+      while let job = queue.jobs.popFirst() { left.append(job) }
+      return left
+    }
+    let executor = asUnownedTaskExecutor()
+    for job in left where !spawnThread({ Self.run(job, on: executor) }) { Self.run(job, on: executor) }
+    pthread_setspecific(Self.currentKey, nil)
+    ended.push(())
   }
 }
 
 /// Tasks that prefer the loop (`Task(executorPreference:)`) run on its thread: for tests,
 /// which cannot make the process's global executor their own.
 extension EventLoop: TaskExecutor {
-  package func enqueue(_ job: consuming ExecutorJob) {
+  public func enqueue(_ job: consuming ExecutorJob) {
     enqueue(UnownedJob(job), preferred: true)
+  }
+}
+
+/// Where links are read: one event loop, or a group that hands out its loops in turn, as
+/// swift-nio's groups do (a loop is a group of one).
+public protocol EventLoopGroup: Sendable {
+  /// The loop the next link goes to.
+  func next() -> EventLoop
+}
+
+extension EventLoop: EventLoopGroup {
+  public func next() -> EventLoop { self }
+}
+
+/// Several loops, one thread each, handed out in turn: a process with many connections
+/// spreads their reading over the cores (one loop per core by default).
+public final class ThreadedEventLoopGroup: EventLoopGroup {
+  public let loops: [EventLoop]
+  private let turn = Locked(0)
+
+  /// `count` loops (at least one); by default one per online core.
+  public init(count: Int = ThreadedEventLoopGroup.onlineCores) {
+    loops = (0..<max(1, count)).map { _ in EventLoop() }
+  }
+
+  /// The cores online now (at least one).
+  public static var onlineCores: Int { max(1, sysconf(Int32(_SC_NPROCESSORS_ONLN))) }
+
+  public func next() -> EventLoop {
+    loops[
+      turn.withLock { turn in
+        defer { turn = (turn + 1) % loops.count }
+        return turn
+      }]
+  }
+
+  /// Shuts every loop down (`EventLoop.shutdown()`).
+  public func shutdown() async throws(EventLoop.ShutdownRefusal) {
+    for loop in loops { try await loop.shutdown() }
   }
 }

@@ -118,26 +118,30 @@ public enum LinkAddress: Hashable, Sendable, CustomStringConvertible {
     }
   }
 
-  /// Listens at this address. `memory` has nothing to listen on.
+  /// Listens at this address; `loops` read the links it accepts. `memory` has nothing to
+  /// listen on.
   public func listen(
-    pairing: PairingPolicy = .accept(upTo: .authenticated), keyring: Keyring? = nil
+    on loops: any EventLoopGroup, pairing: PairingPolicy = .accept(upTo: .authenticated), keyring: Keyring? = nil
   ) throws(LinkError) -> any LinkListener {
     switch self {
     case .memory: throw Self.memoryIsInProcess
-    case .unix(let path): return try UnixSeqpacketListener(path: path, pairing: pairing, keyring: keyring)
-    case .tcp(let host, let port): return try TCPListener(host: host, port: port, pairing: pairing, keyring: keyring)
+    case .unix(let path): return try UnixSeqpacketListener(path: path, on: loops, pairing: pairing, keyring: keyring)
+    case .tcp(let host, let port):
+      return try TCPListener(host: host, port: port, on: loops, pairing: pairing, keyring: keyring)
     }
   }
 
-  /// Connects to a listener at this address. `memory` has nothing to connect to.
+  /// Connects to a listener at this address; one of `loops` reads the link. `memory` has
+  /// nothing to connect to.
   public func connect(
-    pairing: PairingPolicy = .accept(upTo: .authenticated), keyring: Keyring? = nil
+    on loops: any EventLoopGroup, pairing: PairingPolicy = .accept(upTo: .authenticated), keyring: Keyring? = nil
   ) async throws(LinkError) -> SocketBearer {
     switch self {
     case .memory: throw Self.memoryIsInProcess
-    case .unix(let path): return try await UnixSeqpacketLink.connect(path: path, pairing: pairing, keyring: keyring)
+    case .unix(let path):
+      return try await UnixSeqpacketLink.connect(path: path, on: loops, pairing: pairing, keyring: keyring)
     case .tcp(let host, let port):
-      return try await TCPLink.connect(host: host, port: port, pairing: pairing, keyring: keyring)
+      return try await TCPLink.connect(host: host, port: port, on: loops, pairing: pairing, keyring: keyring)
     }
   }
 

@@ -69,8 +69,10 @@ public final class SocketBearer: ATTBearer {
 
   /// Takes over a connected SOCK_SEQPACKET socket that carries bare ATT PDUs (the Linux
   /// kernel's LE L2CAP socket on CID 4), whose security `kernel` reads and raises.
-  package static func bareATT(fd: Int32, name: String, kernel: any KernelSecurity) throws(LinkError) -> SocketBearer {
-    try SocketCore.start(fd: fd, framing: .bareATT, name: name, pairing: .reject, kernel: kernel)
+  package static func bareATT(
+    fd: Int32, name: String, kernel: any KernelSecurity, on loop: EventLoop
+  ) throws(LinkError) -> SocketBearer {
+    try SocketCore.start(fd: fd, framing: .bareATT, name: name, pairing: .reject, kernel: kernel, on: loop)
   }
 }
 
@@ -136,14 +138,14 @@ final class SocketCore: Sendable {
       State(level: level, exchange: keyring.map { BondExchange(keyring: $0, policy: pairing) }))
   }
 
-  /// Takes over a connected socket and has the event loop read it.
+  /// Takes over a connected socket and has `loop` read it (closing the socket if it cannot).
   static func start(
     fd: Int32, framing: Framing, name: String, pairing: PairingPolicy, keyring: Keyring? = nil,
-    level: SecurityLevel = .unencrypted, kernel: (any KernelSecurity)? = nil
+    level: SecurityLevel = .unencrypted, kernel: (any KernelSecurity)? = nil, on loop: EventLoop
   ) throws(LinkError) -> SocketBearer {
     let core = SocketCore(
       fd: fd, framing: framing, name: name, pairing: pairing, keyring: keyring, level: level, kernel: kernel)
-    guard EventLoop.shared.register(core) else {
+    guard loop.register(core) else {
       let code = errno
       throw LinkError(
         address: name, kind: .system(errno: code), detail: "cannot watch the socket: \(errnoText(code))")

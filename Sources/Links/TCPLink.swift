@@ -8,10 +8,11 @@ import Wire
 public enum TCPLink {
   public static let defaultHost = "127.0.0.1"
 
-  /// Connects to a `TCPListener`, possibly in another process or on another machine.
+  /// Connects to a `TCPListener`, possibly in another process or on another machine; one
+  /// of `loops` reads the link.
   public static func connect(
-    host: String = defaultHost, port: UInt16, pairing: PairingPolicy = .accept(upTo: .authenticated),
-    keyring: Keyring? = nil
+    host: String = defaultHost, port: UInt16, on loops: any EventLoopGroup,
+    pairing: PairingPolicy = .accept(upTo: .authenticated), keyring: Keyring? = nil
   ) async throws(LinkError) -> SocketBearer {
     let address = "tcp:\(tcpHostText(host)):\(port)"
     let outcome = try await cancellable(address) { wake -> Result<Int32, LinkError> in
@@ -40,7 +41,8 @@ public enum TCPLink {
     }
     let fd = try outcome.get()
     setNoDelay(fd)
-    return try SocketCore.start(fd: fd, framing: .stream, name: address, pairing: pairing, keyring: keyring)
+    return try SocketCore.start(
+      fd: fd, framing: .stream, name: address, pairing: pairing, keyring: keyring, on: loops.next())
   }
 }
 
@@ -52,16 +54,19 @@ public final class TCPListener: LinkListener {
   public let pairing: PairingPolicy
   /// Where the links it accepts keep their bonds; nil pairs without bonds.
   public let keyring: Keyring?
+  /// The loops that read the links it accepts, in turn.
+  public let loops: any EventLoopGroup
   private let socket: OwnedFD
   private let closed = Locked(false)
 
   public var name: String { "tcp:\(tcpHostText(host)):\(port)" }
 
   public init(
-    host: String = TCPLink.defaultHost, port: UInt16 = 0, pairing: PairingPolicy = .accept(upTo: .authenticated),
-    keyring: Keyring? = nil
+    host: String = TCPLink.defaultHost, port: UInt16 = 0, on loops: any EventLoopGroup,
+    pairing: PairingPolicy = .accept(upTo: .authenticated), keyring: Keyring? = nil
   ) throws(LinkError) {
     self.keyring = keyring
+    self.loops = loops
     let address = "tcp:\(tcpHostText(host)):\(port)"
     let candidates: [SocketAddress]
     switch SocketAddress.resolveTCP(host: host, port: port, passive: true) {
@@ -128,7 +133,8 @@ public final class TCPListener: LinkListener {
     }
     setNoDelay(fd)
     return try SocketCore.start(
-      fd: fd, framing: .stream, name: "\(address) (from \(peer))", pairing: pairing, keyring: keyring)
+      fd: fd, framing: .stream, name: "\(address) (from \(peer))", pairing: pairing, keyring: keyring,
+      on: loops.next())
   }
 
   /// Stops listening (idempotent) and wakes a pending `accept`. Links already accepted stay up.

@@ -9,7 +9,8 @@ public enum UnixSeqpacketLink {
   /// `peripheral` (the watch). Both ends answer pairing requests with `pairing`, and keep
   /// bonds in their keyrings, if given.
   public static func pair(
-    pairing: PairingPolicy = .accept(upTo: .authenticated), initialLevel: SecurityLevel = .unencrypted,
+    on loop: EventLoop, pairing: PairingPolicy = .accept(upTo: .authenticated),
+    initialLevel: SecurityLevel = .unencrypted,
     keyrings: (central: Keyring?, peripheral: Keyring?) = (nil, nil)
   ) throws(LinkError) -> (central: SocketBearer, peripheral: SocketBearer) {
     var fds: [Int32] = [-1, -1]
@@ -22,20 +23,22 @@ public enum UnixSeqpacketLink {
     do {
       central = try SocketCore.start(
         fd: fds[0], framing: .messages, name: "unix:socketpair(central)", pairing: pairing,
-        keyring: keyrings.central, level: initialLevel)
+        keyring: keyrings.central, level: initialLevel, on: loop)
     } catch {
       Glibc.close(fds[1])
       throw error
     }
     let peripheral = try SocketCore.start(
       fd: fds[1], framing: .messages, name: "unix:socketpair(peripheral)", pairing: pairing,
-      keyring: keyrings.peripheral, level: initialLevel)
+      keyring: keyrings.peripheral, level: initialLevel, on: loop)
     return (central, peripheral)
   }
 
-  /// Connects to a `UnixSeqpacketListener` at `path`, possibly in another process.
+  /// Connects to a `UnixSeqpacketListener` at `path`, possibly in another process; one of
+  /// `loops` reads the link.
   public static func connect(
-    path: String, pairing: PairingPolicy = .accept(upTo: .authenticated), keyring: Keyring? = nil
+    path: String, on loops: any EventLoopGroup, pairing: PairingPolicy = .accept(upTo: .authenticated),
+    keyring: Keyring? = nil
   ) async throws(LinkError) -> SocketBearer {
     let address = "unix:\(path)"
     guard let socketAddress = SocketAddress(unixPath: path) else { throw LinkError.unixPathUnusable(path) }
@@ -54,7 +57,8 @@ public enum UnixSeqpacketLink {
       return .failure(LinkError.unixConnect(address: address, errno: code))
     }
     let fd = try outcome.get()
-    return try SocketCore.start(fd: fd, framing: .messages, name: address, pairing: pairing, keyring: keyring)
+    return try SocketCore.start(
+      fd: fd, framing: .messages, name: address, pairing: pairing, keyring: keyring, on: loops.next())
   }
 }
 
@@ -70,6 +74,8 @@ public final class UnixSeqpacketListener: LinkListener {
   public let pairing: PairingPolicy
   /// Where the links it accepts keep their bonds; nil pairs without bonds.
   public let keyring: Keyring?
+  /// The loops that read the links it accepts, in turn.
+  public let loops: any EventLoopGroup
   private let socket: OwnedFD
   /// Device and inode of the socket file, to remove only our own on close.
   private let identity: (dev_t, ino_t)
@@ -78,9 +84,11 @@ public final class UnixSeqpacketListener: LinkListener {
   public var name: String { "unix:\(path)" }
 
   public init(
-    path: String, pairing: PairingPolicy = .accept(upTo: .authenticated), keyring: Keyring? = nil
+    path: String, on loops: any EventLoopGroup, pairing: PairingPolicy = .accept(upTo: .authenticated),
+    keyring: Keyring? = nil
   ) throws(LinkError) {
     self.keyring = keyring
+    self.loops = loops
     let address = "unix:\(path)"
     guard let socketAddress = SocketAddress(unixPath: path) else { throw LinkError.unixPathUnusable(path) }
     try Self.clearStalePath(path, socketAddress: socketAddress, address: address)
@@ -141,7 +149,8 @@ public final class UnixSeqpacketListener: LinkListener {
       Glibc.close(fd)
       throw LinkError.listenerClosed(address)
     }
-    return try SocketCore.start(fd: fd, framing: .messages, name: address, pairing: pairing, keyring: keyring)
+    return try SocketCore.start(
+      fd: fd, framing: .messages, name: address, pairing: pairing, keyring: keyring, on: loops.next())
   }
 
   /// Stops listening (idempotent), wakes a pending `accept`, and removes the socket file if it

@@ -11,6 +11,8 @@ import Wire
 /// `ancs bench`: throughput figures for BENCHMARKS.md. Each case runs for a fixed time
 /// and reports operations per second; results print as a Markdown table.
 struct Bench {
+  /// The loops that read the benches' socket links.
+  var loops: any EventLoopGroup
   var seconds: Double = 1.0
   var filter: String?
 
@@ -222,7 +224,7 @@ struct Bench {
       results.append(try await roundTrips(name: "in-memory link", central: a, peripheral: b))
     }
     if wanted("gatt-unix") {
-      let (a, b) = try UnixSeqpacketLink.pair()
+      let (a, b) = try UnixSeqpacketLink.pair(on: loops.next())
       results.append(try await roundTrips(name: "Unix SEQPACKET link", central: a, peripheral: b))
     }
     return results

@@ -66,7 +66,8 @@ enum BluetoothCommandLine {
   /// Opens the radio: for a controller, the bond store (creating its directory) and the
   /// controller, set up; for `l2cap:hciN`, the kernel's host.
   static func open(
-    _ settings: Settings, capture: String?, logger: Logger, security: SMPSecurityManager.Options = .init()
+    _ settings: Settings, on loops: any EventLoopGroup, capture: String?, logger: Logger,
+    security: SMPSecurityManager.Options = .init()
   ) async throws(UsageError) -> any BluetoothRadio {
     if case .l2cap(let index) = settings.transport {
       if settings.bondsGiven {
@@ -78,7 +79,7 @@ enum BluetoothCommandLine {
         throw UsageError(
           "--capture is for hci-* transports: with l2cap:hciN record the kernel's traffic with btmon -w FILE")
       }
-      do { return try KernelL2CAP.open(index: index, logger: logger) } catch { throw UsageError("\(error)") }
+      do { return try KernelL2CAP.open(index: index, on: loops, logger: logger) } catch { throw UsageError("\(error)") }
     }
     let directory = (settings.bonds as NSString).deletingLastPathComponent
     if !directory.isEmpty {

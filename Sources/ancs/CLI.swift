@@ -91,7 +91,7 @@ enum CLI {
       ancs bench --fleet 1000 --notifications 10000
     """
 
-  static func main(_ arguments: [String]) async -> Int32 {
+  static func main(_ arguments: [String], loops: any EventLoopGroup) async -> Int32 {
     do {
       guard let first = arguments.first else {
         print(usage)
@@ -105,14 +105,14 @@ enum CLI {
         print("ancs \(version)")
         return 0
       case "bench":
-        return try await bench(Array(arguments.dropFirst()))
+        return try await bench(Array(arguments.dropFirst()), loops: loops)
       case "phone":
-        return try await PhoneCommandLine.run(Array(arguments.dropFirst()))
+        return try await PhoneCommandLine.run(Array(arguments.dropFirst()), loops: loops)
       case "demo":
         return try await DemoCommand.run(Array(arguments.dropFirst()))
-      case "conform": return try await ConformCommand.run(Array(arguments.dropFirst()))
+      case "conform": return try await ConformCommand.run(Array(arguments.dropFirst()), loops: loops)
       case "watch":
-        return try await WatchCommand.run(Array(arguments.dropFirst()))
+        return try await WatchCommand.run(Array(arguments.dropFirst()), loops: loops)
       default:
         throw UsageError("unknown subcommand '\(first)'; try 'ancs --help'")
       }
@@ -125,13 +125,13 @@ enum CLI {
     }
   }
 
-  static func bench(_ arguments: [String]) async throws -> Int32 {
+  static func bench(_ arguments: [String], loops: any EventLoopGroup) async throws -> Int32 {
     var args = Arguments(arguments, command: "bench")
     if args.flag("--help", "-h") {
       print(benchUsage)
       return 0
     }
-    var bench = Bench()
+    var bench = Bench(loops: loops)
     let seconds = try args.seconds("--seconds", in: 0.01...600)
     bench.filter = try args.value("--filter")
     let air = try args.value("--air").map(airParameters)
@@ -145,7 +145,7 @@ enum CLI {
           "--fleet goes alone (with --notifications); --seconds, --filter, --air and --scenario are for the other benches"
         )
       }
-      return try await FleetBench(sessions: fleet, notifications: notifications ?? 10_000).run()
+      return try await FleetBench(sessions: fleet, notifications: notifications ?? 10_000, loops: loops).run()
     }
     if notifications != nil { throw UsageError("--notifications goes with --fleet N") }
     if let seconds { bench.seconds = seconds }

@@ -126,7 +126,7 @@ enum ConformCommand {
     var duration: Duration { .milliseconds(Int64(timeout * 1000)) }
   }
 
-  static func run(_ arguments: [String]) async throws -> Int32 {
+  static func run(_ arguments: [String], loops: any EventLoopGroup) async throws -> Int32 {
     var args = Arguments(arguments, command: "conform")
     if args.flag("--help", "-h") {
       printLine(usage)
@@ -202,7 +202,7 @@ enum ConformCommand {
       if listen != nil || observe != nil { throw UsageError("--listen and --observe are for conform accessory") }
       let links: PhoneLinksUnderTest
       if let bluetooth {
-        let radio = try await BluetoothCommandLine.open(bluetooth, capture: capture, logger: logger)
+        let radio = try await BluetoothCommandLine.open(bluetooth, on: loops, capture: capture, logger: logger)
         let advertisement = Advertisement(
           name: name ?? "ancs-sim conform", solicitedServices: [BluetoothCommandLine.ancs])
         links = .overTheAir(radio, advertisement)
@@ -212,7 +212,7 @@ enum ConformCommand {
             "conform phone needs --connect unix:PATH or tcp:HOST:PORT, or --bluetooth TRANSPORT; try 'ancs conform --help'"
           )
         }
-        links = .simulated(try twoProcessAddress(connect), Keyring())
+        links = .simulated(try twoProcessAddress(connect), Keyring(), loops)
       }
       // Over a simulated link a phone that is up takes the connection at once; over the air
       // it has to find the harness first.
@@ -229,7 +229,7 @@ enum ConformCommand {
         // transport fails before anything starts.
         // The harness is an iPhone: it drops an accessory that lost its bond, keeping its own.
         let radio = try await BluetoothCommandLine.open(
-          bluetooth, capture: capture, logger: logger, security: .init(disconnectOnKeyMissing: true))
+          bluetooth, on: loops, capture: capture, logger: logger, security: .init(disconnectOnKeyMissing: true))
         accessoryLinks = CentralLinks(
           host: radio, filter: peer.map { .address($0) } ?? .solicits(BluetoothCommandLine.ancs))
       } else {
@@ -240,7 +240,9 @@ enum ConformCommand {
         }
         let address = try twoProcessAddress(listen)
         let keyring = Keyring()
-        do { accessoryLinks = ListenerLinks(listener: try address.listen(keyring: keyring), bondBook: keyring) } catch {
+        do {
+          accessoryLinks = ListenerLinks(listener: try address.listen(on: loops, keyring: keyring), bondBook: keyring)
+        } catch {
           throw UsageError("\(error)")
         }
       }
@@ -254,14 +256,16 @@ enum ConformCommand {
 
   /// Where the harness's links to the phone come from.
   enum PhoneLinksUnderTest {
-    /// Connect to the phone's listening address, keeping bonds in the keyring.
-    case simulated(LinkAddress, Keyring)
+    /// Connect to the phone's listening address, keeping bonds in the keyring; the loops
+    /// read the links.
+    case simulated(LinkAddress, Keyring, any EventLoopGroup)
     /// Advertise as an accessory and take the phone's connection.
     case overTheAir(any BluetoothRadio, Advertisement)
 
     func next() async throws -> any ATTBearer {
       switch self {
-      case .simulated(let address, let keyring): return try await address.connect(keyring: keyring)
+      case .simulated(let address, let keyring, let loops):
+        return try await address.connect(on: loops, keyring: keyring)
       case .overTheAir(let radio, let advertisement): return try await radio.acceptLink(advertisement, timeout: nil)
       }
     }
@@ -273,7 +277,7 @@ enum ConformCommand {
     /// The harness accessory's bonds on these links.
     var bonds: (any BondBook)? {
       switch self {
-      case .simulated(_, let keyring): return keyring
+      case .simulated(_, let keyring, _): return keyring
       case .overTheAir(let radio, _): return BluetoothCommandLine.bonds(of: radio)
       }
     }

@@ -204,7 +204,7 @@ extension Bench {
     var attempt = 0
     while true {
       do {
-        return try await address.connect()
+        return try await address.connect(on: loops)
       } catch {
         attempt += 1
         if attempt > 100 { throw error }

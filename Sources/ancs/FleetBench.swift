@@ -24,6 +24,8 @@ import Wire
 struct FleetBench {
   var sessions: Int
   var notifications: Int
+  /// The loops that read the watches' links (one per core: `CLI.runsTasksOnEventLoop`).
+  var loops: any EventLoopGroup
   var latencySamples = 20
 
   /// Notifications on the phone during the scenario, before the oldest is removed.
@@ -169,7 +171,7 @@ final class FleetRun {
 
   /// Connects a watch and starts it; its events go to `tracker`.
   func startWatch(number: Int, tracker: FleetTracker) async throws -> (WatchEngine, [Task<Void, Never>]) {
-    let bearer = try await UnixSeqpacketLink.connect(path: path)
+    let bearer = try await UnixSeqpacketLink.connect(path: path, on: bench.loops)
     let engine = WatchEngine(options: Bench.benchWatchOptions) { bearer }
     let events = engine.events()
     return (
@@ -232,7 +234,7 @@ final class FleetRun {
     rows += [
       (
         "notifications shown per second across all sessions (\(shown) in all)",
-        Bench().format(Double(shown) / (lastShown - start).seconds) + " notifications/s"
+        Bench(loops: bench.loops).format(Double(shown) / (lastShown - start).seconds) + " notifications/s"
       ),
       ("scenario, first post until every removal is shown", milliseconds(clock.now - start)),
       ("phone CPU time in the scenario", seconds(after.phone.cpuSeconds - before.phone.cpuSeconds)),

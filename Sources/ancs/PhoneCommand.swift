@@ -93,7 +93,7 @@ enum PhoneCommandLine {
     exit codes: 0 after quit or a signal, 2 for bad usage, a bad scenario or an address in use
     """
 
-  static func run(_ arguments: [String]) async throws -> Int32 {
+  static func run(_ arguments: [String], loops: any EventLoopGroup) async throws -> Int32 {
     var args = Arguments(arguments, command: "phone")
     if args.flag("--help", "-h") {
       printLine(usage)
@@ -164,7 +164,7 @@ enum PhoneCommandLine {
       // An iPhone whose bond the accessory lost drops the link and keeps the bond until its
       // user forgets the accessory (Protocol/iPhone.md, Pairing and bonds).
       let host = try await BluetoothCommandLine.open(
-        bluetooth, capture: capture, logger: logger,
+        bluetooth, on: loops, capture: capture, logger: logger,
         security: .init(disconnectOnKeyMissing: phone.disconnectsOnKeyMissing))
       if let store = BluetoothCommandLine.bonds(of: host) { phone.keepBonds(in: store) }
       // An iPhone refuses an accessory's connection parameters outside Apple's rules, and the
@@ -178,7 +178,7 @@ enum PhoneCommandLine {
       // as an iPhone does (Protocol/iPhone.md, Pairing and bonds).
       let keyring = Keyring(behaviour: .init(disconnectOnKeyMissing: phone.disconnectsOnKeyMissing))
       phone.keepBonds(in: keyring)
-      do { listener = ListenerLinks(listener: try address.listen(keyring: keyring)) } catch {
+      do { listener = ListenerLinks(listener: try address.listen(on: loops, keyring: keyring)) } catch {
         throw UsageError("\(error)")
       }
     } else {

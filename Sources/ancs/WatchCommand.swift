@@ -109,7 +109,7 @@ enum WatchCommand {
     return options
   }
 
-  static func run(_ arguments: [String]) async throws -> Int32 {
+  static func run(_ arguments: [String], loops: any EventLoopGroup) async throws -> Int32 {
     var args = Arguments(arguments, command: "watch")
     if args.flag("--help", "-h") {
       printLine(usage)
@@ -137,7 +137,7 @@ enum WatchCommand {
     if let bluetooth {
       // FAULT refuse-repairing: breaks "pairs again with a phone that forgot the bond".
       let host = try await BluetoothCommandLine.open(
-        bluetooth, capture: capture, logger: logger,
+        bluetooth, on: loops, capture: capture, logger: logger,
         security: .init(acceptRepairing: !options.faults.contains(.refuseRepairing)))
       let advertisement = Advertisement(
         name: options.deviceName, solicitedServices: [BluetoothCommandLine.ancs])
@@ -149,7 +149,7 @@ enum WatchCommand {
       onTerminationSignal { blocking { await host.leave() } }
     } else {
       engine = try socketWatch(
-        try twoProcessAddress(text ?? ""), options, capture: capture, logger: logger,
+        try twoProcessAddress(text ?? ""), on: loops, options, capture: capture, logger: logger,
         announce: headless || !stdoutIsTerminal)
     }
     let code: Int32
@@ -168,7 +168,8 @@ enum WatchCommand {
   /// waiting screen); with `announce`, the first failure and the first success after it are
   /// said on stderr.
   static func socketWatch(
-    _ address: LinkAddress, _ options: WatchOptions, capture: String?, logger: Logger, announce: Bool
+    _ address: LinkAddress, on loops: any EventLoopGroup, _ options: WatchOptions, capture: String?, logger: Logger,
+    announce: Bool
   ) throws(UsageError) -> WatchEngine {
     let writer = try capture.map(captureWriter)
     let waiting = Locked(false)
@@ -178,7 +179,7 @@ enum WatchCommand {
     let engine = WatchEngine(options: options, logger: logger) {
       let bearer: SocketBearer
       do {
-        bearer = try await address.connect(keyring: keyring)
+        bearer = try await address.connect(on: loops, keyring: keyring)
       } catch {
         let first = waiting.withLock { waiting in
           defer { waiting = true }

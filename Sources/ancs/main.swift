@@ -6,20 +6,27 @@ import Links
 #endif
 
 let arguments = Array(CommandLine.arguments.dropFirst())
-// Before any task exists: where the tasks run (CLI.runsTasksOnEventLoop, EventLoop).
+// Before any task exists: the loops that read this run's links, and where its tasks run
+// (CLI.runsTasksOnEventLoop, EventLoop). They end with the process.
+let loops: any EventLoopGroup
 do {
   let executor = getenv("ANCS_EXECUTOR").map { String(cString: $0) }
-  if try CLI.runsTasksOnEventLoop(arguments, executor: executor),
-    let refusal = EventLoop.unsafeTakeOverGlobalExecutor(), executor == "loop"
-  {
-    // Asked for by name: say why it is not so. By default Swift's pool simply stays.
-    printError("ancs: ANCS_EXECUTOR=loop: \(refusal); tasks run on Swift's thread pool")
+  if try CLI.runsTasksOnEventLoop(arguments, executor: executor) {
+    let loop = EventLoop()
+    loops = loop
+    if let refusal = EventLoop.unsafeTakeOverGlobalExecutor(loop), executor == "loop" {
+      // Asked for by name: say why it is not so. By default Swift's pool simply stays.
+      printError("ancs: ANCS_EXECUTOR=loop: \(refusal); tasks run on Swift's thread pool")
+    }
+  } else {
+    // Tasks on Swift's pool, which spreads them over the cores; the links' reading too.
+    loops = ThreadedEventLoopGroup()
   }
 } catch {
   printError("ancs: \(error.message)")
   exit(2)
 }
-let code = await CLI.main(arguments)
+let code = await CLI.main(arguments, loops: loops)
 // Nothing this process started outlives it.
 Children.endAll()
 exit(code)

@@ -2,6 +2,7 @@ import ATT
 import GATT
 import Links
 import Synchronization
+import TestSupport
 import Testing
 import Wire
 
@@ -194,19 +195,19 @@ enum LinkKind: String, CaseIterable, Sendable {
       let (a, b) = MemoryLink.pair()
       return (a, b, {})
     case .unixSocketpair:
-      let (a, b) = try UnixSeqpacketLink.pair()
+      let (a, b) = try UnixSeqpacketLink.pair(on: testLoop)
       return (a, b, {})
     case .unixPath:
       let path = "/tmp/ancs-gatt-test-\(UInt32.random(in: 0...UInt32.max)).sock"
-      let listener = try UnixSeqpacketListener(path: path)
+      let listener = try UnixSeqpacketListener(path: path, on: testLoop)
       async let accepted = listener.accept()
-      let client = try await UnixSeqpacketLink.connect(path: path)
+      let client = try await UnixSeqpacketLink.connect(path: path, on: testLoop)
       let server = try await accepted
       return (client, server, { listener.close() })
     case .tcp:
-      let listener = try TCPListener(port: 0)
+      let listener = try TCPListener(port: 0, on: testLoop)
       async let accepted = listener.accept()
-      let client = try await TCPLink.connect(port: listener.port)
+      let client = try await TCPLink.connect(port: listener.port, on: testLoop)
       let server = try await accepted
       return (client, server, { listener.close() })
     }

@@ -3,6 +3,7 @@ import GATT
 import Glibc
 import HCI
 import Links
+import TestSupport
 import Testing
 import Wire
 
@@ -423,7 +424,7 @@ struct HostConnectionTests {
       #expect(error.description.contains("use hci-tcp:HOST:PORT"), "\(error)")
     }
     do {
-      _ = try KernelL2CAP.open(index: 0)
+      _ = try KernelL2CAP.open(index: 0, on: testLoop)
       Issue.record("l2cap opened without kernel Bluetooth")
     } catch {
       #expect(error.description.hasPrefix("l2cap:hci0: this machine's kernel has no Bluetooth sockets"), "\(error)")

@@ -1,4 +1,5 @@
 import ATT
+import TestSupport
 import Testing
 import Wire
 
@@ -19,13 +20,13 @@ struct BondTests {
         let (central, peripheral) = MemoryLink.pair(keyrings: (phone, watch))
         return (central, peripheral)
       case .unixPair:
-        let (central, peripheral) = try UnixSeqpacketLink.pair(keyrings: (phone, watch))
+        let (central, peripheral) = try UnixSeqpacketLink.pair(on: testLoop, keyrings: (phone, watch))
         return (central, peripheral)
       case .tcp:
-        let listener = try TCPListener(keyring: phone)
+        let listener = try TCPListener(on: testLoop, keyring: phone)
         defer { listener.close() }
         async let accepted = listener.accept()
-        let watchEnd = try await TCPLink.connect(port: listener.port, keyring: watch)
+        let watchEnd = try await TCPLink.connect(port: listener.port, on: testLoop, keyring: watch)
         return (try await accepted, watchEnd)
       }
     }
@@ -178,7 +179,7 @@ struct BondTests {
   @Test("a keyring at one end only pairs as before, without bonds")
   func oneSidedKeyring() async throws {
     let watch = Keyring()
-    let (phoneEnd, watchEnd) = try UnixSeqpacketLink.pair(keyrings: (nil, watch))
+    let (phoneEnd, watchEnd) = try UnixSeqpacketLink.pair(on: testLoop, keyrings: (nil, watch))
     defer { phoneEnd.close() }
     #expect(try await watchEnd.pair(.encrypted) == .encrypted)
     #expect(watch.bondedPeers.isEmpty)

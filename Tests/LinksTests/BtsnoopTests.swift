@@ -93,7 +93,7 @@ struct BtsnoopTests {
     let directory = TemporaryDirectory()
     let path = directory.file("link.btsnoop")
     let writer = try BtsnoopWriter(path: path, clock: StepClock().clock)
-    let (central, peripheral) = try UnixSeqpacketLink.pair()
+    let (central, peripheral) = try UnixSeqpacketLink.pair(on: testLoop)
     let captured = CapturingBearer(central, writer: writer)
     defer { peripheral.close() }
     #expect(captured.name == "unix:socketpair(central)")
@@ -156,8 +156,8 @@ struct BtsnoopTests {
     let directory = TemporaryDirectory()
     let path = directory.file("two.btsnoop")
     let writer = try BtsnoopWriter(path: path, clock: StepClock().clock)
-    let (a, aPeer) = try UnixSeqpacketLink.pair()
-    let (b, bPeer) = try UnixSeqpacketLink.pair()
+    let (a, aPeer) = try UnixSeqpacketLink.pair(on: testLoop)
+    let (b, bPeer) = try UnixSeqpacketLink.pair(on: testLoop)
     let first = CapturingBearer(a, writer: writer)
     let second = CapturingBearer(b, writer: writer, role: .peripheral)
     #expect(first.handle == 0x0040)
@@ -233,7 +233,7 @@ struct BtsnoopTests {
     let directory = TemporaryDirectory()
     let path = directory.file("tshark.btsnoop")
     let writer = try BtsnoopWriter(path: path, clock: StepClock().clock)
-    let (central, peripheral) = try UnixSeqpacketLink.pair()
+    let (central, peripheral) = try UnixSeqpacketLink.pair(on: testLoop)
     let phone = CapturingBearer(central, writer: writer)
     defer { peripheral.close() }
     // An MTU exchange, a discovery of the ANCS service, a read, a notification, an error.

@@ -1,5 +1,6 @@
 import CSwiftRuntime
 import Glibc
+import TestSupport
 import Testing
 import Wire
 
@@ -33,23 +34,76 @@ struct EventLoopTests {
 
   /// The take-over's compare-and-swap, on a slot of the test's own (the runtime's would take
   /// over every test's tasks): the hook goes in once, a second install finds it there and
-  /// changes nothing, and a slot that holds another executor's hook is left to it.
-  @Test("the take-over installs its hook once and never over another executor's")
-  func hookInstalledOnceNeverOverAnother() {
-    func install(_ slot: inout ancs_global_enqueue_hook?) -> EventLoop.TakeOverRefusal? {
-      withUnsafeMutablePointer(to: &slot) { EventLoop.installHook(in: $0) }
+  /// changes nothing, a slot that holds another executor's hook is left to it, and another
+  /// loop is refused. The loop the hook serves then refuses to be shut down.
+  @Test("the take-over installs its hook once, never over another executor's, for one loop only")
+  func hookInstalledOnceNeverOverAnother() async {
+    let loop = EventLoop()
+    func install(_ slot: inout ancs_global_enqueue_hook?, for loop: EventLoop) -> EventLoop.TakeOverRefusal? {
+      withUnsafeMutablePointer(to: &slot) { EventLoop.installHook(in: $0, for: loop) }
     }
     var slot: ancs_global_enqueue_hook? = nil
-    #expect(install(&slot) == nil)
+    #expect(install(&slot, for: loop) == nil)
     let installed = unsafeBitCast(slot, to: Int.self)
     #expect(installed != 0)
-    #expect(install(&slot) == nil)
+    #expect(install(&slot, for: loop) == nil)
     #expect(unsafeBitCast(slot, to: Int.self) == installed)
+    var another: ancs_global_enqueue_hook? = nil
+    #expect(install(&another, for: EventLoop()) == .anotherLoopInstalled)
+    #expect(another == nil)
 
     let foreign: ancs_global_enqueue_hook = { _, _ in }
     var taken: ancs_global_enqueue_hook? = foreign
-    #expect(install(&taken) == .anotherHookInstalled)
+    #expect(install(&taken, for: loop) == .anotherHookInstalled)
     #expect(unsafeBitCast(taken, to: Int.self) == unsafeBitCast(foreign, to: Int.self))
+
+    await #expect(throws: EventLoop.ShutdownRefusal.globalExecutor) { try await loop.shutdown() }
+  }
+
+  @Test("a loop knows its own thread, and blocking calls are refused there and only there")
+  func currentLoopAndBlockingRefusal() async {
+    let loop = EventLoop()
+    defer { Task { try? await loop.shutdown() } }
+    #expect(EventLoop.current == nil && !loop.inEventLoop)
+    #expect(EventLoop.blockingRefusal("a wait") == nil)
+    let seen = await Task(executorPreference: loop) {
+      (EventLoop.current === loop, loop.inEventLoop, EventLoop.blockingRefusal("a wait"))
+    }.value
+    #expect(seen.0 && seen.1)
+    #expect(seen.2?.hasPrefix("a wait blocks, and was called on an event loop's thread") == true)
+  }
+
+  @Test("shutting a loop down ends its links, refuses new ones, and still runs tasks that prefer it")
+  func shutdownEndsLinksAndRefusesNewOnes() async throws {
+    let loop = EventLoop()
+    let (central, peripheral) = try UnixSeqpacketLink.pair(on: loop)
+    try await central.send([0x0A, 0x03, 0x00])
+    #expect(try await peripheral.receive() == [0x0A, 0x03, 0x00])
+    try await loop.shutdown()
+    // Both ends were read by the loop: both see the end.
+    #expect(try await central.receive() == nil)
+    #expect(try await peripheral.receive() == nil)
+    #expect(!central.isConnected && !peripheral.isConnected)
+    let error = #expect(throws: LinkError.self) { _ = try UnixSeqpacketLink.pair(on: loop) }
+    #expect(error?.kind == .system(errno: ESHUTDOWN), "\(String(describing: error))")
+    try await loop.shutdown()  // a second time: nothing left to do
+    // A task that prefers the ended loop runs on a thread of its own instead of never.
+    #expect(await Task(executorPreference: loop) { 42 }.value == 42)
+  }
+
+  @Test("a group hands out its loops in turn, each with a thread of its own")
+  func groupHandsOutLoopsInTurn() async throws {
+    let group = ThreadedEventLoopGroup(count: 3)
+    #expect(group.loops.count == 3)
+    let handed = (0..<6).map { _ in group.next() }
+    #expect(handed.map { ObjectIdentifier($0) } == (group.loops + group.loops).map { ObjectIdentifier($0) })
+    var threads: Set<UInt> = []
+    for loop in group.loops {
+      threads.insert(UInt(await Task(executorPreference: loop) { pthread_self() }.value))
+    }
+    #expect(threads.count == 3)
+    #expect(ThreadedEventLoopGroup(count: 0).loops.count == 1)
+    try await group.shutdown()
   }
 
   @Test("a job queued from another thread wakes the loop from its wait for the sockets")
@@ -91,7 +145,7 @@ struct EventLoopTests {
     // the loop looks at the sockets between jobs.
     let spinning = Inbox<Void>()
     let received = Inbox<[UInt8]>()
-    Task(executorPreference: EventLoop.shared) {
+    Task(executorPreference: testLoop) {
       spinning.push(())
       while !received.isClosed {
         if let pdu = ends.b.receiveIfReady() {

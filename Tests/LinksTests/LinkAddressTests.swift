@@ -1,4 +1,5 @@
 import ATT
+import TestSupport
 import Testing
 
 @testable import Links
@@ -83,12 +84,12 @@ struct LinkAddressTests {
   func listenAndConnect(scheme: String) async throws {
     let directory = TemporaryDirectory()
     let text = scheme == "unix" ? "unix:\(directory.file("a.sock"))" : "tcp::0"
-    let listener = try LinkAddress(parsing: text).listen(pairing: .reject)
+    let listener = try LinkAddress(parsing: text).listen(on: testLoop, pairing: .reject)
     defer { listener.close() }
     // The listener's name is an address the peer can connect to (the real port for tcp::0).
     let address = try LinkAddress(parsing: listener.name)
     async let accepted = listener.accept()
-    let client = try await address.connect()
+    let client = try await address.connect(on: testLoop)
     let server = try await accepted
     defer {
       client.close()
@@ -101,10 +102,10 @@ struct LinkAddressTests {
 
   @Test("memory has nothing to listen on or connect to")
   func memoryAcrossProcesses() async {
-    let error = #expect(throws: LinkError.self) { try LinkAddress.memory.listen() }
+    let error = #expect(throws: LinkError.self) { try LinkAddress.memory.listen(on: testLoop) }
     #expect(
       error?.description
         == "memory: an in-process link has no listener (use unix:PATH or tcp:HOST:PORT between two processes)")
-    await #expect(throws: LinkError.self) { _ = try await LinkAddress.memory.connect() }
+    await #expect(throws: LinkError.self) { _ = try await LinkAddress.memory.connect(on: testLoop) }
   }
 }

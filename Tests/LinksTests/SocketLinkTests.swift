@@ -1,4 +1,5 @@
 import ATT
+import TestSupport
 import Testing
 
 @testable import Links
@@ -164,7 +165,7 @@ struct SocketLinkTests {
 
   @Test("socketpair ends share the initial level and the policy")
   func socketpairOptions() async throws {
-    let (central, peripheral) = try UnixSeqpacketLink.pair(pairing: .reject, initialLevel: .encrypted)
+    let (central, peripheral) = try UnixSeqpacketLink.pair(on: testLoop, pairing: .reject, initialLevel: .encrypted)
     defer {
       central.close()
       peripheral.close()
@@ -182,7 +183,8 @@ struct SocketLinkTests {
   func cancelAccept(kind: LinkKind) async throws {
     let directory = TemporaryDirectory()
     let listener: any LinkListener =
-      kind == .tcp ? try TCPListener() : try UnixSeqpacketListener(path: directory.file("c.sock"))
+      kind == .tcp
+      ? try TCPListener(on: testLoop) : try UnixSeqpacketListener(path: directory.file("c.sock"), on: testLoop)
     defer { listener.close() }
     let pending = Task { try await listener.accept() }
     pending.cancel()
@@ -191,7 +193,7 @@ struct SocketLinkTests {
 
     let address = try LinkAddress(parsing: listener.name)
     async let accepted = listener.accept()
-    let client = try await address.connect()
+    let client = try await address.connect(on: testLoop)
     let server = try await accepted
     defer {
       client.close()
@@ -210,10 +212,10 @@ struct SocketLinkTests {
       return Int(line?.split(separator: "\t").last ?? "") ?? 0
     }
     // The reactor itself exists once the first link does.
-    _ = try UnixSeqpacketLink.pair()
+    _ = try UnixSeqpacketLink.pair(on: testLoop)
     let before = threads()
     var pairs: [(central: SocketBearer, peripheral: SocketBearer)] = []
-    for _ in 0..<100 { pairs.append(try UnixSeqpacketLink.pair()) }
+    for _ in 0..<100 { pairs.append(try UnixSeqpacketLink.pair(on: testLoop)) }
     for (index, pair) in pairs.enumerated() { try await pair.central.send([UInt8(index)]) }
     for (index, pair) in pairs.enumerated() { #expect(try await pair.peripheral.receive() == [UInt8(index)]) }
     // A thread per socket would be 200 more. Other tests running meanwhile start threads of
@@ -223,7 +225,7 @@ struct SocketLinkTests {
 
   @Test("a dropped bearer closes its link")
   func droppedBearerCloses() async throws {
-    var pair: (central: SocketBearer, peripheral: SocketBearer)? = try UnixSeqpacketLink.pair()
+    var pair: (central: SocketBearer, peripheral: SocketBearer)? = try UnixSeqpacketLink.pair(on: testLoop)
     let peripheral = pair!.peripheral
     pair = nil
     #expect(try await peripheral.receive() == nil)

@@ -1,6 +1,7 @@
 import ATT
 import Foundation
 import Glibc
+import TestSupport
 import Testing
 import Wire
 
@@ -54,21 +55,21 @@ enum LinkKind: String, CaseIterable, Sendable, CustomTestStringConvertible {
       var fds: [Int32] = [-1, -1]
       let type = Int32(SOCK_SEQPACKET.rawValue) | Int32(SOCK_CLOEXEC.rawValue)
       #expect(socketpair(AF_UNIX, type, 0, &fds) == 0)
-      let a = try SocketCore.start(fd: fds[0], framing: .messages, name: "a", pairing: pairingA)
-      let b = try SocketCore.start(fd: fds[1], framing: .messages, name: "b", pairing: pairingB)
+      let a = try SocketCore.start(fd: fds[0], framing: .messages, name: "a", pairing: pairingA, on: testLoop)
+      let b = try SocketCore.start(fd: fds[1], framing: .messages, name: "b", pairing: pairingB, on: testLoop)
       return Ends(a: a, b: b, listener: nil, directory: nil)
     case .unixNamed:
       let directory = TemporaryDirectory()
       let path = directory.file("phone.sock")
-      let listener = try UnixSeqpacketListener(path: path, pairing: pairingB)
+      let listener = try UnixSeqpacketListener(path: path, on: testLoop, pairing: pairingB)
       async let accepted = listener.accept()
-      let a = try await UnixSeqpacketLink.connect(path: path, pairing: pairingA)
+      let a = try await UnixSeqpacketLink.connect(path: path, on: testLoop, pairing: pairingA)
       let b = try await accepted
       return Ends(a: a, b: b, listener: listener, directory: directory)
     case .tcp:
-      let listener = try TCPListener(pairing: pairingB)
+      let listener = try TCPListener(on: testLoop, pairing: pairingB)
       async let accepted = listener.accept()
-      let a = try await TCPLink.connect(port: listener.port, pairing: pairingA)
+      let a = try await TCPLink.connect(port: listener.port, on: testLoop, pairing: pairingA)
       let b = try await accepted
       return Ends(a: a, b: b, listener: listener, directory: nil)
     }
@@ -125,7 +126,7 @@ final class RawSocket: Sendable {
     var fds: [Int32] = [-1, -1]
     let type = Int32(SOCK_SEQPACKET.rawValue) | Int32(SOCK_CLOEXEC.rawValue)
     #expect(socketpair(AF_UNIX, type, 0, &fds) == 0)
-    let bearer = try SocketCore.start(fd: fds[0], framing: .messages, name: "raw-pair", pairing: pairing)
+    let bearer = try SocketCore.start(fd: fds[0], framing: .messages, name: "raw-pair", pairing: pairing, on: testLoop)
     return (bearer, RawSocket(fd: fds[1]))
   }
 

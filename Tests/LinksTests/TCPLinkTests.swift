@@ -1,5 +1,6 @@
 import ATT
 import Glibc
+import TestSupport
 import Testing
 
 @testable import Links
@@ -8,11 +9,11 @@ import Testing
 struct TCPLinkTests {
   @Test("port 0 picks a free port, which the listener reports")
   func ephemeralPort() async throws {
-    let listener = try TCPListener()
+    let listener = try TCPListener(on: testLoop)
     defer { listener.close() }
     #expect(listener.port != 0)
     #expect(listener.name == "tcp:127.0.0.1:\(listener.port)")
-    let error = #expect(throws: LinkError.self) { try TCPListener(port: listener.port) }
+    let error = #expect(throws: LinkError.self) { try TCPListener(port: listener.port, on: testLoop) }
     #expect(error?.kind == .addressInUse)
     #expect(error?.description.hasPrefix("tcp:127.0.0.1:\(listener.port): address in use (") == true)
   }
@@ -27,14 +28,14 @@ struct TCPLinkTests {
     defer { holder.close() }
     try #require(address.withSockaddr { bind(holder.fd, $0, $1) } == 0)
     let port = try #require(SocketAddress.local(of: holder.fd)?.port)
-    let error = await #expect(throws: LinkError.self) { _ = try await TCPLink.connect(port: port) }
+    let error = await #expect(throws: LinkError.self) { _ = try await TCPLink.connect(port: port, on: testLoop) }
     #expect(error?.kind == .connectionRefused)
     #expect(error?.description == "tcp:127.0.0.1:\(port): connection refused (is `ancs phone --listen` running?)")
   }
 
   @Test("frames written a byte at a time, or several in one write, come out whole")
   func partialWrites() async throws {
-    let listener = try TCPListener()
+    let listener = try TCPListener(on: testLoop)
     defer { listener.close() }
     async let accepted = listener.accept()
     let raw = try await RawSocket.tcp(port: listener.port)
@@ -83,7 +84,7 @@ struct TCPLinkTests {
       ([0x03, 0x00, 0x06, 0x02, 0x02], .unexpectedPairResponse),
     ] as [([UInt8], LinkFault)])
   func malformedFrame(input: [UInt8], fault: LinkFault) async throws {
-    let listener = try TCPListener()
+    let listener = try TCPListener(on: testLoop)
     defer { listener.close() }
     async let accepted = listener.accept()
     let raw = try await RawSocket.tcp(port: listener.port)
@@ -100,7 +101,7 @@ struct TCPLinkTests {
 
   @Test("a stream that ends inside a frame, and a reset, are recorded")
   func truncatedAndReset() async throws {
-    let listener = try TCPListener()
+    let listener = try TCPListener(on: testLoop)
     defer { listener.close() }
 
     async let first = listener.accept()

@@ -1,6 +1,7 @@
 import ATT
 import Foundation
 import Glibc
+import TestSupport
 import Testing
 
 @testable import Links
@@ -11,7 +12,7 @@ struct UnixListenerTests {
   func modeAndRemoval() throws {
     let directory = TemporaryDirectory()
     let path = directory.file("phone.sock")
-    let listener = try UnixSeqpacketListener(path: path)
+    let listener = try UnixSeqpacketListener(path: path, on: testLoop)
     var info = stat()
     #expect(lstat(path, &info) == 0)
     #expect(info.st_mode & S_IFMT == S_IFSOCK)
@@ -35,10 +36,10 @@ struct UnixListenerTests {
     var info = stat()
     #expect(lstat(path, &info) == 0)
 
-    let listener = try UnixSeqpacketListener(path: path)
+    let listener = try UnixSeqpacketListener(path: path, on: testLoop)
     defer { listener.close() }
     async let accepted = listener.accept()
-    let client = try await UnixSeqpacketLink.connect(path: path)
+    let client = try await UnixSeqpacketLink.connect(path: path, on: testLoop)
     let server = try await accepted
     defer {
       client.close()
@@ -52,9 +53,9 @@ struct UnixListenerTests {
   func pathInUse() async throws {
     let directory = TemporaryDirectory()
     let path = directory.file("busy.sock")
-    let first = try UnixSeqpacketListener(path: path)
+    let first = try UnixSeqpacketListener(path: path, on: testLoop)
     defer { first.close() }
-    let error = #expect(throws: LinkError.self) { try UnixSeqpacketListener(path: path) }
+    let error = #expect(throws: LinkError.self) { try UnixSeqpacketListener(path: path, on: testLoop) }
     #expect(error?.kind == .addressInUse)
     #expect(
       error?.description == "unix:\(path): address in use (another phone is listening there; pick another path)")
@@ -65,7 +66,7 @@ struct UnixListenerTests {
     let probe = try await first.accept()
     #expect(try await probe.receive() == nil)
     async let accepted = first.accept()
-    let client = try await UnixSeqpacketLink.connect(path: path)
+    let client = try await UnixSeqpacketLink.connect(path: path, on: testLoop)
     let server = try await accepted
     defer {
       client.close()
@@ -80,7 +81,7 @@ struct UnixListenerTests {
     let directory = TemporaryDirectory()
     let path = directory.file("notes.txt")
     try Data("keep me".utf8).write(to: URL(fileURLWithPath: path))
-    let error = #expect(throws: LinkError.self) { try UnixSeqpacketListener(path: path) }
+    let error = #expect(throws: LinkError.self) { try UnixSeqpacketListener(path: path, on: testLoop) }
     #expect(error?.kind == .notASocket)
     #expect(error?.description.hasPrefix("unix:\(path): exists and is not a socket") == true)
     #expect(try String(contentsOfFile: path, encoding: .utf8) == "keep me")
@@ -89,7 +90,7 @@ struct UnixListenerTests {
   @Test("close wakes a pending accept, and later accepts fail")
   func closeWakesAccept() async throws {
     let directory = TemporaryDirectory()
-    let listener = try UnixSeqpacketListener(path: directory.file("x.sock"))
+    let listener = try UnixSeqpacketListener(path: directory.file("x.sock"), on: testLoop)
     let accepted = Task { try await listener.accept() }
     // The accept may start before or after close; either way it must end with listenerClosed.
     listener.close()
@@ -102,16 +103,18 @@ struct UnixListenerTests {
   func connectErrors() async throws {
     let directory = TemporaryDirectory()
     let missing = directory.file("none.sock")
-    let error = await #expect(throws: LinkError.self) { _ = try await UnixSeqpacketLink.connect(path: missing) }
+    let error = await #expect(throws: LinkError.self) {
+      _ = try await UnixSeqpacketLink.connect(path: missing, on: testLoop)
+    }
     #expect(error?.kind == .noSuchPath)
     #expect(error?.description == "unix:\(missing): no such socket (is `ancs phone --listen` running?)")
 
     let noDirectory = directory.file("missing/dir/x.sock")
-    let bindError = #expect(throws: LinkError.self) { try UnixSeqpacketListener(path: noDirectory) }
+    let bindError = #expect(throws: LinkError.self) { try UnixSeqpacketListener(path: noDirectory, on: testLoop) }
     #expect(bindError?.kind == .noSuchPath)
 
     let long = "/tmp/" + String(repeating: "x", count: 200)
-    let longError = #expect(throws: LinkError.self) { try UnixSeqpacketListener(path: long) }
+    let longError = #expect(throws: LinkError.self) { try UnixSeqpacketListener(path: long, on: testLoop) }
     #expect(longError?.kind == .invalidAddress)
   }
 
@@ -119,12 +122,12 @@ struct UnixListenerTests {
   func severalPeers() async throws {
     let directory = TemporaryDirectory()
     let path = directory.file("multi.sock")
-    let listener = try UnixSeqpacketListener(path: path, pairing: .accept(upTo: .encrypted))
+    let listener = try UnixSeqpacketListener(path: path, on: testLoop, pairing: .accept(upTo: .encrypted))
     defer { listener.close() }
     var pairs: [(SocketBearer, SocketBearer)] = []
     for _ in 0..<3 {
       async let accepted = listener.accept()
-      let client = try await UnixSeqpacketLink.connect(path: path)
+      let client = try await UnixSeqpacketLink.connect(path: path, on: testLoop)
       pairs.append((client, try await accepted))
     }
     defer {

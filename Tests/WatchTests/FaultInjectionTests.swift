@@ -55,7 +55,7 @@ import Wire
     options.reconnectDelay = .milliseconds(1)
     options.maximumReconnectDelay = .milliseconds(1)
     let watch = WatchEngine(options: options) {
-      let (central, peripheral) = try UnixSeqpacketLink.pair()
+      let (central, peripheral) = try UnixSeqpacketLink.pair(on: testLoop)
       sockets.all.withLock { $0 += [Sockets.Weak(bearer: central), Sockets.Weak(bearer: peripheral)] }
       let serving = Task { await phone.serve(central) }
       sockets.serving.withLock { $0.append(serving) }

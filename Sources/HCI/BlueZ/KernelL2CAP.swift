@@ -55,22 +55,28 @@ public final class KernelL2CAP: BluetoothRadio {
   public let name: String
   let clock: any EngineClock
   let logger: Logger
+  /// The loops that read its connections.
+  let loops: any EventLoopGroup
   /// Why the radio closed, and the pipes of the blocking waits (accept, scan, connect) in
   /// progress, which closing wakes.
   private let state = Locked<(closed: String?, waits: [WakePipe])>((nil, []))
 
-  private init(index: UInt16, address: BDAddress, clock: any EngineClock, logger: Logger) {
+  private init(
+    index: UInt16, address: BDAddress, loops: any EventLoopGroup, clock: any EngineClock, logger: Logger
+  ) {
     self.index = index
+    self.loops = loops
     self.address = address
     self.name = "l2cap:hci\(index)"
     self.clock = clock
     self.logger = logger
   }
 
-  /// Checks that the kernel has Bluetooth and that hciN exists and is up.
-  public static func open(index: UInt16, clock: any EngineClock = SystemClock(), logger: Logger = .none)
-    throws(HCIHostError) -> KernelL2CAP
-  {
+  /// Checks that the kernel has Bluetooth and that hciN exists and is up; `loops` will read
+  /// its connections.
+  public static func open(
+    index: UInt16, on loops: any EventLoopGroup, clock: any EngineClock = SystemClock(), logger: Logger = .none
+  ) throws(HCIHostError) -> KernelL2CAP {
     let name = "l2cap:hci\(index)"
     do {
       let probe = try BluetoothTransport.bluetoothSocket(
@@ -92,7 +98,8 @@ public final class KernelL2CAP: BluetoothRadio {
           address: name, kind: .unavailableTransport, detail: "hci\(index) is down",
           advice: "power it on: sudo btmgmt --index \(index) power on"))
     }
-    return KernelL2CAP(index: index, address: BDAddress(bdaddr: info.bdaddr), clock: clock, logger: logger)
+    return KernelL2CAP(
+      index: index, address: BDAddress(bdaddr: info.bdaddr), loops: loops, clock: clock, logger: logger)
   }
 
   public var closedReason: String? { state.withLock { $0.closed } }
@@ -251,7 +258,7 @@ public final class KernelL2CAP: BluetoothRadio {
   private func bearer(_ fd: Int32, peer: BDAddress) throws(HCIHostError) -> any ATTBearer {
     logger.info("\(name): connected to \(peer)")
     do {
-      return try SocketBearer.bareATT(fd: fd, name: "\(name) \(peer)", kernel: KernelSecurity())
+      return try SocketBearer.bareATT(fd: fd, name: "\(name) \(peer)", kernel: KernelSecurity(), on: loops.next())
     } catch {
       throw .transport(error)
     }
