@@ -322,11 +322,11 @@ enum ConformCommand {
       }
       switch ready {
       case .some(.some(let error)):
-        spawned.stop()
+        await spawned.stop()
         printError("ancs: the spawned phone did not answer: \(error)")
         return 1
       case .none:
-        spawned.stop()
+        await spawned.stop()
         printError("ancs: the spawned phone did not answer within \(common.timeout) s")
         return 1
       case .some(.none): break
@@ -337,7 +337,7 @@ enum ConformCommand {
     let runner = ConformanceRunner(
       phone: phone, timeout: common.duration, captureDirectory: capturePath, contactWait: seconds(wait))
     let judgement = await run(cases, on: runner, common)
-    process?.stop()
+    await process?.stop()
     removeIfEmpty(capturePath)
     if let why = judgement.unreachable { throw UsageError("nothing to judge: \(why)") }
     return try report(judgement.results, common)
@@ -389,7 +389,7 @@ enum ConformCommand {
     let runner = ConformanceRunner(
       accessory: accessory, timeout: common.duration, captureDirectory: capturePath, contactWait: seconds(wait))
     let judgement = await run(cases, on: runner, common)
-    process?.stop()
+    await process?.stop()
     removeIfEmpty(capturePath)
     if let why = judgement.unreachable { throw UsageError("nothing to judge: \(why)") }
     return try report(judgement.results, common)
@@ -534,8 +534,14 @@ final class SpawnedProcess: @unchecked Sendable {
   }
 
   /// Asks the program to quit, then makes sure it does: SIGTERM to its process group after
-  /// two seconds, SIGKILL two seconds later.
-  func stop() {
+  /// two seconds, SIGKILL two seconds later. The waiting happens on a thread of its own, not
+  /// on the event loop that runs the caller.
+  func stop() async {
+    await runBlocking { self.stopWaiting() }
+  }
+
+  private func stopWaiting() {
+    EventLoop.refuseBlocking("stopping a spawned program")
     if process.isRunning {
       try? input.fileHandleForWriting.write(contentsOf: Array((quitLine + "\n").utf8))
       try? input.fileHandleForWriting.close()
@@ -636,7 +642,19 @@ final class SpawnedPhone: StimulusLineChannel, Sendable {
     throw StimulusError("the spawned phone closed its output (it exited?)")
   }
 
-  func stop() { process.stop() }
+  func stop() async { await process.stop() }
+
+  /// Runs `body`, then stops the phone, however `body` ends.
+  func stopping<T>(after body: () async throws -> T) async throws -> T {
+    do {
+      let result = try await body()
+      await stop()
+      return result
+    } catch {
+      await stop()
+      throw error
+    }
+  }
 }
 
 /// Where the harness's links to the accessory come from: a simulated link's listener, or a

@@ -146,19 +146,20 @@ extension Bench {
   func endToEndProcesses(count: Int) async throws -> [Result] {
     let path = "/tmp/ancs-bench-\(getpid()).sock"
     let phone = try startPhoneProcess(["--listen", "unix:\(path)", "--quirk", "flood=\(count)"])
-    defer { phone.stop() }
-    let bearer = try await connectRetrying(.unix(path: path))
-    let engine = WatchEngine(options: Self.benchWatchOptions) { bearer }
-    let events = engine.events()
-    let running = Task { await engine.run() }
-    let seconds = await Self.fetchAll(events, count: count)
-    engine.stop()
-    await running.value
-    return [
-      Result(
-        name: "end to end, two processes over a Unix socket, \(count) notifications (MTU 185)",
-        value: Double(count) / seconds, unit: "notifications/s")
-    ]
+    return try await phone.stopping {
+      let bearer = try await connectRetrying(.unix(path: path))
+      let engine = WatchEngine(options: Self.benchWatchOptions) { bearer }
+      let events = engine.events()
+      let running = Task { await engine.run() }
+      let seconds = await Self.fetchAll(events, count: count)
+      engine.stop()
+      await running.value
+      return [
+        Result(
+          name: "end to end, two processes over a Unix socket, \(count) notifications (MTU 185)",
+          value: Double(count) / seconds, unit: "notifications/s")
+      ]
+    }
   }
 
   /// The phone process's resident memory growth per watch session, with `sessions` watches
@@ -166,31 +167,32 @@ extension Bench {
   func memoryPerSession(sessions: Int) async throws -> [Result] {
     let path = "/tmp/ancs-bench-mem-\(getpid()).sock"
     let phone = try startPhoneProcess(["--listen", "unix:\(path)", "--quirk", "flood=10"])
-    defer { phone.stop() }
-    _ = try await connectRetrying(.unix(path: path)).close()
-    try await Task.sleep(for: .milliseconds(200))
-    let before = ProcessFigures(of: phone.processIdentifier).residentKiB
-    var engines: [WatchEngine] = []
-    var tasks: [Task<Void, Never>] = []
-    var options = Self.benchWatchOptions
-    options.reconnect = false
-    for _ in 0..<sessions {
-      let bearer = try await connectRetrying(.unix(path: path))
-      let engine = WatchEngine(options: options) { bearer }
-      let events = engine.events()
-      tasks.append(Task { await engine.run() })
-      _ = await Self.fetchAll(events, count: 10)
-      engines.append(engine)
+    return try await phone.stopping {
+      _ = try await connectRetrying(.unix(path: path)).close()
+      try await Task.sleep(for: .milliseconds(200))
+      let before = ProcessFigures(of: phone.processIdentifier).residentKiB
+      var engines: [WatchEngine] = []
+      var tasks: [Task<Void, Never>] = []
+      var options = Self.benchWatchOptions
+      options.reconnect = false
+      for _ in 0..<sessions {
+        let bearer = try await connectRetrying(.unix(path: path))
+        let engine = WatchEngine(options: options) { bearer }
+        let events = engine.events()
+        tasks.append(Task { await engine.run() })
+        _ = await Self.fetchAll(events, count: 10)
+        engines.append(engine)
+      }
+      let after = ProcessFigures(of: phone.processIdentifier).residentKiB
+      for engine in engines { engine.stop() }
+      for task in tasks { await task.value }
+      let perSession = Double(after - before) / Double(sessions)
+      return [
+        Result(
+          name: "phone memory per watch session, \(sessions) sessions in one phone process (RSS growth)",
+          value: perSession, unit: "KiB")
+      ]
     }
-    let after = ProcessFigures(of: phone.processIdentifier).residentKiB
-    for engine in engines { engine.stop() }
-    for task in tasks { await task.value }
-    let perSession = Double(after - before) / Double(sessions)
-    return [
-      Result(
-        name: "phone memory per watch session, \(sessions) sessions in one phone process (RSS growth)",
-        value: perSession, unit: "KiB")
-    ]
   }
 
   /// `ancs phone` as a child driven by JSON lines: nobody is asked to share notifications,

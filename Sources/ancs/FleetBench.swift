@@ -50,7 +50,6 @@ struct FleetBench {
     let path = "/tmp/ancs-fleet-\(getpid()).sock"
     let phone = try SpawnedPhone(
       ancsArguments: ["phone", "--listen", "unix:\(path)", "--commands", "jsonl", "--no-events"])
-    defer { phone.stop() }
     let progress = ProgressOutput()
     let run = FleetRun(self, phone: phone, path: path, output: progress)
     let shown = run.progress
@@ -61,6 +60,8 @@ struct FleetBench {
     } catch {
       failure = "\(error)"
     }
+    // Nothing above throws: the phone is stopped however the run went.
+    await phone.stop()
     ticker.cancel()
     await ticker.value
     progress.finish("fleet \(ProgressLine.clock(progress.elapsed)) " + (failure == nil ? "done" : "failed"))

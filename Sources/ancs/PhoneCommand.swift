@@ -213,7 +213,7 @@ enum PhoneCommandLine {
           if let failure = listener.failure {
             await listener.finish()
             printError("ancs: \(failure)")
-            Children.endAll()
+            await runBlocking { Children.endAll() }
             exit(1)
           }
           return

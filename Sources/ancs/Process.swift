@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import Links
 import Wire
 
 #if canImport(Glibc)
@@ -50,6 +51,7 @@ nonisolated(unsafe) private var signalSources: [any DispatchSourceSignal] = []
 /// Runs `body` to its end from a thread that may block (a signal handler's), waiting at most
 /// two seconds for it.
 func blocking(_ body: @escaping @Sendable () async -> Void) {
+  EventLoop.refuseBlocking("running a clean-up to its end")
   let done = DispatchSemaphore(value: 0)
   Task {
     await body()
@@ -81,6 +83,7 @@ enum Children {
   /// Ends one process group: SIGTERM, then SIGKILL after `grace` seconds unless `exited`
   /// (the leader's end) is signalled first, or the group is gone.
   static func end(_ group: pid_t, grace: Double, exited: DispatchSemaphore?) {
+    EventLoop.refuseBlocking("ending a child process")
     guard group > 0 else { return }
     kill(-group, SIGTERM)
     let deadline = DispatchTime.now() + grace
