@@ -4,9 +4,9 @@
 //   ancs                              the command
 //   Conformance, HCI, WatchDisplay    the harness; the Bluetooth host; the terminal face (-> Watch)
 //   Phone, Watch                      the ANCS server and client (-> ANCS, GATT)
-//   Links                             links, the event loop, captures, pairing (-> ATT)
+//   Links                             links, event loops, captures, pairing (-> ATT)
 //   GATT -> ATT -> Wire; ANCS -> Wire the protocol layers
-//   TestSupport (Tests/Shared)        helpers the test targets share (-> Wire)
+//   TestSupport (Tests/Shared)        helpers the test targets share (-> Links, Wire)
 import PackageDescription
 
 let package = Package(

@@ -35,14 +35,16 @@ enum CLI {
     environment:
       ANCS_EXECUTOR  where tasks run: `loop`, the one thread that also reads the sockets
                  (the default, except for `bench --fleet`), or `dispatch`, Swift's own
-                 thread pool (BENCHMARKS.md compares them)
+                 thread pool, the sockets then read by one thread per core
+                 (BENCHMARKS.md compares them)
     """
 
   /// Whether this run's tasks go on the event loop (`EventLoop.unsafeTakeOverGlobalExecutor`), from the
   /// arguments and ANCS_EXECUTOR. The loop by default: a phone, a watch or a demo is one
   /// hand-off after another, which one thread does without waking another. `bench --fleet`
   /// keeps Swift's pool: its process hosts a thousand independent watches, whose work the
-  /// pool spreads over the cores.
+  /// pool spreads over the cores, and their links are read by one loop per core
+  /// (`ThreadedEventLoopGroup`).
   static func runsTasksOnEventLoop(_ arguments: [String], executor: String?) throws(UsageError) -> Bool {
     switch executor {
     case nil, "": return !(arguments.first == "bench" && arguments.contains("--fleet"))
