@@ -54,7 +54,7 @@ SANITIZE_TIME_SCALE ?= 4
 # SanitizerShare.swift).
 SANITIZE_ENV_thread := ANCS_SANITIZER=thread
 SANITIZE_ENV_address := ANCS_SANITIZER=address ASAN_OPTIONS=detect_leaks=0
-# ThreadSanitizer builds wait on checked continuations (see Sources/Wire/Inbox.swift).
+# ThreadSanitizer builds wait on checked continuations (see Sources/Runtime/Inbox.swift).
 SANITIZE_FLAGS_thread := -Xswiftc -DANCS_THREAD_SANITIZER
 # lld, not the default gold: the address sanitizer's runtime asks for every __asan_* symbol
 # to be exported (a wildcard in its .syms dynamic list), and gold warns once per link for each

@@ -4,9 +4,12 @@
 //   ancs                              the command
 //   Conformance, HCI, WatchDisplay    the harness; the Bluetooth host; the terminal face (-> Watch)
 //   Phone, Watch                      the ANCS server and client (-> ANCS, GATT)
-//   Links                             links, event loops, captures, pairing (-> ATT)
-//   GATT -> ATT -> Wire; ANCS -> Wire the protocol layers
-//   TestSupport (Tests/Shared)        helpers the test targets share (-> Links, Wire)
+//   Sockets                           the POSIX pieces: socket links, event loops (-> Links)
+//   Links                             simulated links, framing, pairing, captures, air (-> ATT)
+//   GATT -> ATT -> Runtime, Wire      the protocol layers; ANCS -> Wire
+//   Runtime                           lock, inbox, event hub, FIFO, logger
+//   Wire                              bytes
+//   TestSupport (Tests/Shared)        helpers the test targets share (-> Sockets, Wire)
 import PackageDescription
 
 let package = Package(
@@ -16,56 +19,66 @@ let package = Package(
     .executable(name: "ancs", targets: ["ancs"]),
     // Every module that appears in a library's public API is a library too.
     .library(name: "Wire", targets: ["Wire"]),
+    .library(name: "Runtime", targets: ["Runtime"]),
     .library(name: "ANCS", targets: ["ANCS"]),
     .library(name: "ATT", targets: ["ATT"]),
     .library(name: "GATT", targets: ["GATT"]),
   ],
   targets: [
     .target(name: "Wire"),
+    .target(name: "Runtime"),
     .target(name: "ANCS", dependencies: ["Wire"]),
-    .target(name: "ATT", dependencies: ["Wire"]),
-    .target(name: "GATT", dependencies: ["ATT", "Wire"]),
+    .target(name: "ATT", dependencies: ["Runtime", "Wire"]),
+    .target(name: "GATT", dependencies: ["ATT", "Runtime", "Wire"]),
     .systemLibrary(name: "CEpoll", path: "Sources/CEpoll"),
     .systemLibrary(name: "CSwiftRuntime", path: "Sources/CSwiftRuntime"),
-    .target(name: "Links", dependencies: ["ATT", "CEpoll", "CSwiftRuntime", "Wire"]),
-    .target(name: "Phone", dependencies: ["ANCS", "ATT", "GATT", "Wire"]),
-    .target(name: "Watch", dependencies: ["ANCS", "ATT", "GATT", "Wire"]),
-    .target(name: "Conformance", dependencies: ["ANCS", "ATT", "GATT", "Links", "Wire"]),
+    .target(name: "Links", dependencies: ["ATT", "Runtime", "Wire"]),
+    .target(name: "Sockets", dependencies: ["ATT", "CEpoll", "CSwiftRuntime", "Links", "Runtime", "Wire"]),
+    .target(name: "Phone", dependencies: ["ANCS", "ATT", "GATT", "Runtime", "Wire"]),
+    .target(name: "Watch", dependencies: ["ANCS", "ATT", "GATT", "Runtime", "Wire"]),
+    .target(name: "Conformance", dependencies: ["ANCS", "ATT", "GATT", "Links", "Runtime", "Wire"]),
     // No pkgConfig: ncursesw's .pc file gives only -D_DEFAULT_SOURCE -D_XOPEN_SOURCE=600,
     // which SwiftPM drops with a warning; the shim defines what the headers need.
     .systemLibrary(name: "CNcurses", path: "Sources/CNcurses", providers: [.apt(["libncurses-dev"])]),
-    .target(name: "WatchDisplay", dependencies: ["Watch", "ANCS", "CNcurses", "Wire"]),
+    .target(name: "WatchDisplay", dependencies: ["Watch", "ANCS", "CNcurses", "Runtime", "Wire"]),
     .systemLibrary(
       name: "CEdit", path: "Sources/CEdit", pkgConfig: "libedit", providers: [.apt(["libedit-dev"])]),
     .systemLibrary(
       name: "COpenSSL", path: "Sources/COpenSSL", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
     .systemLibrary(
       name: "CBluetooth", path: "Sources/CBluetooth", providers: [.apt(["libbluetooth-dev"])]),
-    .target(name: "HCI", dependencies: ["ATT", "CBluetooth", "COpenSSL", "Links", "Wire"]),
+    .target(name: "HCI", dependencies: ["ATT", "CBluetooth", "COpenSSL", "Links", "Runtime", "Sockets", "Wire"]),
     .executableTarget(
       name: "ancs",
       dependencies: [
-        "ANCS", "ATT", "CEdit", "GATT", "HCI", "Links", "Phone", "Watch", "WatchDisplay", "Wire", "Conformance",
+        "ANCS", "ATT", "CEdit", "GATT", "HCI", "Links", "Phone", "Runtime", "Sockets", "Watch", "WatchDisplay", "Wire",
+        "Conformance",
       ]),
     // Helpers more than one test target uses (vector files, time scale, tmux, threads for
     // blocking waits): a target of their own rather than copies.
-    .target(name: "TestSupport", dependencies: ["Links", "Wire"], path: "Tests/Shared"),
+    .target(name: "TestSupport", dependencies: ["Runtime", "Sockets", "Wire"], path: "Tests/Shared"),
     .testTarget(name: "WireTests", dependencies: ["Wire"]),
+    .testTarget(name: "RuntimeTests", dependencies: ["Runtime"]),
     .testTarget(name: "ANCSTests", dependencies: ["TestSupport", "ANCS", "Wire"]),
-    .testTarget(name: "ATTTests", dependencies: ["TestSupport", "ATT", "Links", "Wire"]),
-    .testTarget(name: "GATTTests", dependencies: ["TestSupport", "GATT", "ATT", "Links", "Wire"]),
-    .testTarget(name: "PhoneTests", dependencies: ["Phone", "ANCS", "ATT", "GATT", "Links", "Wire"]),
+    .testTarget(name: "ATTTests", dependencies: ["TestSupport", "ATT", "Links", "Wire", "Runtime"]),
     .testTarget(
-      name: "WatchTests", dependencies: ["TestSupport", "Watch", "Phone", "ANCS", "ATT", "GATT", "Links", "Wire"]),
+      name: "GATTTests", dependencies: ["TestSupport", "GATT", "ATT", "Links", "Wire", "Runtime", "Sockets"]),
+    .testTarget(name: "PhoneTests", dependencies: ["Phone", "ANCS", "ATT", "GATT", "Links", "Wire", "Runtime"]),
+    .testTarget(
+      name: "WatchTests",
+      dependencies: ["TestSupport", "Watch", "Phone", "ANCS", "ATT", "GATT", "Links", "Wire", "Runtime", "Sockets"]),
     .testTarget(name: "CLITests", dependencies: ["TestSupport"]),
     .testTarget(
-      name: "ConformanceTests", dependencies: ["Conformance", "Phone", "Watch", "ANCS", "ATT", "GATT", "Links", "Wire"]),
-    .testTarget(name: "LinksTests", dependencies: ["TestSupport", "Links", "ATT", "GATT", "Wire"]),
-    .testTarget(name: "HCITests", dependencies: ["TestSupport", "HCI", "ATT", "GATT", "Links", "Wire"]),
-    .testTarget(name: "InteropTests", dependencies: ["TestSupport", "HCI", "ATT", "GATT", "Wire"]),
+      name: "ConformanceTests",
+      dependencies: ["Conformance", "Phone", "Watch", "ANCS", "ATT", "GATT", "Links", "Wire", "Runtime"]),
+    .testTarget(
+      name: "LinksTests", dependencies: ["TestSupport", "Links", "ATT", "GATT", "Wire", "Runtime", "Sockets"]),
+    .testTarget(
+      name: "HCITests", dependencies: ["TestSupport", "HCI", "ATT", "GATT", "Links", "Wire", "Runtime", "Sockets"]),
+    .testTarget(name: "InteropTests", dependencies: ["TestSupport", "HCI", "ATT", "GATT", "Wire", "Runtime"]),
     .testTarget(
       name: "WatchDisplayTests",
-      dependencies: ["TestSupport", "WatchDisplay", "Watch", "ANCS", "ATT", "CNcurses", "Wire"],
+      dependencies: ["TestSupport", "WatchDisplay", "Watch", "ANCS", "ATT", "CNcurses", "Wire", "Runtime"],
       exclude: ["Snapshots", "scenario.json"]),
   ]
 )

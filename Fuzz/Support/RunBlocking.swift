@@ -1,4 +1,5 @@
 import Dispatch
+import Runtime
 import Wire
 
 /// Runs `body` to its end on the calling thread (libFuzzer calls targets synchronously):

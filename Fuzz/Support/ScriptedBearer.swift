@@ -1,4 +1,5 @@
 import ATT
+import Runtime
 import Wire
 
 /// A link whose peer is a script: `receive` hands out the scripted PDUs one at a time, then

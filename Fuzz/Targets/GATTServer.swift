@@ -1,6 +1,7 @@
 import ANCS
 import ATT
 import GATT
+import Runtime
 import Wire
 
 /// A GATT server on an ATT connection, fed scripted PDUs. It answers every request exactly

@@ -2,6 +2,7 @@ import ANCS
 import ATT
 import GATT
 import Phone
+import Runtime
 import Wire
 
 /// The phone's Control Point, through its GATT server: a watch on an encrypted link

@@ -1,3 +1,4 @@
+import Runtime
 import Wire
 
 /// Why an ATT operation failed.

@@ -1,3 +1,4 @@
+import Runtime
 import Wire
 
 /// ATT on one bearer, both roles, as a plain value: what is outstanding, what waits behind

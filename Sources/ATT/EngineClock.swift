@@ -1,3 +1,4 @@
+import Runtime
 import Wire
 
 /// The time source of every engine. Tests inject a `ManualClock` and move time themselves;

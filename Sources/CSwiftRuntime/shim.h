@@ -1,5 +1,5 @@
 // The Swift concurrency runtime's hook for its global executor, which the event loop
-// (Sources/Links/EventLoop.swift) takes over. The variable is defined and exported by
+// (Sources/Sockets/EventLoop.swift) takes over. The variable is defined and exported by
 // libswift_Concurrency (every Swift program links it); its declaration is the runtime's
 // include/swift/Runtime/ConcurrencyHooks.def: a hook called with each job that would go to
 // the default global executor, and that executor's own enqueue. Both use the Swift calling

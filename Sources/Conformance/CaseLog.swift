@@ -1,5 +1,6 @@
 import ANCS
 import ATT
+import Runtime
 import Wire
 
 /// What a running case waits for and what the implementation under test last did on the

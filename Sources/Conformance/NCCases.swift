@@ -1,6 +1,7 @@
 import ANCS
 import ATT
 import GATT
+import Runtime
 import Wire
 
 /// The NC cases: the harness plays the phone and judges the accessory. Each case's purpose,

@@ -2,6 +2,7 @@ import ANCS
 import ATT
 import GATT
 import Links
+import Runtime
 import Synchronization
 import Wire
 

@@ -1,6 +1,7 @@
 import ANCS
 import ATT
 import GATT
+import Runtime
 import Wire
 
 /// The NP cases: the harness plays the accessory and judges the phone. Each case's purpose,

@@ -2,6 +2,7 @@ import ANCS
 import ATT
 import GATT
 import Links
+import Runtime
 import Wire
 
 /// A case's verdict other than a pass, thrown from a case body.

@@ -1,5 +1,6 @@
 import ATT
 import Links
+import Runtime
 import Wire
 
 #if canImport(Glibc)

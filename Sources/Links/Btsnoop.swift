@@ -1,4 +1,5 @@
 import Glibc
+import Runtime
 import Wire
 
 /// The btsnoop capture format (as written by BlueZ's btsnoop and Android's HCI snoop log, and

@@ -1,4 +1,5 @@
 import ATT
+import Runtime
 import Wire
 
 /// Wraps any bearer and records every ATT PDU it sends and receives in a btsnoop file

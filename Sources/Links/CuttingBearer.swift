@@ -1,4 +1,5 @@
 import ATT
+import Runtime
 import Wire
 
 /// Fault injection: wraps a bearer and closes it right after its k-th PDU in one direction,

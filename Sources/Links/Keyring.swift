@@ -19,6 +19,7 @@
 // socket links over the wire and by the in-memory links directly.
 import ATT
 import Foundation
+import Runtime
 import Wire
 
 /// What a device remembers of its bonds on the simulated links: its address, and a key and
@@ -48,8 +49,8 @@ public final class Keyring: BondBook {
   }
 
   private struct State {
-    var bonds: [String: Bond] = [:]
-    var observer: (@Sendable (BondEvent) -> Void)?
+    package var bonds: [String: Bond] = [:]
+    package var observer: (@Sendable (BondEvent) -> Void)?
   }
 
   /// This device's address on the simulated links.
@@ -91,7 +92,7 @@ public final class Keyring: BondBook {
   }
 
   /// Drops the bond with `peer` without a `forgotten` event: the device itself replaces it.
-  func drop(_ peer: String) {
+  package func drop(_ peer: String) {
     state.withLock { $0.bonds[peer] = nil }
   }
 
@@ -104,11 +105,11 @@ public final class Keyring: BondBook {
     }
   }
 
-  func emit(_ event: BondEvent) {
+  package func emit(_ event: BondEvent) {
     state.withLock { $0.observer }?(event)
   }
 
-  static func randomAddress() -> String {
+  package static func randomAddress() -> String {
     var bytes = (0..<6).map { _ in UInt8.random(in: 0...255) }
     bytes[0] |= 0xC0
     return bytes.map { String(format: "%02X", $0) }.joined(separator: ":")
@@ -119,8 +120,8 @@ public final class Keyring: BondBook {
 /// `pair` sends a Security Request; the other drives, as a central does. Inputs are control
 /// messages; the effects say what to send and what became of the link and of a pending
 /// `pair`.
-struct BondExchange {
-  enum Effect: Equatable {
+package struct BondExchange {
+  package enum Effect: Equatable {
     case send(ControlMessage)
     /// The link's level rises to this (before anything is sent after it).
     case raise(SecurityLevel)
@@ -130,28 +131,28 @@ struct BondExchange {
     case disconnect
   }
 
-  let keyring: Keyring
-  let policy: PairingPolicy
+  package let keyring: Keyring
+  package let policy: PairingPolicy
   /// The bond this end offered with Bond Request, until the peer answers.
   private var offered: (peer: String, key: UInt64)?
   /// The level the peer's Security Request asked for.
   private var wanted = SecurityLevel.encrypted
   /// The peer's address, once a request named it.
-  private(set) var peer: String?
+  package private(set) var peer: String?
 
-  init(keyring: Keyring, policy: PairingPolicy) {
+  package init(keyring: Keyring, policy: PairingPolicy) {
     self.keyring = keyring
     self.policy = policy
   }
 
   /// What this end sends to ask for `wanted`.
-  func request(_ wanted: SecurityLevel) -> ControlMessage {
+  package func request(_ wanted: SecurityLevel) -> ControlMessage {
     .securityRequest(wanted: UInt8(wanted.rawValue), address: keyring.address)
   }
 
   /// True when `message` belongs to a bonded exchange this end takes part in, rather than to
   /// the plain pairing of LinkFraming.swift.
-  func handles(_ message: ControlMessage) -> Bool {
+  package func handles(_ message: ControlMessage) -> Bool {
     switch message {
     case .securityRequest, .encrypt, .encryptAccept, .keyMissing, .bondRequest: return true
     case .pairAccept, .pairReject: return offered != nil
@@ -159,7 +160,7 @@ struct BondExchange {
     }
   }
 
-  mutating func received(_ message: ControlMessage, level: SecurityLevel) -> [Effect] {
+  package mutating func received(_ message: ControlMessage, level: SecurityLevel) -> [Effect] {
     switch message {
     case .securityRequest(let raw, let address):
       peer = address
@@ -250,8 +251,8 @@ struct BondExchange {
     return [.send(.bondRequest(wanted: UInt8(wanted.rawValue), key: key, address: keyring.address))]
   }
 
-  static let keyMissingText =
+  package static let keyMissingText =
     "the phone encrypted with a bond this device does not hold (PIN or Key Missing); "
     + "forget this device on the phone to pair again"
-  static let repairingRefusedText = "the accessory refuses to pair again: it already has a bond with this phone"
+  package static let repairingRefusedText = "the accessory refuses to pair again: it already has a bond with this phone"
 }

@@ -1,3 +1,5 @@
+import Glibc
+
 /// Why a link could not be set up: an address that does not parse, or a bind, listen,
 /// accept or connect that failed. Its description is one line that says what went wrong
 /// where, and what to do: "unix:/tmp/x.sock: address in use (another phone is listening
@@ -91,16 +93,22 @@ public enum LinkFault: Error, Hashable, Sendable, CustomStringConvertible {
   }
 }
 
-func hex(_ byte: UInt8) -> String {
+package func hex(_ byte: UInt8) -> String {
   let digits = Array("0123456789ABCDEF")
   return String([digits[Int(byte >> 4)], digits[Int(byte & 0x0F)]])
 }
 
 extension LinkError {
   /// Nobody accepts connections at `address`.
-  static func refused(_ address: String) -> LinkError {
+  package static func refused(_ address: String) -> LinkError {
     LinkError(
       address: address, kind: .connectionRefused, detail: "connection refused",
       advice: "is `ancs phone --listen` running?")
   }
+}
+
+/// What an errno value means, in the C library's words: the one table every message about
+/// a failed system call reads.
+package func errnoText(_ code: Int32) -> String {
+  String(cString: strerror(code))
 }

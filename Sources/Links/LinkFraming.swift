@@ -80,13 +80,13 @@ public enum LinkFraming {
   }
 
   /// What the initiator reports of a Pair Reject: its text, or its reason when it has none.
-  static func rejection(reason: UInt8, text: String) -> String {
+  package static func rejection(reason: UInt8, text: String) -> String {
     text.isEmpty ? "the peer rejected pairing (reason 0x\(hex(reason)))" : text
   }
 }
 
 /// One message of the link-control channel (0x06).
-enum ControlMessage: Hashable, Sendable {
+package enum ControlMessage: Hashable, Sendable {
   /// The raw level byte, so that an out-of-range request can be answered with a rejection.
   case pairRequest(wanted: UInt8)
   case pairAccept(granted: SecurityLevel)
@@ -97,18 +97,18 @@ enum ControlMessage: Hashable, Sendable {
   case keyMissing
   case bondRequest(wanted: UInt8, key: UInt64, address: String)
 
-  static let pairRequestCode: UInt8 = 0x01
-  static let pairAcceptCode: UInt8 = 0x02
-  static let pairRejectCode: UInt8 = 0x03
-  static let securityRequestCode: UInt8 = 0x04
-  static let encryptCode: UInt8 = 0x05
-  static let encryptAcceptCode: UInt8 = 0x06
-  static let keyMissingCode: UInt8 = 0x07
-  static let bondRequestCode: UInt8 = 0x08
+  package static let pairRequestCode: UInt8 = 0x01
+  package static let pairAcceptCode: UInt8 = 0x02
+  package static let pairRejectCode: UInt8 = 0x03
+  package static let securityRequestCode: UInt8 = 0x04
+  package static let encryptCode: UInt8 = 0x05
+  package static let encryptAcceptCode: UInt8 = 0x06
+  package static let keyMissingCode: UInt8 = 0x07
+  package static let bondRequestCode: UInt8 = 0x08
   /// The longest address, in bytes.
-  static let maxAddress = 64
+  package static let maxAddress = 64
 
-  var encoded: [UInt8] {
+  package var encoded: [UInt8] {
     switch self {
     case .pairRequest(let wanted): return [Self.pairRequestCode, wanted]
     case .pairAccept(let granted): return [Self.pairAcceptCode, UInt8(granted.rawValue)]
@@ -124,7 +124,7 @@ enum ControlMessage: Hashable, Sendable {
 
   private func littleEndian(_ key: UInt64) -> [UInt8] { (0..<8).map { UInt8(truncatingIfNeeded: key >> ($0 * 8)) } }
 
-  static func decode(_ payload: ArraySlice<UInt8>) throws(LinkFault) -> ControlMessage {
+  package static func decode(_ payload: ArraySlice<UInt8>) throws(LinkFault) -> ControlMessage {
     guard let code = payload.first else { throw .malformedControl("empty message") }
     let rest = payload.dropFirst()
     switch code {
@@ -181,7 +181,7 @@ enum ControlMessage: Hashable, Sendable {
 
 extension PairingPolicy {
   /// The responder's answer to a Pair Request: the same rules as `MemoryLink`.
-  func answer(wanted raw: UInt8, current: SecurityLevel) -> ControlMessage {
+  package func answer(wanted raw: UInt8, current: SecurityLevel) -> ControlMessage {
     guard let wanted = SecurityLevel(rawValue: Int(raw)) else {
       return .pairReject(
         reason: LinkFraming.RejectReason.invalidParameters, text: "the peer got an invalid level \(raw)")
@@ -202,19 +202,19 @@ extension PairingPolicy {
 /// Splits a TCP byte stream into frame bodies (channel byte + payload), whatever the read
 /// sizes: a frame split across reads is held until complete, several frames in one read all
 /// come out. A bad length is reported as soon as its two bytes are in.
-struct StreamFrameDecoder {
-  let limit: Int
+package struct StreamFrameDecoder {
+  package let limit: Int
   private var buffer: [UInt8] = []
   private var start = 0
 
-  init(limit: Int = LinkFraming.maxFrameBody) {
+  package init(limit: Int = LinkFraming.maxFrameBody) {
     self.limit = limit
   }
 
   /// Bytes received and not yet returned as a frame.
-  var bufferedCount: Int { buffer.count - start }
+  package var bufferedCount: Int { buffer.count - start }
 
-  mutating func append(_ bytes: some Collection<UInt8>) {
+  package mutating func append(_ bytes: some Collection<UInt8>) {
     if start > 0 && start * 2 >= buffer.count {
       buffer.removeFirst(start)
       start = 0
@@ -223,7 +223,7 @@ struct StreamFrameDecoder {
   }
 
   /// The next complete frame body, or nil if more bytes are needed.
-  mutating func next() throws(LinkFault) -> [UInt8]? {
+  package mutating func next() throws(LinkFault) -> [UInt8]? {
     guard bufferedCount >= 2 else { return nil }
     let length = Int(buffer[start]) | Int(buffer[start + 1]) << 8
     if length == 0 { throw .emptyFrame }
@@ -235,7 +235,7 @@ struct StreamFrameDecoder {
   }
 
   /// A frame as it goes on the stream.
-  static func frame(_ body: [UInt8]) -> [UInt8] {
+  package static func frame(_ body: [UInt8]) -> [UInt8] {
     [UInt8(truncatingIfNeeded: body.count), UInt8(truncatingIfNeeded: body.count >> 8)] + body
   }
 }

@@ -1,4 +1,5 @@
 import ATT
+import Runtime
 import Wire
 
 /// What the responding side of a link does when the other side asks to pair.

@@ -1,3 +1,4 @@
+import Runtime
 import Wire
 
 /// What a link has received and its engine has not yet taken (see `Inbox`).

@@ -1,6 +1,7 @@
 import ANCS
 import ATT
 import GATT
+import Runtime
 import Wire
 
 /// What happened on the phone, for its console and for tests.

@@ -1,6 +1,7 @@
 import ANCS
 import ATT
 import GATT
+import Runtime
 import Wire
 
 /// Why the watch could not use a phone's GATT database.

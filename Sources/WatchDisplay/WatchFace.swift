@@ -1,4 +1,5 @@
 import Dispatch
+import Runtime
 import Watch
 import Wire
 

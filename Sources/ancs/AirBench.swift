@@ -1,6 +1,7 @@
 import ATT
 import Links
 import Phone
+import Runtime
 import Watch
 import Wire
 

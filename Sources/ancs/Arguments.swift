@@ -1,4 +1,6 @@
 import Links
+import Runtime
+import Sockets
 import Wire
 
 #if canImport(Glibc)

@@ -2,6 +2,7 @@ import ANCS
 import ATT
 import GATT
 import Links
+import Sockets
 import Wire
 
 #if canImport(Glibc)

@@ -3,6 +3,8 @@ import ATT
 import Foundation
 import HCI
 import Links
+import Runtime
+import Sockets
 import Wire
 
 /// `--bluetooth TRANSPORT` for `ancs watch` and `ancs phone`: the engines over a Bluetooth

@@ -1,4 +1,5 @@
 import Links
+import Sockets
 
 #if canImport(Glibc)
   import Glibc

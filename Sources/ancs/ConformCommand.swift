@@ -4,6 +4,8 @@ import Dispatch
 import Foundation
 import HCI
 import Links
+import Runtime
+import Sockets
 import Wire
 
 /// `ancs conform`: runs the conformance catalog (Protocol/conformance.md) against a phone.

@@ -3,6 +3,7 @@ import ATT
 import Foundation
 import Links
 import Phone
+import Sockets
 import Watch
 import Wire
 

@@ -1,3 +1,4 @@
+import Links
 import Phone
 import Watch
 import WatchDisplay
@@ -78,7 +79,7 @@ enum FaceCommandLine {
   static func phoneLog(_ phone: Phone, path: String) throws(UsageError) -> Task<Void, Never> {
     let fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o644)
     guard fd >= 0 else {
-      throw UsageError("--phone-log \(path): cannot open for writing (\(String(cString: strerror(errno))))")
+      throw UsageError("--phone-log \(path): cannot open for writing (\(errnoText(errno)))")
     }
     let events = phone.events()
     return Task {

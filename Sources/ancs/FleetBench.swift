@@ -2,6 +2,8 @@ import ANCS
 import Conformance
 import Foundation
 import Links
+import Runtime
+import Sockets
 import Watch
 import Wire
 

@@ -1,6 +1,7 @@
 import CEdit
 import Foundation
 import Phone
+import Runtime
 import Wire
 
 #if canImport(Glibc)

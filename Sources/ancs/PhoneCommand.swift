@@ -4,6 +4,8 @@ import Dispatch
 import HCI
 import Links
 import Phone
+import Runtime
+import Sockets
 import Wire
 
 #if canImport(Glibc)

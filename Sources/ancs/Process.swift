@@ -1,6 +1,8 @@
 import Dispatch
 import Foundation
 import Links
+import Runtime
+import Sockets
 import Wire
 
 #if canImport(Glibc)

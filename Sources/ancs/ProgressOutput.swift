@@ -1,3 +1,4 @@
+import Runtime
 import Wire
 
 #if canImport(Glibc)

@@ -2,6 +2,8 @@ import ANCS
 import ATT
 import HCI
 import Links
+import Runtime
+import Sockets
 import Watch
 import Wire
 

@@ -1,5 +1,6 @@
 // The `ancs` command: see CLI.swift for the subcommands.
 import Links
+import Sockets
 
 #if canImport(Glibc)
   import Glibc

@@ -3,6 +3,7 @@ import ATT
 import Conformance
 import Foundation
 import Links
+import Runtime
 import Testing
 import Watch
 import Wire

@@ -4,6 +4,7 @@ import Conformance
 import Foundation
 import Links
 import Phone
+import Runtime
 import Testing
 import Wire
 

@@ -5,6 +5,7 @@ import Foundation
 import GATT
 import Links
 import Phone
+import Runtime
 import Synchronization
 import Testing
 import Wire

@@ -1,6 +1,7 @@
 import ATT
 import GATT
 import Links
+import Sockets
 import Synchronization
 import TestSupport
 import Testing

@@ -1,6 +1,7 @@
 import ATT
 import GATT
 import Links
+import Runtime
 import Wire
 
 /// UUIDs of the fixture's 128-bit service (ANCS's, so hex in scripts is recognisable).

@@ -1,6 +1,7 @@
 import ATT
 import GATT
 import Links
+import Runtime
 import Testing
 import Wire
 

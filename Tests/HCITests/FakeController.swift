@@ -1,6 +1,7 @@
 import ATT
 import HCI
 import Links
+import Runtime
 import Testing
 import Wire
 

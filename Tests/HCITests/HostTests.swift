@@ -3,6 +3,8 @@ import GATT
 import Glibc
 import HCI
 import Links
+import Runtime
+import Sockets
 import TestSupport
 import Testing
 import Wire

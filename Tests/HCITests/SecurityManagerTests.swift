@@ -1,6 +1,7 @@
 import ATT
 import Foundation
 import HCI
+import Runtime
 import Testing
 import Wire
 

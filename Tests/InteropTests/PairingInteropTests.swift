@@ -2,6 +2,7 @@ import ATT
 import Foundation
 import GATT
 import HCI
+import Runtime
 import TestSupport
 import Testing
 import Wire

@@ -1,5 +1,6 @@
 import ATT
 import GATT
+import Runtime
 import Testing
 import Wire
 

@@ -1,9 +1,11 @@
 import ATT
+import Runtime
 import TestSupport
 import Testing
 import Wire
 
 @testable import Links
+@testable import Sockets
 
 /// Bond trouble on the simulated links (Keyring.swift): each case connects a phone and a
 /// watch that keep bonds, as often as it needs, over every kind of simulated link.

@@ -1,10 +1,12 @@
 import ATT
 import Foundation
+import Runtime
 import TestSupport
 import Testing
 import Wire
 
 @testable import Links
+@testable import Sockets
 
 /// A clock for captures: starts at 2024-01-01 00:00 UTC and moves 1 ms per reading.
 final class StepClock: Sendable {

@@ -1,10 +1,12 @@
 import CSwiftRuntime
 import Glibc
+import Runtime
 import TestSupport
 import Testing
 import Wire
 
 @testable import Links
+@testable import Sockets
 
 /// The event loop as an executor. The tests cannot make it the process's global executor
 /// (every other test would then run on it), so their tasks prefer it instead: the same queue

@@ -3,6 +3,7 @@ import TestSupport
 import Testing
 
 @testable import Links
+@testable import Sockets
 
 @Suite("Link addresses")
 struct LinkAddressTests {

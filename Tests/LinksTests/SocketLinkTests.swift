@@ -3,6 +3,7 @@ import TestSupport
 import Testing
 
 @testable import Links
+@testable import Sockets
 
 /// What every socket link must do, whichever kind.
 @Suite("Socket links", .timeLimit(.minutes(2)))

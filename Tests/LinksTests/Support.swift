@@ -1,11 +1,13 @@
 import ATT
 import Foundation
 import Glibc
+import Runtime
 import TestSupport
 import Testing
 import Wire
 
 @testable import Links
+@testable import Sockets
 
 /// True when tshark is on PATH; the tests that need it are skipped otherwise.
 let tsharkPath: String? = {

@@ -4,6 +4,7 @@ import TestSupport
 import Testing
 
 @testable import Links
+@testable import Sockets
 
 @Suite("TCP link", .timeLimit(.minutes(2)))
 struct TCPLinkTests {

@@ -5,6 +5,7 @@ import TestSupport
 import Testing
 
 @testable import Links
+@testable import Sockets
 
 @Suite("Unix named sockets", .timeLimit(.minutes(2)))
 struct UnixListenerTests {

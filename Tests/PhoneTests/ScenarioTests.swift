@@ -1,6 +1,7 @@
 import ANCS
 import ATT
 import Phone
+import Runtime
 import Testing
 import Wire
 

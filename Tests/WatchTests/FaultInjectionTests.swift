@@ -2,6 +2,8 @@ import ANCS
 import ATT
 import Links
 import Phone
+import Runtime
+import Sockets
 import TestSupport
 import Testing
 import Watch

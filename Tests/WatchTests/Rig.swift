@@ -2,6 +2,7 @@ import ANCS
 import ATT
 import Links
 import Phone
+import Runtime
 import Testing
 import Watch
 import Wire

@@ -1,4 +1,5 @@
 import ATT
+import Runtime
 import Wire
 
 /// A service found by discovery: its UUID and handle range.

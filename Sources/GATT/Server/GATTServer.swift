@@ -1,4 +1,5 @@
 import ATT
+import Runtime
 import Wire
 
 /// A GATT server: one attribute database shared by every connection, a `GATTSession` per

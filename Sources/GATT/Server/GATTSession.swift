@@ -1,4 +1,5 @@
 import ATT
+import Runtime
 import Wire
 
 /// One client's view of a `GATTServer`: its ATT connection and its CCCD values (a CCCD is

@@ -2,6 +2,8 @@ import ATT
 import CBluetooth
 import Glibc
 import Links
+import Runtime
+import Sockets
 import Wire
 
 /// What the phone and watch commands need of a Bluetooth radio: as a peripheral, advertise and
@@ -353,7 +355,7 @@ public final class KernelL2CAP: BluetoothRadio {
 
 /// The kernel's view of an L2CAP socket's security (BT_SECURITY): Just Works pairing gives
 /// MEDIUM (encrypted), an authenticated key HIGH or FIPS.
-struct KernelSecurity: Links.KernelSecurity {
+struct KernelSecurity: Sockets.KernelSecurity {
   /// How long the kernel may take to pair (with the wearer confirming, on a real phone).
   static let timeout: Int32 = 30_000
 

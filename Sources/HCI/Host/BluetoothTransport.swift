@@ -2,6 +2,8 @@ import ATT
 import CBluetooth
 import Glibc
 import Links
+import Runtime
+import Sockets
 import Wire
 
 /// A real-Bluetooth transport, chosen by name (DESIGN.md "Addresses and transports",

@@ -1,4 +1,5 @@
 import Links
+import Sockets
 
 /// A byte stream to a controller that carries H4 packets: a TCP socket to a virtual controller,
 /// a UART, or an in-memory fake in tests. Chunks have no relation to packet boundaries.

@@ -1,4 +1,5 @@
 import ATT
+import Runtime
 import Wire
 
 /// The role of this host on a connection.

@@ -1,4 +1,5 @@
 import ATT
+import Runtime
 import Wire
 
 /// What `setUp()` learned from the controller.

@@ -1,4 +1,6 @@
 import ATT
+import Links
+import Runtime
 import Wire
 
 #if canImport(Glibc)
@@ -154,7 +156,7 @@ public final class BondStore: BondBook {
     let bytes = Array((text + "\n").utf8)
     let temporary = path + ".tmp"
     let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-    guard fd >= 0 else { throw failure("cannot create \(temporary): \(errorText())") }
+    guard fd >= 0 else { throw failure("cannot create \(temporary): \(errnoText(errno))") }
     // The mode given to open() is reduced by the umask, and an old temporary keeps its own.
     var ok = fchmod(fd, 0o600) == 0
     var offset = 0
@@ -165,7 +167,7 @@ public final class BondStore: BondBook {
     ok = ok && fsync(fd) == 0
     close(fd)
     guard ok, rename(temporary, path) == 0 else {
-      let why = errorText()
+      let why = errnoText(errno)
       unlink(temporary)
       throw failure("cannot write: \(why)")
     }
@@ -175,7 +177,7 @@ public final class BondStore: BondBook {
     let fd = open(path, O_RDONLY | O_CLOEXEC)
     if fd < 0 {
       if errno == ENOENT { return ([], nil) }
-      throw BondStoreError(path: path, problem: "cannot open: \(errorText())")
+      throw BondStoreError(path: path, problem: "cannot open: \(errnoText(errno))")
     }
     defer { close(fd) }
     var bytes: [UInt8] = []
@@ -185,7 +187,7 @@ public final class BondStore: BondBook {
       if count == 0 { break }
       if count < 0 {
         if errno == EINTR { continue }
-        throw BondStoreError(path: path, problem: "cannot read: \(errorText())")
+        throw BondStoreError(path: path, problem: "cannot read: \(errnoText(errno))")
       }
       bytes += buffer[..<count]
       if bytes.count > 1 << 20 { throw BondStoreError(path: path, problem: "larger than 1 MiB, not a bond file") }
@@ -290,8 +292,6 @@ public final class BondStore: BondBook {
 
   private func failure(_ problem: String) -> BondStoreError { BondStoreError(path: path, problem: problem) }
 }
-
-private func errorText() -> String { String(cString: strerror(errno)) }
 
 /// write(2), which the store's own `write` hides.
 private func systemWrite(_ fd: Int32, _ buffer: UnsafeRawPointer?, _ count: Int) -> Int {

@@ -1,4 +1,5 @@
 import ATT
+import Runtime
 import Wire
 
 /// The Security Manager of an `HCIHost` (Vol 3 Part H): Just Works pairing in both roles, LE

@@ -1,4 +1,5 @@
 import ATT
+import Runtime
 import Wire
 
 /// Two in-process bearers joined by the air-time model: what one end sends reaches the

@@ -1,4 +1,5 @@
 import ATT
+import Runtime
 import Wire
 
 /// What a PDU of a recorded run had to wait for before its sender could send it.

@@ -1,5 +1,7 @@
 import ATT
 import Glibc
+import Links
+import Runtime
 import Wire
 
 /// One end of a socket link (unix:PATH or tcp:HOST:PORT), framed as described at the top of

@@ -1,5 +1,5 @@
+import Runtime
 import Testing
-import Wire
 
 struct FIFOTests {
   /// Appends and pops interleaved so the taken front is dropped many times (both when the

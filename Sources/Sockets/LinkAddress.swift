@@ -1,4 +1,5 @@
 import ATT
+import Links
 
 /// Something that waits for a peer and hands out one bearer per connection.
 public protocol LinkListener: AnyObject, Sendable {

@@ -1,4 +1,6 @@
 import Glibc
+import Links
+import Runtime
 import Wire
 
 /// A byte stream over a file descriptor, for protocols that do their own framing: the H4

@@ -1,6 +1,8 @@
 import CEpoll
 import CSwiftRuntime
 import Glibc
+import Links
+import Runtime
 import Wire
 
 /// An event loop: one thread that reads the socket links handed to it and, once

@@ -1,5 +1,5 @@
+import Runtime
 import Testing
-import Wire
 
 @Suite(.timeLimit(.minutes(1))) struct InboxTests {
   @Test func elementsComeOutInOrderThenNilOnceClosed() async {

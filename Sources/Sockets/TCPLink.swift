@@ -1,5 +1,7 @@
 import ATT
 import Glibc
+import Links
+import Runtime
 import Wire
 
 /// The simulated link over TCP: a byte stream cut into frames of a 2-byte little-endian

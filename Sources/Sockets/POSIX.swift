@@ -1,4 +1,5 @@
 import Glibc
+import Links
 
 /// A file descriptor closed when the last owner lets go. Threads that block on the
 /// descriptor hold it, so it is never closed (and its number never reused) under them; to
@@ -24,10 +25,6 @@ package final class OwnedFD: Sendable {
 package struct Errno: Error, Hashable {
   package let code: Int32
   package init(_ code: Int32) { self.code = code }
-}
-
-package func errnoText(_ code: Int32) -> String {
-  String(cString: strerror(code))
 }
 
 private final class ThreadBody {

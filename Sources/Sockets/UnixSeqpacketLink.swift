@@ -1,5 +1,7 @@
 import ATT
 import Glibc
+import Links
+import Runtime
 import Wire
 
 /// The simulated link over Unix-domain SOCK_SEQPACKET sockets: one message is one frame, as
