@@ -112,3 +112,33 @@ extension LinkError {
 package func errnoText(_ code: Int32) -> String {
   String(cString: strerror(code))
 }
+
+/// What some errno values mean for one system call on one kind of address, in the user's
+/// terms: the errors a listener, a connection or a device open can meet, each said once.
+package struct ErrnoMeaning: Sendable {
+  package var codes: [Int32]
+  /// nil: `.system(errno:)`.
+  package var kind: LinkError.Kind?
+  package var detail: String
+  package var advice: String?
+
+  package init(_ codes: [Int32], _ kind: LinkError.Kind? = nil, _ detail: String, advice: String? = nil) {
+    self.codes = codes
+    self.kind = kind
+    self.detail = detail
+    self.advice = advice
+  }
+}
+
+extension LinkError {
+  /// `call` failed at `address` with `code`: the meaning given for it, or else the C
+  /// library's words after the call's name ("bind: Cannot assign requested address").
+  package init(_ call: String, failedWith code: Int32, at address: String, meanings: [ErrnoMeaning]) {
+    guard let meaning = meanings.first(where: { $0.codes.contains(code) }) else {
+      self.init(address: address, kind: .system(errno: code), detail: "\(call): \(errnoText(code))")
+      return
+    }
+    self.init(
+      address: address, kind: meaning.kind ?? .system(errno: code), detail: meaning.detail, advice: meaning.advice)
+  }
+}

@@ -38,32 +38,10 @@ public final class DescriptorStream: Sendable {
 
   /// Connects to HOST:PORT over TCP (TCP_NODELAY); `name` is used in errors and logs.
   public static func connect(host: String, port: UInt16, name: String) async throws(LinkError) -> DescriptorStream {
-    let outcome = try await cancellable(name) { wake -> Result<Int32, LinkError> in
-      let candidates: [SocketAddress]
-      switch SocketAddress.resolveTCP(host: host, port: port, passive: false) {
-      case .success(let found): candidates = found
-      case .failure(let failure): return .failure(LinkError.hostNotFound(address: name, host: host, code: failure.code))
-      }
-      var lastError = LinkError(address: name, kind: .hostNotFound, detail: "no address for \(host)")
-      for candidate in candidates {
-        guard case .success(let fd) = makeSocket(family: candidate.family, type: Int32(SOCK_STREAM.rawValue)) else {
-          continue
-        }
-        let code = connectConnection(fd, to: candidate, wake: wake)
-        if code == 0 { return .success(fd) }
-        Glibc.close(fd)
-        guard let code else { return .failure(LinkError.cancelled(name)) }
-        lastError =
-          code == ECONNREFUSED
-          ? LinkError(
-            address: name, kind: .connectionRefused, detail: "connection refused",
-            advice: "is the virtual controller (e.g. Bumble's tcp-server) running?")
-          : LinkError.tcpConnect(address: name, errno: code)
-      }
-      return .failure(lastError)
-    }
-    let fd = try outcome.get()
-    setNoDelay(fd)
+    let refused = LinkError(
+      address: name, kind: .connectionRefused, detail: "connection refused",
+      advice: "is the virtual controller (e.g. Bumble's tcp-server) running?")
+    let fd = try await connectedTCPSocket(host: host, port: port, address: name, refused: refused)
     return try DescriptorStream(adopting: fd, name: name)
   }
 
@@ -82,22 +60,19 @@ public final class DescriptorStream: Sendable {
     let fd = Glibc.open(path, O_RDWR | O_NOCTTY | O_CLOEXEC)
     guard fd >= 0 else {
       let code = errno
-      switch code {
-      case ENOENT, ENODEV, ENXIO:
-        throw LinkError(
-          address: name, kind: .noSuchPath, detail: "no serial device \(path)",
-          advice: "plug the controller in and check its name: ls /dev/ttyACM* /dev/ttyUSB*")
-      case EACCES, EPERM:
-        throw LinkError(
-          address: name, kind: .permissionDenied, detail: "permission denied on \(path)",
-          advice: "add yourself to its group, usually dialout: sudo adduser $USER dialout, and log in again")
-      case EBUSY:
-        throw LinkError(
-          address: name, kind: .addressInUse, detail: "\(path) is in use",
-          advice: "stop what holds it: btattach, hciattach or a serial console")
-      default:
-        throw LinkError(address: name, kind: .system(errno: code), detail: "cannot open \(path): \(errnoText(code))")
-      }
+      throw LinkError(
+        "cannot open \(path)", failedWith: code, at: name,
+        meanings: [
+          ErrnoMeaning(
+            [ENOENT, ENODEV, ENXIO], .noSuchPath, "no serial device \(path)",
+            advice: "plug the controller in and check its name: ls /dev/ttyACM* /dev/ttyUSB*"),
+          ErrnoMeaning(
+            [EACCES, EPERM], .permissionDenied, "permission denied on \(path)",
+            advice: "add yourself to its group, usually dialout: sudo adduser $USER dialout, and log in again"),
+          ErrnoMeaning(
+            [EBUSY], .addressInUse, "\(path) is in use",
+            advice: "stop what holds it: btattach, hciattach or a serial console"),
+        ])
     }
     var settings = termios()
     guard isatty(fd) == 1, tcgetattr(fd, &settings) == 0 else {

@@ -1,5 +1,6 @@
 import Glibc
 import Links
+import Runtime
 
 /// A file descriptor closed when the last owner lets go. Threads that block on the
 /// descriptor hold it, so it is never closed (and its number never reused) under them; to
@@ -25,45 +26,6 @@ package final class OwnedFD: Sendable {
 package struct Errno: Error, Hashable {
   package let code: Int32
   package init(_ code: Int32) { self.code = code }
-}
-
-private final class ThreadBody {
-  let run: @Sendable () -> Void
-  init(_ run: @escaping @Sendable () -> Void) { self.run = run }
-}
-
-/// Starts a detached OS thread, for work that blocks in a system call (a socket's reader,
-/// accept, connect) and must not hold a thread of Swift's cooperative pool. Its stack is
-/// small by default: these threads run no deep code.
-package func spawnThread(stackSize: Int = 512 * 1024, _ body: @escaping @Sendable () -> Void) -> Bool {
-  let box = Unmanaged.passRetained(ThreadBody(body))
-  var attributes = pthread_attr_t()
-  pthread_attr_init(&attributes)
-  defer { pthread_attr_destroy(&attributes) }
-  pthread_attr_setdetachstate(&attributes, Int32(PTHREAD_CREATE_DETACHED))
-  pthread_attr_setstacksize(&attributes, stackSize)
-  var thread = pthread_t()
-  let result = pthread_create(
-    &thread, &attributes,
-    { raw in
-      let body = Unmanaged<ThreadBody>.fromOpaque(raw!).takeRetainedValue()
-      body.run()
-      return nil
-    }, box.toOpaque())
-  if result != 0 {
-    box.release()
-    return false
-  }
-  return true
-}
-
-/// Runs a blocking call on its own thread and awaits its result.
-package func runBlocking<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
-  await withCheckedContinuation { continuation in
-    if !spawnThread({ continuation.resume(returning: body()) }) {
-      continuation.resume(returning: body())
-    }
-  }
 }
 
 /// A socket address of any family, as bind, connect and getsockname take it.
@@ -175,9 +137,11 @@ func connectSocket(_ fd: Int32, to address: SocketAddress) -> Int32 {
 }
 
 /// A new socket with close-on-exec set, or the errno.
-func makeSocket(family: Int32, type: Int32) -> Result<Int32, Errno> {
+func makeSocket(family: Int32, type: Int32, for address: String = "") -> Result<Int32, LinkError> {
   let fd = socket(family, type | Int32(SOCK_CLOEXEC.rawValue), 0)
-  return fd >= 0 ? .success(fd) : .failure(Errno(errno))
+  if fd >= 0 { return .success(fd) }
+  let code = errno
+  return .failure(LinkError(address: address, kind: .system(errno: code), detail: errnoText(code)))
 }
 
 /// A pipe whose only job is to wake a thread blocked in poll(2), when the task that waits

@@ -17,32 +17,7 @@ public enum TCPLink {
     pairing: PairingPolicy = .accept(upTo: .authenticated), keyring: Keyring? = nil
   ) async throws(LinkError) -> SocketBearer {
     let address = "tcp:\(tcpHostText(host)):\(port)"
-    let outcome = try await cancellable(address) { wake -> Result<Int32, LinkError> in
-      let candidates: [SocketAddress]
-      switch SocketAddress.resolveTCP(host: host, port: port, passive: false) {
-      case .success(let found): candidates = found
-      case .failure(let failure):
-        return .failure(LinkError.hostNotFound(address: address, host: host, code: failure.code))
-      }
-      var lastError = LinkError(address: address, kind: .hostNotFound, detail: "no address for \(host)")
-      for candidate in candidates {
-        let fd: Int32
-        switch makeSocket(family: candidate.family, type: Int32(SOCK_STREAM.rawValue)) {
-        case .success(let made): fd = made
-        case .failure(let failure):
-          lastError = LinkError(address: address, kind: .system(errno: failure.code), detail: errnoText(failure.code))
-          continue
-        }
-        let code = connectConnection(fd, to: candidate, wake: wake)
-        if code == 0 { return .success(fd) }
-        Glibc.close(fd)
-        guard let code else { return .failure(LinkError.cancelled(address)) }
-        lastError = LinkError.tcpConnect(address: address, errno: code)
-      }
-      return .failure(lastError)
-    }
-    let fd = try outcome.get()
-    setNoDelay(fd)
+    let fd = try await connectedTCPSocket(host: host, port: port, address: address)
     return try SocketCore.start(
       fd: fd, framing: .stream, name: address, pairing: pairing, keyring: keyring, on: loops.next())
   }
@@ -53,13 +28,12 @@ public final class TCPListener: LinkListener {
   public let host: String
   /// The port actually listened on (the ephemeral one when 0 was asked for).
   public let port: UInt16
-  public let pairing: PairingPolicy
+  public var pairing: PairingPolicy { listening.pairing }
   /// Where the links it accepts keep their bonds; nil pairs without bonds.
-  public let keyring: Keyring?
+  public var keyring: Keyring? { listening.keyring }
   /// The loops that read the links it accepts, in turn.
-  public let loops: any EventLoopGroup
-  private let socket: OwnedFD
-  private let closed = Locked(false)
+  public var loops: any EventLoopGroup { listening.loops }
+  private let listening: ListeningSocket
 
   public var name: String { "tcp:\(tcpHostText(host)):\(port)" }
 
@@ -67,47 +41,23 @@ public final class TCPListener: LinkListener {
     host: String = TCPLink.defaultHost, port: UInt16 = 0, on loops: any EventLoopGroup,
     pairing: PairingPolicy = .accept(upTo: .authenticated), keyring: Keyring? = nil
   ) throws(LinkError) {
-    self.keyring = keyring
-    self.loops = loops
     let address = "tcp:\(tcpHostText(host)):\(port)"
-    let candidates: [SocketAddress]
-    switch SocketAddress.resolveTCP(host: host, port: port, passive: true) {
-    case .success(let found): candidates = found
-    case .failure(let failure):
-      let code = failure.code
-      throw LinkError.hostNotFound(address: address, host: host, code: code)
-    }
-    var lastError = LinkError(address: address, kind: .hostNotFound, detail: "no address for \(host)")
-    for candidate in candidates {
-      let fd: Int32
-      switch makeSocket(family: candidate.family, type: Int32(SOCK_STREAM.rawValue)) {
-      case .success(let made): fd = made
-      case .failure(let failure):
-        let code = failure.code
-
-        lastError = LinkError(address: address, kind: .system(errno: code), detail: errnoText(code))
-        continue
-      }
-      let socket = OwnedFD(fd)
+    let fd = try firstTCPSocket(host: host, port: port, passive: true, address: address) { fd, candidate in
       var on: Int32 = 1
       setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, socklen_t(MemoryLayout<Int32>.size))
-      if candidate.withSockaddr({ bind(fd, $0, $1) }) != 0 {
-        lastError = LinkError.tcpBind(address: address, errno: errno)
-        continue
-      }
+      if candidate.withSockaddr({ bind(fd, $0, $1) }) != 0 { return LinkError.tcpBind(address: address, errno: errno) }
       if listen(fd, 16) != 0 {
         let code = errno
-        lastError = LinkError(address: address, kind: .system(errno: code), detail: "listen: \(errnoText(code))")
-        continue
+        return LinkError(address: address, kind: .system(errno: code), detail: "listen: \(errnoText(code))")
       }
-      setNonBlocking(fd)
-      self.host = host
-      self.port = SocketAddress.local(of: fd)?.port ?? port
-      self.pairing = pairing
-      self.socket = socket
-      return
-    }
-    throw lastError
+      return nil
+    }.get()
+    self.host = host
+    let port = SocketAddress.local(of: fd)?.port ?? port
+    self.port = port
+    listening = ListeningSocket(
+      OwnedFD(fd), address: "tcp:\(tcpHostText(host)):\(port)", framing: .stream, pairing: pairing,
+      keyring: keyring, loops: loops)
   }
 
   deinit {
@@ -116,37 +66,55 @@ public final class TCPListener: LinkListener {
 
   /// Waits for the next peer to connect.
   public func accept() async throws(LinkError) -> SocketBearer {
-    let socket = self.socket
     let address = name
-    if closed.withLock({ $0 }) { throw LinkError.listenerClosed(address) }
-    let outcome = try await cancellable(address) { wake -> Result<(Int32, String), LinkError> in
-      switch acceptConnection(socket.fd, wake: wake) {
-      case .accepted(let fd, let peer): return .success((fd, peer.ipDescription))
-      case .closed: return .failure(LinkError.listenerClosed(address))
-      case .cancelled: return .failure(LinkError.cancelled(address))
-      case .failed(let code):
-        return .failure(LinkError(address: address, kind: .system(errno: code), detail: "accept: \(errnoText(code))"))
-      }
-    }
-    let (fd, peer) = try outcome.get()
-    if closed.withLock({ $0 }) {
-      Glibc.close(fd)
-      throw LinkError.listenerClosed(address)
-    }
-    setNoDelay(fd)
-    return try SocketCore.start(
-      fd: fd, framing: .stream, name: "\(address) (from \(peer))", pairing: pairing, keyring: keyring,
-      on: loops.next())
+    return try await listening.accept { "\(address) (from \($0.ipDescription))" }
   }
 
   /// Stops listening (idempotent) and wakes a pending `accept`. Links already accepted stay up.
-  public func close() {
-    let first = closed.withLock { closed -> Bool in
-      defer { closed = true }
-      return !closed
+  public func close() { _ = listening.close() }
+}
+
+/// A TCP socket connected to HOST:PORT (TCP_NODELAY): the first of its addresses that
+/// answers. `refused` replaces the usual advice when nobody listens.
+func connectedTCPSocket(
+  host: String, port: UInt16, address: String, refused: LinkError? = nil
+) async throws(LinkError) -> Int32 {
+  let outcome = try await cancellable(address) { wake -> Result<Int32, LinkError> in
+    firstTCPSocket(host: host, port: port, passive: false, address: address) { fd, candidate in
+      guard let code = connectConnection(fd, to: candidate, wake: wake) else { return LinkError.cancelled(address) }
+      if code == 0 { return nil }
+      return code == ECONNREFUSED ? refused ?? .refused(address) : LinkError.tcpConnect(address: address, errno: code)
     }
-    if first { socket.shutdown() }
   }
+  let fd = try outcome.get()
+  setNoDelay(fd)
+  return fd
+}
+
+/// A TCP socket for the first address `host` resolves to on which `attempt` succeeds (nil);
+/// a failed attempt's socket is closed and the next address tried. The last error if none
+/// works (a host that resolves to nothing: host not found); a cancelled attempt ends the
+/// search.
+func firstTCPSocket(
+  host: String, port: UInt16, passive: Bool, address: String, _ attempt: (Int32, SocketAddress) -> LinkError?
+) -> Result<Int32, LinkError> {
+  let candidates: [SocketAddress]
+  switch SocketAddress.resolveTCP(host: host, port: port, passive: passive) {
+  case .success(let found): candidates = found
+  case .failure(let failure): return .failure(LinkError.hostNotFound(address: address, host: host, code: failure.code))
+  }
+  var lastError = LinkError(address: address, kind: .hostNotFound, detail: "no address for \(host)")
+  for candidate in candidates {
+    switch makeSocket(family: candidate.family, type: Int32(SOCK_STREAM.rawValue), for: address) {
+    case .success(let fd):
+      guard let failure = attempt(fd, candidate) else { return .success(fd) }
+      Glibc.close(fd)
+      if failure.kind == .cancelled { return .failure(failure) }
+      lastError = failure
+    case .failure(let failure): lastError = failure
+    }
+  }
+  return .failure(lastError)
 }
 
 /// An IPv6 literal goes in brackets so the port stays readable: "[::1]".
@@ -179,37 +147,28 @@ extension LinkError {
   }
 
   static func tcpBind(address: String, errno code: Int32) -> LinkError {
-    switch code {
-    case EADDRINUSE:
-      return LinkError(
-        address: address, kind: .addressInUse, detail: "address in use",
-        advice: "another phone is listening there; pick another port, or port 0 for any free one")
-    case EACCES, EPERM:
-      return LinkError(
-        address: address, kind: .permissionDenied, detail: "permission denied",
-        advice: "ports below 1024 need privileges; pick a higher port")
-    case EADDRNOTAVAIL:
-      return LinkError(
-        address: address, kind: .system(errno: code), detail: "address not available on this machine",
-        advice: "use 127.0.0.1 or an address of this machine")
-    default:
-      return LinkError(address: address, kind: .system(errno: code), detail: "bind: \(errnoText(code))")
-    }
+    LinkError(
+      "bind", failedWith: code, at: address,
+      meanings: [
+        ErrnoMeaning(
+          [EADDRINUSE], .addressInUse, "address in use",
+          advice: "another phone is listening there; pick another port, or port 0 for any free one"),
+        ErrnoMeaning(
+          [EACCES, EPERM], .permissionDenied, "permission denied",
+          advice: "ports below 1024 need privileges; pick a higher port"),
+        ErrnoMeaning(
+          [EADDRNOTAVAIL], nil, "address not available on this machine",
+          advice: "use 127.0.0.1 or an address of this machine"),
+      ])
   }
 
   static func tcpConnect(address: String, errno code: Int32) -> LinkError {
-    switch code {
-    case ECONNREFUSED:
-      return .refused(address)
-    case ETIMEDOUT:
-      return LinkError(
-        address: address, kind: .system(errno: code), detail: "connection timed out",
-        advice: "check the host and any firewall")
-    case EHOSTUNREACH, ENETUNREACH:
-      return LinkError(
-        address: address, kind: .system(errno: code), detail: errnoText(code), advice: "check the host address")
-    default:
-      return LinkError(address: address, kind: .system(errno: code), detail: "connect: \(errnoText(code))")
-    }
+    if code == ECONNREFUSED { return .refused(address) }
+    return LinkError(
+      "connect", failedWith: code, at: address,
+      meanings: [
+        ErrnoMeaning([ETIMEDOUT], nil, "connection timed out", advice: "check the host and any firewall"),
+        ErrnoMeaning([EHOSTUNREACH, ENETUNREACH], nil, errnoText(code), advice: "check the host address"),
+      ])
   }
 }

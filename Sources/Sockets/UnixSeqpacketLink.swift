@@ -46,12 +46,13 @@ public enum UnixSeqpacketLink {
     guard let socketAddress = SocketAddress(unixPath: path) else { throw LinkError.unixPathUnusable(path) }
     let outcome = await runBlocking { () -> Result<Int32, LinkError> in
       let fd: Int32
-      switch makeSocket(family: AF_UNIX, type: Int32(SOCK_SEQPACKET.rawValue)) {
-      case .success(let made): fd = made
-      case .failure(let failure):
-        let code = failure.code
 
-        return .failure(LinkError(address: address, kind: .system(errno: code), detail: errnoText(code)))
+      switch makeSocket(family: AF_UNIX, type: Int32(SOCK_SEQPACKET.rawValue), for: address) {
+
+      case .success(let made): fd = made
+
+      case .failure(let failure): return .failure(failure)
+
       }
       let code = connectSocket(fd, to: socketAddress)
       if code == 0 { return .success(fd) }
@@ -73,15 +74,14 @@ public enum UnixSeqpacketLink {
 /// removes its socket file, if it is still the one it made.
 public final class UnixSeqpacketListener: LinkListener {
   public let path: String
-  public let pairing: PairingPolicy
+  public var pairing: PairingPolicy { listening.pairing }
   /// Where the links it accepts keep their bonds; nil pairs without bonds.
-  public let keyring: Keyring?
+  public var keyring: Keyring? { listening.keyring }
   /// The loops that read the links it accepts, in turn.
-  public let loops: any EventLoopGroup
-  private let socket: OwnedFD
+  public var loops: any EventLoopGroup { listening.loops }
+  private let listening: ListeningSocket
   /// Device and inode of the socket file, to remove only our own on close.
   private let identity: (dev_t, ino_t)
-  private let closed = Locked(false)
 
   public var name: String { "unix:\(path)" }
 
@@ -89,19 +89,11 @@ public final class UnixSeqpacketListener: LinkListener {
     path: String, on loops: any EventLoopGroup, pairing: PairingPolicy = .accept(upTo: .authenticated),
     keyring: Keyring? = nil
   ) throws(LinkError) {
-    self.keyring = keyring
-    self.loops = loops
     let address = "unix:\(path)"
     guard let socketAddress = SocketAddress(unixPath: path) else { throw LinkError.unixPathUnusable(path) }
     try Self.clearStalePath(path, socketAddress: socketAddress, address: address)
 
-    let fd: Int32
-    switch makeSocket(family: AF_UNIX, type: Int32(SOCK_SEQPACKET.rawValue)) {
-    case .success(let made): fd = made
-    case .failure(let failure):
-      let code = failure.code
-      throw LinkError(address: address, kind: .system(errno: code), detail: errnoText(code))
-    }
+    let fd = try makeSocket(family: AF_UNIX, type: Int32(SOCK_SEQPACKET.rawValue), for: address).get()
     let socket = OwnedFD(fd)
     if socketAddress.withSockaddr({ bind(fd, $0, $1) }) != 0 {
       throw LinkError.unixBind(address: address, errno: errno)
@@ -121,10 +113,9 @@ public final class UnixSeqpacketListener: LinkListener {
       unlink(path)
       throw LinkError(address: address, kind: .system(errno: code), detail: "listen: \(errnoText(code))")
     }
-    setNonBlocking(fd)
     self.path = path
-    self.pairing = pairing
-    self.socket = socket
+    listening = ListeningSocket(
+      socket, address: address, framing: .messages, pairing: pairing, keyring: keyring, loops: loops)
     self.identity = (info.st_dev, info.st_ino)
   }
 
@@ -134,36 +125,14 @@ public final class UnixSeqpacketListener: LinkListener {
 
   /// Waits for the next peer to connect.
   public func accept() async throws(LinkError) -> SocketBearer {
-    let socket = self.socket
     let address = name
-    if closed.withLock({ $0 }) { throw LinkError.listenerClosed(address) }
-    let outcome = try await cancellable(address) { wake -> Result<Int32, LinkError> in
-      switch acceptConnection(socket.fd, wake: wake) {
-      case .accepted(let fd, _): return .success(fd)
-      case .closed: return .failure(LinkError.listenerClosed(address))
-      case .cancelled: return .failure(LinkError.cancelled(address))
-      case .failed(let code):
-        return .failure(LinkError(address: address, kind: .system(errno: code), detail: "accept: \(errnoText(code))"))
-      }
-    }
-    let fd = try outcome.get()
-    if closed.withLock({ $0 }) {
-      Glibc.close(fd)
-      throw LinkError.listenerClosed(address)
-    }
-    return try SocketCore.start(
-      fd: fd, framing: .messages, name: address, pairing: pairing, keyring: keyring, on: loops.next())
+    return try await listening.accept { _ in address }
   }
 
   /// Stops listening (idempotent), wakes a pending `accept`, and removes the socket file if it
   /// is still ours. Links already accepted stay up.
   public func close() {
-    let first = closed.withLock { closed -> Bool in
-      defer { closed = true }
-      return !closed
-    }
-    guard first else { return }
-    socket.shutdown()
+    guard listening.close() else { return }
     var info = stat()
     if lstat(path, &info) == 0 && info.st_dev == identity.0 && info.st_ino == identity.1 {
       unlink(path)
@@ -180,13 +149,7 @@ public final class UnixSeqpacketListener: LinkListener {
         address: address, kind: .notASocket, detail: "exists and is not a socket",
         advice: "refusing to replace it; pick another path")
     }
-    let probe: Int32
-    switch makeSocket(family: AF_UNIX, type: Int32(SOCK_SEQPACKET.rawValue)) {
-    case .success(let made): probe = made
-    case .failure(let failure):
-      let code = failure.code
-      throw LinkError(address: address, kind: .system(errno: code), detail: errnoText(code))
-    }
+    let probe = try makeSocket(family: AF_UNIX, type: Int32(SOCK_SEQPACKET.rawValue), for: address).get()
     let code = connectSocket(probe, to: socketAddress)
     Glibc.close(probe)
     switch code {
@@ -236,37 +199,28 @@ extension LinkError {
   static var maxUnixPathBytes: Int { MemoryLayout.size(ofValue: sockaddr_un().sun_path) - 1 }
 
   static func unixBind(address: String, errno code: Int32) -> LinkError {
-    switch code {
-    case EADDRINUSE: return unixInUse(address)
-    case ENOENT, ENOTDIR:
-      return LinkError(
-        address: address, kind: .noSuchPath, detail: "no such directory", advice: "create the directory first")
-    case EACCES, EPERM, EROFS:
-      return LinkError(
-        address: address, kind: .permissionDenied, detail: "permission denied",
-        advice: "pick a path in a directory you can write")
-    default:
-      return LinkError(address: address, kind: .system(errno: code), detail: "bind: \(errnoText(code))")
-    }
+    if code == EADDRINUSE { return unixInUse(address) }
+    return LinkError(
+      "bind", failedWith: code, at: address,
+      meanings: [
+        ErrnoMeaning([ENOENT, ENOTDIR], .noSuchPath, "no such directory", advice: "create the directory first"),
+        ErrnoMeaning(
+          [EACCES, EPERM, EROFS], .permissionDenied, "permission denied",
+          advice: "pick a path in a directory you can write"),
+      ])
   }
 
   static func unixConnect(address: String, errno code: Int32) -> LinkError {
-    switch code {
-    case ENOENT, ENOTDIR:
-      return LinkError(
-        address: address, kind: .noSuchPath, detail: "no such socket", advice: "is `ancs phone --listen` running?")
-    case ECONNREFUSED:
-      return .refused(address)
-    case EACCES, EPERM:
-      return LinkError(
-        address: address, kind: .permissionDenied, detail: "permission denied",
-        advice: "the socket belongs to another user")
-    case EPROTOTYPE:
-      return LinkError(
-        address: address, kind: .connectionRefused, detail: "not a SOCK_SEQPACKET socket",
-        advice: "something other than ancs is listening there")
-    default:
-      return LinkError(address: address, kind: .system(errno: code), detail: "connect: \(errnoText(code))")
-    }
+    if code == ECONNREFUSED { return .refused(address) }
+    return LinkError(
+      "connect", failedWith: code, at: address,
+      meanings: [
+        ErrnoMeaning([ENOENT, ENOTDIR], .noSuchPath, "no such socket", advice: "is `ancs phone --listen` running?"),
+        ErrnoMeaning(
+          [EACCES, EPERM], .permissionDenied, "permission denied", advice: "the socket belongs to another user"),
+        ErrnoMeaning(
+          [EPROTOTYPE], .connectionRefused, "not a SOCK_SEQPACKET socket",
+          advice: "something other than ancs is listening there"),
+      ])
   }
 }

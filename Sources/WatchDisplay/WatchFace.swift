@@ -157,24 +157,8 @@ extension WatchFace.Exit {
 }
 
 /// Runs `body` on a new thread, not one of Swift concurrency's few: the face blocks in
-/// ncurses waiting for keys.
+/// ncurses waiting for keys. With the stack a thread gets by default (ncurses and the
+/// renderer run on it); on the caller's thread if none can be made.
 private func startThread(_ body: @escaping @Sendable () -> Void) {
-  final class Box {
-    let body: @Sendable () -> Void
-    init(_ body: @escaping @Sendable () -> Void) { self.body = body }
-  }
-  let context = Unmanaged.passRetained(Box(body)).toOpaque()
-  var thread = pthread_t()
-  let started = pthread_create(
-    &thread, nil,
-    { context in
-      guard let context else { return nil }
-      Unmanaged<Box>.fromOpaque(context).takeRetainedValue().body()
-      return nil
-    }, context)
-  if started == 0 {
-    pthread_detach(thread)
-  } else {
-    Unmanaged<Box>.fromOpaque(context).takeRetainedValue().body()
-  }
+  if !spawnThread(stackSize: 8 << 20, body) { body() }
 }

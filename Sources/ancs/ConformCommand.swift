@@ -314,7 +314,8 @@ enum ConformCommand {
       process = spawned
       let channel = JSONLineStimulus(channel: spawned)
       // The phone answers once it listens: then connecting cannot race its start-up.
-      let ready = await withDeadline(seconds: common.timeout) { () async -> StimulusError?? in
+      let clock = SystemClock()
+      let ready = await withDeadline(clock.now + .seconds(common.timeout), on: clock) { () async -> StimulusError?? in
         do {
           try await channel.ready()
           return .some(nil)
@@ -452,22 +453,6 @@ enum ConformCommand {
       throw FileProblem("\(path): cannot write the report (\(error.localizedDescription))")
     }
   }
-
-  /// `body`'s value, or nil after `seconds` of wall time.
-  static func withDeadline<T: Sendable>(seconds: Double, _ body: @escaping @Sendable () async -> T?) async -> T? {
-    let clock = SystemClock()
-    let deadline = clock.now + .milliseconds(Int64(seconds * 1000))
-    return await withTaskGroup(of: T?.self) { group in
-      group.addTask { await body() }
-      group.addTask {
-        try? await clock.sleep(until: deadline)
-        return nil
-      }
-      let first = await group.next() ?? nil
-      group.cancelAll()
-      return first
-    }
-  }
 }
 
 /// A program started with `--spawn`: lines go to its standard input, each line of its
@@ -562,7 +547,7 @@ func readLines(
   from handle: FileHandle, follow: Bool = false, onLine: @escaping @Sendable (String) -> Void,
   onEnd: @escaping @Sendable () -> Void
 ) {
-  Thread.detachNewThread {
+  detachThread {
     var buffer: [UInt8] = []
     while true {
       let data = handle.availableData

@@ -101,7 +101,7 @@ final class LineEditor: @unchecked Sendable {
     current.withLock { $0 = editor }
     editor.wakeOnSignals()
     let (stream, continuation) = AsyncStream<String>.makeStream()
-    Thread.detachNewThread { editor.run(continuation) }
+    detachThread(stackSize: 8 << 20) { editor.run(continuation) }
     return (editor, stream)
   }
 

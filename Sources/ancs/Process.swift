@@ -31,7 +31,7 @@ func onTerminationSignal(_ cleanUp: @escaping @Sendable () -> Void) {
         _exit(1)
       }
       let done = DispatchSemaphore(value: 0)
-      Thread.detachNewThread {
+      detachThread {
         for cleanUp in terminationCleanUps.withLock({ $0 }) { cleanUp() }
         done.signal()
       }
@@ -125,7 +125,7 @@ func whenStandardOutputCloses(_ action: @escaping @Sendable () -> Void) {
   guard fstat(1, &info) == 0 else { return }
   let type = info.st_mode & S_IFMT
   guard type == S_IFIFO || type == S_IFSOCK else { return }
-  Thread.detachNewThread {
+  detachThread {
     var watched = pollfd(fd: 1, events: 0, revents: 0)
     while true {
       let ready = poll(&watched, 1, -1)
@@ -191,5 +191,14 @@ struct ProcessFigures {
   /// Entries of /proc/PID/fd (for this process, the directory being listed counts as one).
   static func openFiles(of pid: Int32) -> Int {
     (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd").count) ?? 0
+  }
+}
+
+/// Runs `body` on a thread of its own (`spawnThread`); a process that cannot start one any
+/// more says so and exits 1.
+func detachThread(stackSize: Int = 1 << 20, _ body: @escaping @Sendable () -> Void) {
+  guard spawnThread(stackSize: stackSize, body) else {
+    printError("ancs: cannot start a thread (the process is out of threads or memory)")
+    exit(1)
   }
 }

@@ -4,7 +4,7 @@ import Foundation
 /// Swift concurrency thread ever blocks on the terminal. Ends at end of file.
 func standardInputLines() -> AsyncStream<String> {
   let (stream, continuation) = AsyncStream<String>.makeStream()
-  Thread.detachNewThread {
+  detachThread {
     while let line = readLine(strippingNewline: true) { continuation.yield(line) }
     continuation.finish()
   }

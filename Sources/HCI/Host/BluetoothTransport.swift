@@ -126,23 +126,17 @@ public enum BluetoothTransport: Hashable, Sendable, CustomStringConvertible {
     guard bound == 0 else {
       let code = errno
       Glibc.close(fd)
-      switch code {
-      case ENODEV:
-        throw LinkError(
-          address: name, kind: .noSuchPath, detail: "no controller hci\(index)",
-          advice: "btmgmt info lists the controllers")
-      case EBUSY, EALREADY:
-        throw LinkError(
-          address: name, kind: .addressInUse, detail: "hci\(index) is up and in use by the kernel's host",
-          advice: "power it down first: sudo btmgmt --index \(index) power off")
-      case EPERM, EACCES:
-        throw LinkError(
-          address: name, kind: .permissionDenied, detail: "the HCI user channel needs CAP_NET_ADMIN",
-          advice: "run as root, or once: sudo setcap cap_net_admin+ep \"$(command -v ancs)\"")
-      default:
-        throw LinkError(
-          address: name, kind: .system(errno: code), detail: "cannot bind the HCI user channel: \(errnoText(code))")
-      }
+      throw LinkError(
+        "cannot bind the HCI user channel", failedWith: code, at: name,
+        meanings: [
+          ErrnoMeaning([ENODEV], .noSuchPath, "no controller hci\(index)", advice: "btmgmt info lists the controllers"),
+          ErrnoMeaning(
+            [EBUSY, EALREADY], .addressInUse, "hci\(index) is up and in use by the kernel's host",
+            advice: "power it down first: sudo btmgmt --index \(index) power off"),
+          ErrnoMeaning(
+            [EPERM, EACCES], .permissionDenied, "the HCI user channel needs CAP_NET_ADMIN",
+            advice: "run as root, or once: sudo setcap cap_net_admin+ep \"$(command -v ancs)\""),
+        ])
     }
     return fd
   }

@@ -1,9 +1,8 @@
-import ATT
-
 /// Runs `body` until it returns or `deadline` passes on `clock`, whichever comes first; at the
 /// deadline (or when the caller is cancelled) `body`'s task is cancelled, and `body` must then
-/// return promptly (nil), as `Inbox.next()` does. Returns what `body` returned.
-func withDeadline<T: Sendable>(
+/// return promptly (nil), as `Inbox.next()` does. Returns what `body` returned. The one
+/// deadline helper of the project (the Bluetooth host, the harness's command line).
+package func withDeadline<T: Sendable>(
   _ deadline: Duration, on clock: any EngineClock, _ body: @escaping @Sendable () async -> T?
 ) async -> T? {
   let work = Task { await body() }
