@@ -21,6 +21,7 @@ let package = Package(
     .library(name: "Wire", targets: ["Wire"]),
     .library(name: "Runtime", targets: ["Runtime"]),
     .library(name: "ANCS", targets: ["ANCS"]),
+    .library(name: "AMS", targets: ["AMS"]),
     .library(name: "ATT", targets: ["ATT"]),
     .library(name: "GATT", targets: ["GATT"]),
   ],
@@ -28,6 +29,7 @@ let package = Package(
     .target(name: "Wire"),
     .target(name: "Runtime"),
     .target(name: "ANCS", dependencies: ["Wire"]),
+    .target(name: "AMS", dependencies: ["Wire"]),
     .target(name: "ATT", dependencies: ["Runtime", "Wire"]),
     .target(name: "GATT", dependencies: ["ATT", "Runtime", "Wire"]),
     .systemLibrary(name: "CEpoll", path: "Sources/CEpoll"),
@@ -60,6 +62,7 @@ let package = Package(
     .testTarget(name: "WireTests", dependencies: ["Wire"]),
     .testTarget(name: "RuntimeTests", dependencies: ["Runtime"]),
     .testTarget(name: "ANCSTests", dependencies: ["TestSupport", "ANCS", "Wire"]),
+    .testTarget(name: "AMSTests", dependencies: ["TestSupport", "AMS", "Wire"]),
     .testTarget(name: "ATTTests", dependencies: ["TestSupport", "ATT", "Links", "Wire", "Runtime"]),
     .testTarget(
       name: "GATTTests", dependencies: ["TestSupport", "GATT", "ATT", "Links", "Wire", "Runtime", "Sockets"]),

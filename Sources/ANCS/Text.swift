@@ -1,3 +1,5 @@
+import Wire
+
 /// Text helpers for ANCS values: byte budgets in UTF-8, and the Date attribute.
 public enum ANCSText {
   /// "…" (U+2026), 3 bytes in UTF-8.
@@ -17,10 +19,7 @@ public enum ANCSText {
     let budget = max(0, budget)
     if utf8.count <= budget { return utf8 }
     let room = useEllipsis && budget >= ellipsis.count ? budget - ellipsis.count : budget
-    var cut = room
-    // Step back over continuation bytes so the cut falls on a scalar boundary.
-    while cut > 0 && utf8[cut] & 0xC0 == 0x80 { cut -= 1 }
-    var result = Array(utf8[..<cut])
+    var result = Array(utf8[..<UTF8Validation.prefixLength(utf8, fitting: room)])
     if useEllipsis && budget >= ellipsis.count { result += ellipsis }
     return result
   }

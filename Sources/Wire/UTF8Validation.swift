@@ -48,4 +48,14 @@ public enum UTF8Validation {
   public static func isValid(_ bytes: [UInt8]) -> Bool {
     bytes.withUnsafeBufferPointer { isValid($0) }
   }
+
+  /// How many of `bytes`' first bytes fit in `budget` without splitting a Unicode scalar:
+  /// the cut steps back over continuation bytes (10xxxxxx), valid UTF-8 or not.
+  public static func prefixLength(_ bytes: [UInt8], fitting budget: Int) -> Int {
+    let budget = max(0, budget)
+    if bytes.count <= budget { return bytes.count }
+    var cut = budget
+    while cut > 0 && bytes[cut] & 0xC0 == 0x80 { cut -= 1 }
+    return cut
+  }
 }

@@ -242,30 +242,4 @@ import Wire
   }
 }
 
-/// The `error kind=... offset=... [field=...]` of a vector.
-struct ExpectedError {
-  var kind: String
-  var offset: Int
-  var field: String?
-
-  init(_ fields: inout VectorFields) throws {
-    kind = try fields.one("kind")
-    offset = Int(try fields.number("offset", as: UInt32.self))
-    field = try fields.optional("field")
-  }
-
-  /// Runs `body`, which must throw this error; returns the error when it did.
-  @discardableResult
-  func check<T>(_ context: String, _ body: () throws(ANCSError) -> T) -> ANCSError? {
-    do {
-      let value = try body()
-      Issue.record("\(context): expected error \(kind) at \(offset), got \(value)")
-      return nil
-    } catch {
-      #expect(error.kind == kind, "\(context): \(error)")
-      #expect(error.offset == offset, "\(context): \(error)")
-      if let field { #expect(error.field == field, "\(context): \(error)") }
-      return error
-    }
-  }
-}
+extension ANCSError: VectorError {}

@@ -8,6 +8,8 @@ package enum VectorFiles {
   /// Every decoder the line files may name, with its column count (README.md).
   package static let columns = [
     "notification-source": 4, "control-point": 4, "data-source": 4, "reassembly": 6, "att": 4,
+    "ams-remote-command": 4, "ams-supported-commands": 4, "ams-entity-registration": 4, "ams-entity-update": 4,
+    "ams-entity-attribute": 4, "ams-playback-info": 4,
   ]
 
   package static let directory = URL(fileURLWithPath: #filePath)
@@ -65,5 +67,40 @@ package struct IssueLimit {
     if left > 0 { Issue.record(comment, sourceLocation: sourceLocation) }
     if left == 0 { Issue.record("further issues not shown", sourceLocation: sourceLocation) }
     left -= 1
+  }
+}
+
+/// A decoder's error as the vector files check it: its kind, offset and field.
+package protocol VectorError: Error {
+  var kind: String { get }
+  var offset: Int { get }
+  var field: String { get }
+}
+
+/// An `error kind=... offset=... [field=...]` expectation.
+package struct ExpectedError {
+  package var kind: String
+  package var offset: Int
+  package var field: String?
+
+  package init(_ fields: inout VectorFields) throws {
+    kind = try fields.one("kind")
+    offset = Int(try fields.number("offset", as: UInt32.self))
+    field = try fields.optional("field")
+  }
+
+  /// Runs `body`, which must throw this error; returns the error when it did.
+  @discardableResult
+  package func check<T, E: VectorError>(_ context: String, _ body: () throws(E) -> T) -> E? {
+    do {
+      let value = try body()
+      Issue.record("\(context): expected error \(kind) at \(offset), got \(value)")
+      return nil
+    } catch {
+      #expect(error.kind == kind, "\(context): \(error)")
+      #expect(error.offset == offset, "\(context): \(error)")
+      if let field { #expect(error.field == field, "\(context): \(error)") }
+      return error
+    }
   }
 }
