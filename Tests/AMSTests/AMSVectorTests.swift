@@ -31,88 +31,92 @@ import Wire
   }
 
   @Test func remoteCommand() throws {
-    try Self.check("ams-remote-command", decode: { bytes throws(AMSError) in try RemoteCommand(decoding: bytes) }) {
-      bytes, fields, context in
-      let expected = RemoteCommand(RemoteCommandID(rawValue: try fields.number("command")))
-      try fields.done()
-      let decoded = try RemoteCommand(decoding: bytes)
-      #expect(decoded == expected, "\(context)")
-      #expect(decoded.encoded() == bytes, "\(context)")
-    }
+    try Self.check(
+      "ams-remote-command", decode: { bytes throws(AMSError) in try RemoteCommand(decoding: bytes) },
+      ok: { bytes, fields, context in
+        let expected = RemoteCommand(RemoteCommandID(rawValue: try fields.number("command")))
+        try fields.done()
+        let decoded = try RemoteCommand(decoding: bytes)
+        #expect(decoded == expected, "\(context)")
+        #expect(decoded.encoded() == bytes, "\(context)")
+      })
   }
 
   @Test func supportedCommands() throws {
-    try Self.check("ams-supported-commands", decode: { bytes in SupportedCommands(decoding: bytes) }) {
-      bytes, fields, context in
-      let expected = SupportedCommands(try Self.numbers(&fields, "command", as: RemoteCommandID.self))
-      try fields.done()
-      let decoded = SupportedCommands(decoding: bytes)
-      #expect(decoded == expected, "\(context)")
-      #expect(decoded.encoded() == bytes, "\(context)")
-    }
+    try Self.check(
+      "ams-supported-commands", decode: { bytes in SupportedCommands(decoding: bytes) },
+      ok: { bytes, fields, context in
+        let expected = SupportedCommands(try Self.numbers(&fields, "command", as: RemoteCommandID.self))
+        try fields.done()
+        let decoded = SupportedCommands(decoding: bytes)
+        #expect(decoded == expected, "\(context)")
+        #expect(decoded.encoded() == bytes, "\(context)")
+      })
   }
 
   @Test func entityRegistration() throws {
     try Self.check(
-      "ams-entity-registration", decode: { bytes throws(AMSError) in try EntityRegistration(decoding: bytes) }
-    ) { bytes, fields, context in
-      let entity = EntityID(rawValue: try fields.number("entity"))
-      let attributes = try fields.all("attribute").map { text throws in try VectorNotation.number(text, as: UInt8.self)
-      }
-      try fields.done()
-      let decoded = try EntityRegistration(decoding: bytes)
-      #expect(decoded == EntityRegistration(entity, attributes), "\(context)")
-      #expect(decoded.encoded() == bytes, "\(context)")
-    }
+      "ams-entity-registration", decode: { bytes throws(AMSError) in try EntityRegistration(decoding: bytes) },
+      ok: { bytes, fields, context in
+        let entity = EntityID(rawValue: try fields.number("entity"))
+        let attributes = try fields.all("attribute").map { text throws in
+          try VectorNotation.number(text, as: UInt8.self)
+        }
+        try fields.done()
+        let decoded = try EntityRegistration(decoding: bytes)
+        #expect(decoded == EntityRegistration(entity, attributes), "\(context)")
+        #expect(decoded.encoded() == bytes, "\(context)")
+      })
   }
 
   @Test func entityUpdate() throws {
-    try Self.check("ams-entity-update", decode: { bytes throws(AMSError) in try EntityUpdate(decoding: bytes) }) {
-      bytes, fields, context in
-      let attribute = EntityAttribute(EntityID(rawValue: try fields.number("entity")), try fields.number("attribute"))
-      let flags = EntityUpdateFlags(rawValue: try fields.number("flags"))
-      let text = try fields.optional("value")
-      let hex = try fields.optional("valueHex").map { text throws in try VectorNotation.bytes(text) }
-      try fields.done()
-      guard let value = text.map({ Array($0.utf8) }) ?? hex, (text == nil) != (hex == nil) else {
-        Issue.record("\(context): give exactly one of value and valueHex")
-        return
-      }
-      let decoded = try EntityUpdate(decoding: bytes)
-      #expect(decoded == EntityUpdate(attribute, flags: flags, value: value), "\(context)")
-      if let text { #expect(decoded.text == text, "\(context)") }
-      #expect(decoded.encoded() == bytes, "\(context)")
-    }
+    try Self.check(
+      "ams-entity-update", decode: { bytes throws(AMSError) in try EntityUpdate(decoding: bytes) },
+      ok: { bytes, fields, context in
+        let attribute = EntityAttribute(EntityID(rawValue: try fields.number("entity")), try fields.number("attribute"))
+        let flags = EntityUpdateFlags(rawValue: try fields.number("flags"))
+        let text = try fields.optional("value")
+        let hex = try fields.optional("valueHex").map { text throws in try VectorNotation.bytes(text) }
+        try fields.done()
+        guard let value = text.map({ Array($0.utf8) }) ?? hex, (text == nil) != (hex == nil) else {
+          Issue.record("\(context): give exactly one of value and valueHex")
+          return
+        }
+        let decoded = try EntityUpdate(decoding: bytes)
+        #expect(decoded == EntityUpdate(attribute, flags: flags, value: value), "\(context)")
+        if let text { #expect(decoded.text == text, "\(context)") }
+        #expect(decoded.encoded() == bytes, "\(context)")
+      })
   }
 
   @Test func entityAttribute() throws {
     try Self.check(
-      "ams-entity-attribute", decode: { bytes throws(AMSError) in try EntityAttributeSelection(decoding: bytes) }
-    ) { bytes, fields, context in
-      let attribute = EntityAttribute(EntityID(rawValue: try fields.number("entity")), try fields.number("attribute"))
-      try fields.done()
-      let decoded = try EntityAttributeSelection(decoding: bytes)
-      #expect(decoded == EntityAttributeSelection(attribute), "\(context)")
-      #expect(decoded.encoded() == bytes, "\(context)")
-    }
+      "ams-entity-attribute", decode: { bytes throws(AMSError) in try EntityAttributeSelection(decoding: bytes) },
+      ok: { bytes, fields, context in
+        let attribute = EntityAttribute(EntityID(rawValue: try fields.number("entity")), try fields.number("attribute"))
+        try fields.done()
+        let decoded = try EntityAttributeSelection(decoding: bytes)
+        #expect(decoded == EntityAttributeSelection(attribute), "\(context)")
+        #expect(decoded.encoded() == bytes, "\(context)")
+      })
   }
 
   @Test func playbackInfo() throws {
     try Self.check(
       "ams-playback-info",
-      decode: { bytes throws(AMSError) in try PlaybackInfo(text: String(decoding: bytes, as: UTF8.self)) }
-    ) { bytes, fields, context in
-      let state = PlaybackState(rawValue: try fields.number("state"))
-      let rate = try fields.one("rate")
-      let elapsed = try fields.one("elapsed")
-      let encodesAs = try fields.optional("encodesAs").map { text throws in try VectorNotation.bytes(text) }
-      try fields.done()
-      let decoded = try PlaybackInfo(text: String(decoding: bytes, as: UTF8.self))
-      #expect(decoded.state == state, "\(context)")
-      #expect(AMSNumber.text(decoded.rate) == rate, "\(context)")
-      #expect(AMSNumber.text(decoded.elapsed) == elapsed, "\(context)")
-      #expect(Array(decoded.text.utf8) == (encodesAs ?? bytes), "\(context)")
-    }
+      decode: { bytes throws(AMSError) in try PlaybackInfo(text: String(decoding: bytes, as: UTF8.self)) },
+      ok: { bytes, fields, context in
+        let state = PlaybackState(rawValue: try fields.number("state"))
+        let rate = try fields.one("rate")
+        let elapsed = try fields.one("elapsed")
+        let encodesAs = try fields.optional("encodesAs").map { text throws in try VectorNotation.bytes(text) }
+        try fields.done()
+        let decoded = try PlaybackInfo(text: String(decoding: bytes, as: UTF8.self))
+        #expect(decoded.state == state, "\(context)")
+        #expect(AMSNumber.text(decoded.rate) == rate, "\(context)")
+        #expect(AMSNumber.text(decoded.elapsed) == elapsed, "\(context)")
+        #expect(Array(decoded.text.utf8) == (encodesAs ?? bytes), "\(context)")
+      })
   }
 }
 
