@@ -6,7 +6,7 @@
 //   Phone, Watch                      the ANCS server and client (-> ANCS, GATT)
 //   Sockets                           the POSIX pieces: socket links, event loops (-> Links)
 //   Links                             simulated links, framing, pairing, captures, air (-> ATT)
-//   GATT -> ATT -> Runtime, Wire      the protocol layers; ANCS -> Wire
+//   GATT -> ATT -> Runtime, Wire      the protocol layers; ANCS, AMS -> Wire
 //   Runtime                           lock, inbox, event hub, FIFO, logger
 //   Wire                              bytes
 //   TestSupport (Tests/Shared)        helpers the test targets share (-> Sockets, Wire)
@@ -36,7 +36,7 @@ let package = Package(
     .systemLibrary(name: "CSwiftRuntime", path: "Sources/CSwiftRuntime"),
     .target(name: "Links", dependencies: ["ATT", "Runtime", "Wire"]),
     .target(name: "Sockets", dependencies: ["ATT", "CEpoll", "CSwiftRuntime", "Links", "Runtime", "Wire"]),
-    .target(name: "Phone", dependencies: ["ANCS", "ATT", "GATT", "Runtime", "Wire"]),
+    .target(name: "Phone", dependencies: ["AMS", "ANCS", "ATT", "GATT", "Runtime", "Wire"]),
     .target(name: "Watch", dependencies: ["ANCS", "ATT", "GATT", "Runtime", "Wire"]),
     .target(name: "Conformance", dependencies: ["ANCS", "ATT", "GATT", "Links", "Runtime", "Wire"]),
     // No pkgConfig: ncursesw's .pc file gives only -D_DEFAULT_SOURCE -D_XOPEN_SOURCE=600,
@@ -53,7 +53,8 @@ let package = Package(
     .executableTarget(
       name: "ancs",
       dependencies: [
-        "ANCS", "ATT", "CEdit", "GATT", "HCI", "Links", "Phone", "Runtime", "Sockets", "Watch", "WatchDisplay", "Wire",
+        "AMS", "ANCS", "ATT", "CEdit", "GATT", "HCI", "Links", "Phone", "Runtime", "Sockets", "Watch", "WatchDisplay",
+        "Wire",
         "Conformance",
       ]),
     // Helpers more than one test target uses (vector files, time scale, tmux, threads for

@@ -31,7 +31,7 @@ SWIFTC=${SWIFTC:-swiftc}
 TIMEOUT=${FUZZ_TIMEOUT:-10}
 PROGRESS_SECONDS=${FUZZ_PROGRESS_SECONDS:-15}
 # Project modules in dependency order; every target links all of them.
-MODULES=(Wire Runtime ANCS ATT GATT Phone Watch)
+MODULES=(Wire Runtime ANCS AMS ATT GATT Phone Watch)
 FLAGS=(-O -gline-tables-only -swift-version 6 -package-name ancs_sim -sanitize=fuzzer,address -wmo -I "$OUT/modules")
 SUPPORT=(Fuzz/Support/*.swift)
 

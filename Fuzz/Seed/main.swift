@@ -70,7 +70,16 @@ struct Answer {
   var policy = "strict"
 }
 
-let columns = ["notification-source": 4, "control-point": 4, "data-source": 4, "reassembly": 6, "att": 4]
+let columns = [
+  "notification-source": 4, "control-point": 4, "data-source": 4, "reassembly": 6, "att": 4,
+  "ams-remote-command": 4, "ams-supported-commands": 4, "ams-entity-registration": 4, "ams-entity-update": 4,
+  "ams-entity-attribute": 4, "ams-playback-info": 4,
+]
+/// The AMS target's first byte: which of its decoders the rest goes to.
+let amsSelectors: [String: UInt8] = [
+  "ams-remote-command": 0, "ams-supported-commands": 1, "ams-entity-registration": 2, "ams-entity-update": 3,
+  "ams-entity-attribute": 4, "ams-playback-info": 5,
+]
 var records: [VectorNotation.Record] = []
 for file in try FileManager.default.contentsOfDirectory(atPath: vectors.path).sorted() where file.hasSuffix(".vectors")
 {
@@ -89,12 +98,21 @@ var answers: [Answer] = []
 for record in records {
   if let target = targets[record.decoder] {
     seeds.add(target, record.name, try input(record))
+  } else if let selector = amsSelectors[record.decoder] {
+    seeds.add("AMS", record.name, [selector] + (try input(record)))
   } else {
     let request = record.columns[0] == "-" ? nil : try input(record)
     let fragments = try record.columns[1].split(separator: "/", omittingEmptySubsequences: false).map {
       try VectorNotation.bytes($0, line: record.line)
     }
     answers.append(Answer(name: record.name, request: request, fragments: fragments, policy: record.columns[2]))
+  }
+}
+
+// AMS values to cut to a notification: the selector 6 + 7 × capacity (ATT_MTU 23: 20 bytes).
+for (index, title) in ["Tall Bird", "Für Élise – ♪ 🎵 and a title longer than one notification"].enumerated() {
+  for capacity in [3, 20] {
+    seeds.add("AMS", "cut-\(index)-\(capacity)", [UInt8(6 + 7 * capacity)] + Array(title.utf8))
   }
 }
 

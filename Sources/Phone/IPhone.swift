@@ -1,3 +1,4 @@
+import AMS
 import ANCS
 import ATT
 import GATT
@@ -132,10 +133,10 @@ enum IPhoneUUID {
   static let continuityCharacteristic = BluetoothUUID("8667556C-9A37-4C91-84ED-54EE27D90049")!
   static let nearby = BluetoothUUID("9FA480E0-4967-4542-9390-D343DC5D04AE")!
   static let nearbyCharacteristic = BluetoothUUID("AF0BADB1-5B99-43CD-917A-A77BC549E3CC")!
-  static let ams = BluetoothUUID("89D3502B-0F36-433A-8EF4-C502AD55F8DC")!
-  static let remoteCommand = BluetoothUUID("9B3C81D8-57B1-4A8A-B8DF-0E56F7CA51C2")!
-  static let entityUpdate = BluetoothUUID("2F7CABCE-808D-411F-9A0C-BB92BA96C102")!
-  static let entityAttribute = BluetoothUUID("C6B2F38C-23AB-46D8-A6AB-A3A870BBD5D7")!
+  static let ams = BluetoothUUID(AMSUUID.service)!
+  static let remoteCommand = BluetoothUUID(AMSUUID.remoteCommand)!
+  static let entityUpdate = BluetoothUUID(AMSUUID.entityUpdate)!
+  static let entityAttribute = BluetoothUUID(AMSUUID.entityAttribute)!
 }
 
 extension Phone {
