@@ -189,15 +189,4 @@ extension Phone {
   /// The Apple Media Service's shape (AMS specification): Remote Command, Entity Update,
   /// Entity Attribute. Its behaviour is not modelled yet: commands are taken and ignored,
   /// nothing is notified, Entity Attribute reads empty.
-  static func mediaService() -> ServiceDefinition {
-    ServiceDefinition(
-      uuid: IPhoneUUID.ams,
-      characteristics: [
-        opaque(IPhoneUUID.remoteCommand, [.write, .notify]),
-        opaque(IPhoneUUID.entityUpdate, [.write, .notify]),
-        CharacteristicDefinition(
-          uuid: IPhoneUUID.entityAttribute, properties: [.read, .write], security: .encrypted,
-          extendedProperties: reliableWrite, read: { _ in [] }, write: { _, _ in .accepted }),
-      ])
-  }
 }

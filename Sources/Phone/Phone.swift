@@ -62,6 +62,8 @@ public final class Phone: Sendable {
     var name: String?
     /// Quirk silent-source: Notification Source sends nothing until its CCCD is written again.
     var silent = false
+    /// What this accessory asked of the Apple Media Service.
+    var media = MediaSession()
   }
 
   struct State {
@@ -83,6 +85,8 @@ public final class Phone: Sendable {
     /// Quirk call-new-uid: the UID a call had before it was given a new one, to the new one,
     /// so the console and scenarios can still name it by the UID they were told.
     var renamedUIDs: [UInt32: UInt32] = [:]
+    /// The media player the Apple Media Service shows.
+    var player = MediaPlayer()
   }
 
   public let server: GATTServer
@@ -96,6 +100,8 @@ public final class Phone: Sendable {
   /// Everything else `faults` changes (by the rules without them).
   let policy: PhonePolicy
   let wallClock: any WallClock
+  /// The media player's time (elapsed time within a track).
+  let mediaClock: any EngineClock
   let logger: Logger
   let state = Locked(State())
   private let hub = EventHub<PhoneEvent>()
@@ -104,7 +110,7 @@ public final class Phone: Sendable {
 
   public init(
     quirks: Quirks = Quirks(), faults: PhoneFaults = [], settings: PhoneSettings = PhoneSettings(),
-    wallClock: any WallClock = SystemWallClock(), logger: Logger = .none
+    wallClock: any WallClock = SystemWallClock(), mediaClock: any EngineClock = SystemClock(), logger: Logger = .none
   ) throws {
     self.quirks = quirks
     self.faults = faults
@@ -115,6 +121,7 @@ public final class Phone: Sendable {
     state.withLock { $0.sharingPolicy = settings.sharing }
     state.withLock { $0.center.reusesRemovedUIDs = policy.reusesRemovedUIDs }
     self.wallClock = wallClock
+    self.mediaClock = mediaClock
     self.logger = logger
     let iPhone = settings.layout == .iPhone
     server = try GATTServer(leading: iPhone ? [Self.genericAccessService(settings)] : [], services: [], logger: logger)
@@ -144,7 +151,7 @@ public final class Phone: Sendable {
     let services =
       iPhone
       ? Self.appleServices() + [battery, currentTime] + [Self.deviceInformationService(settings)].compactMap { $0 }
-        + [ancsDefinition(), Self.mediaService()]
+        + [ancsDefinition(), mediaService()]
       : [ancsDefinition(), currentTime, battery]
     for service in services { try server.add(service) }
   }

@@ -1,0 +1,162 @@
+import AMS
+import ATT
+import GATT
+
+/// The Apple Media Service on the phone (Protocol/AMS.md): the player's commands on Remote
+/// Command, its attributes on Entity Update, whole values through Entity Attribute.
+extension Phone {
+  /// What one accessory asked of AMS.
+  struct MediaSession {
+    /// The attributes asked of each entity (Entity Update writes), in the order asked.
+    var registrations: [EntityID: [UInt8]] = [:]
+    /// The attribute the next Entity Attribute read gives whole.
+    var selection: EntityAttribute?
+
+    /// The registered attributes among `attributes`, in registration order.
+    func registered(among attributes: Set<EntityAttribute>) -> [EntityAttribute] {
+      registrations.sorted { $0.key.rawValue < $1.key.rawValue }.flatMap { entity, ids in
+        ids.map { EntityAttribute(entity, $0) }.filter(attributes.contains)
+      }
+    }
+  }
+
+  func mediaService() -> ServiceDefinition {
+    ServiceDefinition(
+      uuid: IPhoneUUID.ams,
+      characteristics: [
+        CharacteristicDefinition(
+          uuid: IPhoneUUID.remoteCommand, properties: [.write, .notify], security: .encrypted,
+          extendedProperties: Self.reliableWrite,
+          write: { [unowned self] session, bytes in remoteCommand(session, bytes) },
+          subscribed: { [unowned self] session, value in
+            if value.contains(.notifications) { await tellCommands(to: [session]) }
+          }),
+        CharacteristicDefinition(
+          uuid: IPhoneUUID.entityUpdate, properties: [.write, .notify], security: .encrypted,
+          extendedProperties: Self.reliableWrite,
+          write: { [unowned self] session, bytes in entityUpdate(session, bytes) }),
+        CharacteristicDefinition(
+          uuid: IPhoneUUID.entityAttribute, properties: [.read, .write], security: .encrypted,
+          extendedProperties: Self.reliableWrite, read: { [unowned self] session in entityAttribute(session) },
+          write: { [unowned self] session, bytes in selectEntityAttribute(session, bytes) }),
+      ])
+  }
+
+  /// Value handles of Remote Command and Entity Update, when AMS is published.
+  var mediaHandles: (remoteCommand: UInt16, entityUpdate: UInt16)? {
+    guard let handles = server.handles(of: IPhoneUUID.ams), handles.count == 3 else { return nil }
+    return (handles[0].value, handles[1].value)
+  }
+
+  /// Seconds on the media clock.
+  var mediaNow: Double {
+    let now = mediaClock.now.components
+    return Double(now.seconds) + Double(now.attoseconds) / 1e18
+  }
+
+  /// The player as it is now.
+  public var mediaPlayer: MediaPlayer { state.withLock { $0.player } }
+
+  /// Changes the player (the console, a scenario, a remote command) and tells each accessory
+  /// what changed of what it asked for, and the commands when they changed. Returns what
+  /// `change` returned.
+  @discardableResult
+  public func changeMedia<T>(_ change: (inout MediaPlayer, _ now: Double) -> T) async -> T {
+    let now = mediaNow
+    let (result, changed, commandsChanged, sessions) = state.withLock {
+      state -> (T, Set<EntityAttribute>, Bool, [(GATTSession, [EntityAttribute])]) in
+      let before = state.player.values(at: now)
+      let commandsBefore = state.player.supportedCommands
+      let result = change(&state.player, now)
+      let after = state.player.values(at: now)
+      let changed = Set(EntityAttribute.all.filter { before[$0] != after[$0] })
+      let sessions = state.sessions.values.sorted { $0.id < $1.id }.map {
+        ($0.gatt, $0.media.registered(among: changed))
+      }
+      return (result, changed, commandsBefore != state.player.supportedCommands, sessions)
+    }
+    if !changed.isEmpty {
+      for (gatt, attributes) in sessions where !attributes.isEmpty { await tellValues(attributes, to: gatt, at: now) }
+    }
+    if commandsChanged { await tellCommands(to: sessions.map(\.0)) }
+    return result
+  }
+
+  // MARK: The characteristics
+
+  private func remoteCommand(_ gatt: GATTSession, _ bytes: [UInt8]) -> WriteOutcome {
+    let command: RemoteCommand
+    do { command = try RemoteCommand(decoding: bytes) } catch {
+      return .refused(ATTErrorCode(rawValue: error.errorCode.rawValue))
+    }
+    // A command the player does not take now changes nothing (Protocol/AMS.md).
+    let id = command.command
+    return .accepted(then: { [self] in
+      await changeMedia { (player: inout MediaPlayer, now: Double) -> Bool in player.perform(id, at: now) }
+    })
+  }
+
+  private func entityUpdate(_ gatt: GATTSession, _ bytes: [UInt8]) -> WriteOutcome {
+    guard let handles = mediaHandles, gatt.cccd(for: handles.entityUpdate).contains(.notifications) else {
+      return .refused(ATTErrorCode(rawValue: AMSErrorCode.invalidState.rawValue))
+    }
+    let registration: EntityRegistration
+    do { registration = try EntityRegistration(decoding: bytes) } catch {
+      return .refused(ATTErrorCode(rawValue: error.errorCode.rawValue))
+    }
+    state.withLock {
+      $0.sessions[ObjectIdentifier(gatt)]?.media.registrations[registration.entity] = registration.attributes
+    }
+    // The current values follow the Write Response.
+    return .accepted(then: { [self] in await tellValues(registration.pairs, to: gatt, at: mediaNow) })
+  }
+
+  private func selectEntityAttribute(_ gatt: GATTSession, _ bytes: [UInt8]) -> WriteOutcome {
+    guard let handles = mediaHandles, gatt.cccd(for: handles.entityUpdate).contains(.notifications) else {
+      return .refused(ATTErrorCode(rawValue: AMSErrorCode.invalidState.rawValue))
+    }
+    let selection: EntityAttributeSelection
+    do { selection = try EntityAttributeSelection(decoding: bytes) } catch {
+      return .refused(ATTErrorCode(rawValue: error.errorCode.rawValue))
+    }
+    state.withLock { $0.sessions[ObjectIdentifier(gatt)]?.media.selection = selection.attribute }
+    return .accepted
+  }
+
+  /// The selected attribute's whole value; empty with none selected or none there.
+  private func entityAttribute(_ gatt: GATTSession) -> [UInt8] {
+    let now = mediaNow
+    return state.withLock { state in
+      guard let selection = state.sessions[ObjectIdentifier(gatt)]?.media.selection else { return [] }
+      return Array((state.player.value(of: selection, at: now) ?? "").utf8)
+    }
+  }
+
+  // MARK: Notifying
+
+  /// Entity Update notifications for `attributes`, each cut to one notification (an absent
+  /// value is sent empty).
+  private func tellValues(_ attributes: [EntityAttribute], to gatt: GATTSession, at now: Double) async {
+    guard let handles = mediaHandles else { return }
+    let values = state.withLock { state in attributes.map { ($0, state.player.value(of: $0, at: now) ?? "") } }
+    let capacity = gatt.connection.mtu - 3
+    for (attribute, text) in values {
+      let update = EntityUpdate(attribute, text: text, capacity: capacity)
+      do { try await gatt.notify(handles.entityUpdate, update.encoded()) } catch {
+        logger.info("Entity Update not delivered: \(error)")
+        return
+      }
+    }
+  }
+
+  /// The commands the player takes now, to each of `sessions` subscribed to Remote Command.
+  private func tellCommands(to sessions: [GATTSession]) async {
+    guard let handles = mediaHandles else { return }
+    let bytes = SupportedCommands(state.withLock { $0.player.supportedCommands }).encoded()
+    for gatt in sessions {
+      do { try await gatt.notify(handles.remoteCommand, bytes) } catch {
+        logger.info("Remote Command not delivered: \(error)")
+      }
+    }
+  }
+}

@@ -1,0 +1,122 @@
+import AMS
+import ATT
+import GATT
+import Links
+import Phone
+import Testing
+
+/// The Apple Media Service of `ancs phone`, from an accessory's side over a link: the
+/// commands it takes, the values it notifies and cuts, whole values through Entity Attribute,
+/// and its refusals (Protocol/AMS.md).
+@Suite(.timeLimit(.minutes(1))) struct MediaServiceTests {
+  /// An accessory on an encrypted link, its AMS notifications collected.
+  struct MediaRemote {
+    let accessory: Accessory
+    let handles: [CharacteristicHandles]
+    let updates: AsyncStream<[UInt8]>
+    let commands: AsyncStream<[UInt8]>
+
+    init(_ phone: Phone, mtu: UInt16 = 185) throws {
+      accessory = Accessory(phone, mtu: mtu, encrypted: true)
+      handles = try #require(phone.server.handles(of: BluetoothUUID(AMSUUID.service)!))
+      let (updates, updateSink) = AsyncStream<[UInt8]>.makeStream()
+      let (commands, commandSink) = AsyncStream<[UInt8]>.makeStream()
+      self.updates = updates
+      self.commands = commands
+      accessory.client.onValue(handles[0].value) { commandSink.yield($0.value) }
+      accessory.client.onValue(handles[1].value) { updateSink.yield($0.value) }
+    }
+
+    var remoteCommand: UInt16 { handles[0].value }
+    var entityUpdate: UInt16 { handles[1].value }
+    var entityAttribute: UInt16 { handles[2].value }
+
+    /// The ATT error a write gets, nil for a Write Response.
+    func write(_ handle: UInt16, _ bytes: [UInt8]) async -> ATTErrorCode? {
+      do throws(ATTError) {
+        try await accessory.client.write(handle, bytes)
+        return nil
+      } catch {
+        return error.errorCode ?? .unlikelyError
+      }
+    }
+
+    func subscribe() async throws {
+      try await accessory.client.configure(cccd: try #require(handles[0].cccd), .notifications)
+      try await accessory.client.configure(cccd: try #require(handles[1].cccd), .notifications)
+    }
+  }
+
+  static func phone() throws -> (Phone, ManualClock) {
+    let clock = ManualClock()
+    return (try Phone(mediaClock: clock), clock)
+  }
+
+  static let song = MediaPlayer.Track(title: "Tall Bird", artist: "Bartlebeats", album: "Frequency", duration: 215)
+
+  static func update(_ bytes: [UInt8]?) throws -> EntityUpdate { try EntityUpdate(decoding: try #require(bytes)) }
+
+  @Test func registeredValuesComeAtOnceAndWhenTheyChange() async throws {
+    let (phone, clock) = try Self.phone()
+    await phone.changeMedia { player, now in player.play(Self.song, at: now) }
+    let remote = try MediaRemote(phone)
+    try await remote.subscribe()
+    var commands = remote.commands.makeAsyncIterator()
+    let offered = SupportedCommands(decoding: try #require(await commands.next(isolation: nil)))
+    #expect(offered.commands.contains(.togglePlayPause) && offered.commands.contains(.nextTrack))
+    #expect(await remote.write(remote.entityUpdate, [2, 2, 0]) == nil)
+    var updates = remote.updates.makeAsyncIterator()
+    #expect(try Self.update(await updates.next(isolation: nil)) == EntityUpdate(.title, value: Array("Tall Bird".utf8)))
+    #expect(try Self.update(await updates.next(isolation: nil)).text == "Bartlebeats")
+    clock.advance(by: .seconds(30))
+    #expect(await remote.write(remote.entityUpdate, [0, 1]) == nil)
+    #expect(try Self.update(await updates.next(isolation: nil)).text == "1,1.0,30.0")
+    // The accessory pauses: PlaybackInfo changes, the title does not.
+    #expect(await remote.write(remote.remoteCommand, [RemoteCommandID.pause.rawValue]) == nil)
+    #expect(try Self.update(await updates.next(isolation: nil)).text == "0,0.0,30.0")
+    #expect(phone.mediaPlayer.state == .paused)
+    // A new track: the title and artist are told again (PlaybackInfo too: a new track starts at 0).
+    await phone.changeMedia { player, now in
+      player.play(MediaPlayer.Track(title: "Next", artist: "Someone", duration: 60), at: now)
+    }
+    var told: [EntityAttribute: String] = [:]
+    for _ in 0..<3 {
+      let update = try Self.update(await updates.next(isolation: nil))
+      told[update.attribute] = update.text
+    }
+    #expect(told == [.title: "Next", .artist: "Someone", .playbackInfo: "1,1.0,0.0"])
+    await remote.accessory.close()
+  }
+
+  @Test func aLongTitleIsCutToTheNotificationAndReadWholeThroughEntityAttribute() async throws {
+    let (phone, _) = try Self.phone()
+    let title = "A title much longer than one notification at the smallest MTU: Für Élise ♪"
+    await phone.changeMedia { player, now in player.play(MediaPlayer.Track(title: title), at: now) }
+    let remote = try MediaRemote(phone, mtu: 23)
+    try await remote.subscribe()
+    #expect(await remote.write(remote.entityUpdate, [2, 2]) == nil)
+    var updates = remote.updates.makeAsyncIterator()
+    let cut = try Self.update(await updates.next(isolation: nil))
+    #expect(cut.flags == .truncated && cut.encoded().count == 20 && title.utf8.starts(with: cut.value))
+    #expect(await remote.write(remote.entityAttribute, [2, 2]) == nil)
+    #expect(try await remote.accessory.client.read(remote.entityAttribute) == Array(title.utf8))
+    await remote.accessory.close()
+  }
+
+  @Test func writesBeforeSubscribingOrMalformedAreRefusedWithAMSCodes() async throws {
+    let (phone, _) = try Self.phone()
+    let remote = try MediaRemote(phone)
+    let invalidState = ATTErrorCode(rawValue: AMSErrorCode.invalidState.rawValue)
+    let invalidCommand = ATTErrorCode(rawValue: AMSErrorCode.invalidCommand.rawValue)
+    #expect(await remote.write(remote.entityUpdate, [2, 2]) == invalidState)
+    #expect(await remote.write(remote.entityAttribute, [2, 2]) == invalidState)
+    try await remote.subscribe()
+    #expect(await remote.write(remote.entityUpdate, []) == invalidCommand)
+    #expect(await remote.write(remote.entityAttribute, [2]) == invalidCommand)
+    #expect(await remote.write(remote.remoteCommand, [0, 1]) == invalidCommand)
+    // No track: no command is offered, and one written changes nothing.
+    #expect(await remote.write(remote.remoteCommand, [RemoteCommandID.play.rawValue]) == nil)
+    #expect(phone.mediaPlayer.state == .paused)
+    await remote.accessory.close()
+  }
+}
