@@ -97,30 +97,32 @@ extension Phone {
   }
 
   private func entityUpdate(_ gatt: GATTSession, _ bytes: [UInt8]) -> WriteOutcome {
-    guard let handles = mediaHandles, gatt.cccd(for: handles.entityUpdate).contains(.notifications) else {
-      return .refused(ATTErrorCode(rawValue: AMSErrorCode.invalidState.rawValue))
+    subscribedWrite(gatt, bytes, EntityRegistration.init(decoding:)) { registration in
+      state.withLock {
+        $0.sessions[ObjectIdentifier(gatt)]?.media.registrations[registration.entity] = registration.attributes
+      }
+      // The current values follow the Write Response.
+      return .accepted(then: { [self] in await tellValues(registration.pairs, to: gatt, at: mediaNow) })
     }
-    let registration: EntityRegistration
-    do { registration = try EntityRegistration(decoding: bytes) } catch {
-      return .refused(ATTErrorCode(rawValue: error.errorCode.rawValue))
-    }
-    state.withLock {
-      $0.sessions[ObjectIdentifier(gatt)]?.media.registrations[registration.entity] = registration.attributes
-    }
-    // The current values follow the Write Response.
-    return .accepted(then: { [self] in await tellValues(registration.pairs, to: gatt, at: mediaNow) })
   }
 
   private func selectEntityAttribute(_ gatt: GATTSession, _ bytes: [UInt8]) -> WriteOutcome {
+    subscribedWrite(gatt, bytes, EntityAttributeSelection.init(decoding:)) { selection in
+      state.withLock { $0.sessions[ObjectIdentifier(gatt)]?.media.selection = selection.attribute }
+      return .accepted
+    }
+  }
+
+  /// An Entity Update or Entity Attribute write: Invalid State before the accessory
+  /// subscribed to Entity Update, Invalid Command when it does not decode, else `take`'s.
+  private func subscribedWrite<T>(
+    _ gatt: GATTSession, _ bytes: [UInt8], _ decode: ([UInt8]) throws(AMSError) -> T,
+    take: (T) -> WriteOutcome
+  ) -> WriteOutcome {
     guard let handles = mediaHandles, gatt.cccd(for: handles.entityUpdate).contains(.notifications) else {
       return .refused(ATTErrorCode(rawValue: AMSErrorCode.invalidState.rawValue))
     }
-    let selection: EntityAttributeSelection
-    do { selection = try EntityAttributeSelection(decoding: bytes) } catch {
-      return .refused(ATTErrorCode(rawValue: error.errorCode.rawValue))
-    }
-    state.withLock { $0.sessions[ObjectIdentifier(gatt)]?.media.selection = selection.attribute }
-    return .accepted
+    do { return take(try decode(bytes)) } catch { return .refused(ATTErrorCode(rawValue: error.errorCode.rawValue)) }
   }
 
   /// The selected attribute's whole value; empty with none selected or none there.
