@@ -631,6 +631,17 @@ final class SpawnedPhone: StimulusLineChannel, Sendable {
 
   func stop() async { await process.stop() }
 
+  /// Runs `body` and returns the phone; stops it when `body` throws.
+  func stoppingOnFailure(of body: () async throws -> Void) async throws -> SpawnedPhone {
+    do {
+      try await body()
+      return self
+    } catch {
+      await stop()
+      throw error
+    }
+  }
+
   /// Runs `body`, then stops the phone, however `body` ends.
   func stopping<T>(after body: () async throws -> T) async throws -> T {
     do {

@@ -1,5 +1,6 @@
 import ANCS
 import ATT
+import Conformance
 import Foundation
 import Links
 import Phone
@@ -146,9 +147,9 @@ extension Bench {
   /// A phone in another process (`ancs phone`, found as this executable) over a Unix socket.
   func endToEndProcesses(count: Int) async throws -> [Result] {
     let path = "/tmp/ancs-bench-\(getpid()).sock"
-    let phone = try startPhoneProcess(["--listen", "unix:\(path)", "--quirk", "flood=\(count)"])
+    let phone = try await startPhoneProcess(["--listen", "unix:\(path)", "--quirk", "flood=\(count)"])
     return try await phone.stopping {
-      let bearer = try await connectRetrying(.unix(path: path))
+      let bearer = try await LinkAddress.unix(path: path).connect(on: loops)
       let engine = WatchEngine(options: Self.benchWatchOptions) { bearer }
       let events = engine.events()
       let running = Task { await engine.run() }
@@ -167,9 +168,9 @@ extension Bench {
   /// connected, subscribed and holding 10 notifications each.
   func memoryPerSession(sessions: Int) async throws -> [Result] {
     let path = "/tmp/ancs-bench-mem-\(getpid()).sock"
-    let phone = try startPhoneProcess(["--listen", "unix:\(path)", "--quirk", "flood=10"])
+    let phone = try await startPhoneProcess(["--listen", "unix:\(path)", "--quirk", "flood=10"])
     return try await phone.stopping {
-      _ = try await connectRetrying(.unix(path: path)).close()
+      _ = try await LinkAddress.unix(path: path).connect(on: loops).close()
       try await Task.sleep(for: .milliseconds(200))
       let before = ProcessFigures(of: phone.processIdentifier).residentKiB
       var engines: [WatchEngine] = []
@@ -177,7 +178,7 @@ extension Bench {
       var options = Self.benchWatchOptions
       options.reconnect = false
       for _ in 0..<sessions {
-        let bearer = try await connectRetrying(.unix(path: path))
+        let bearer = try await LinkAddress.unix(path: path).connect(on: loops)
         let engine = WatchEngine(options: options) { bearer }
         let events = engine.events()
         tasks.append(Task { await engine.run() })
@@ -197,23 +198,15 @@ extension Bench {
   }
 
   /// `ancs phone` as a child driven by JSON lines: nobody is asked to share notifications,
-  /// and it ends with the bench however the bench ends (a signal included).
-  func startPhoneProcess(_ arguments: [String]) throws -> SpawnedPhone {
-    try SpawnedPhone(ancsArguments: ["phone", "--commands", "jsonl", "--no-events"] + arguments)
-  }
-
-  /// Connects, retrying while the freshly started phone is not listening yet (bounded).
-  func connectRetrying(_ address: LinkAddress) async throws -> SocketBearer {
-    var attempt = 0
-    while true {
-      do {
-        return try await address.connect(on: loops)
-      } catch {
-        attempt += 1
-        if attempt > 100 { throw error }
-        try await Task.sleep(for: .milliseconds(20))
-      }
-    }
+  /// and it ends with the bench however the bench ends (a signal included). Returns once
+  /// it answers its first command, which it reads only once it listens: connecting then
+  /// cannot race its start-up, however slow the machine.
+  func startPhoneProcess(_ arguments: [String]) async throws -> SpawnedPhone {
+    let phone = try SpawnedPhone(ancsArguments: ["phone", "--commands", "jsonl", "--no-events"] + arguments)
+    return try await phone.stoppingOnFailure(of: {
+      let stimulus = JSONLineStimulus(channel: phone)
+      try await within(FleetBench.patience, "answer from the phone") { try await stimulus.ready() }
+    })
   }
 
   func endToEnd() async throws -> [Result] {
