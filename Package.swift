@@ -7,9 +7,9 @@
 //   Sockets                           the POSIX pieces: socket links, event loops (-> Links)
 //   Links                             simulated links, framing, pairing, captures, air (-> ATT)
 //   GATT -> ATT -> Runtime, Wire      the protocol layers; ANCS, AMS -> Wire
-//   Runtime                           lock, inbox, event hub, FIFO, logger
+//   Runtime                           lock, inbox, event hub, FIFO, logger, thread starter
 //   Wire                              bytes
-//   TestSupport (Tests/Shared)        helpers the test targets share (-> Sockets, Wire)
+//   TestSupport (Tests/Shared)        helpers the test targets share (-> Sockets, Runtime, Wire)
 import PackageDescription
 
 let package = Package(

@@ -185,8 +185,4 @@ extension Phone {
         .constant(IPhoneUUID.modelNumber, Array(settings.profile.modelNumber.utf8)),
       ])
   }
-
-  /// The Apple Media Service's shape (AMS specification): Remote Command, Entity Update,
-  /// Entity Attribute. Its behaviour is not modelled yet: commands are taken and ignored,
-  /// nothing is notified, Entity Attribute reads empty.
 }

@@ -62,9 +62,10 @@ extension Phone {
   /// `change` returned.
   @discardableResult
   public func changeMedia<T>(_ change: (inout MediaPlayer, _ now: Double) -> T) async -> T {
-    let now = mediaNow
-    let (result, changed, commandsChanged, sessions) = state.withLock {
-      state -> (T, Set<EntityAttribute>, Bool, [(GATTSession, [EntityAttribute])]) in
+    let (now, result, changed, commandsChanged, sessions) = state.withLock {
+      state -> (Double, T, Set<EntityAttribute>, Bool, [(GATTSession, [EntityAttribute])]) in
+      // Read under the lock: changes take their times in the order they are made.
+      let now = mediaNow
       let before = state.player.values(at: now)
       let commandsBefore = state.player.supportedCommands
       let result = change(&state.player, now)
@@ -73,7 +74,7 @@ extension Phone {
       let sessions = state.sessions.values.sorted { $0.id < $1.id }.map {
         ($0.gatt, $0.media.registered(among: changed))
       }
-      return (result, changed, commandsBefore != state.player.supportedCommands, sessions)
+      return (now, result, changed, commandsBefore != state.player.supportedCommands, sessions)
     }
     if !changed.isEmpty {
       for (gatt, attributes) in sessions where !attributes.isEmpty { await tellValues(attributes, to: gatt, at: now) }
@@ -98,11 +99,14 @@ extension Phone {
 
   private func entityUpdate(_ gatt: GATTSession, _ bytes: [UInt8]) -> WriteOutcome {
     subscribedWrite(gatt, bytes, EntityRegistration.init(decoding:)) { registration in
-      state.withLock {
-        $0.sessions[ObjectIdentifier(gatt)]?.media.registrations[registration.entity] = registration.attributes
-      }
-      // The current values follow the Write Response.
-      return .accepted(then: { [self] in await tellValues(registration.pairs, to: gatt, at: mediaNow) })
+      // Taken in after the Write Response, so that no change is told before it; the
+      // current values follow.
+      .accepted(then: { [self] in
+        state.withLock {
+          $0.sessions[ObjectIdentifier(gatt)]?.media.registrations[registration.entity] = registration.attributes
+        }
+        await tellValues(registration.pairs, to: gatt, at: mediaNow)
+      })
     }
   }
 

@@ -71,8 +71,11 @@ public final class EventLoop: @unchecked Sendable {
     var asleep = false
     /// `shutdown()` was called: the loop ends after its current turn.
     var stopping = false
-    /// The loop's thread has ended: jobs queued now run on threads of their own.
+    /// The loop's thread has ended and its descriptors are closed: jobs queued now run on
+    /// threads of their own, and nothing writes to the eventfd any more.
     var ended = false
+    /// `shutdown()` calls waiting for the end.
+    var endWaiters: [CheckedContinuation<Void, Never>] = []
   }
 
   /// The epoll instance; -1 when it could not be made (every `register` then fails).
@@ -85,8 +88,6 @@ public final class EventLoop: @unchecked Sendable {
   /// Nil once the loop has ended: nothing more can be registered.
   private let links = Locked<[Int32: SocketCore]?>([:])
   private let queue = Locked(Queue())
-  /// Told when the loop's thread has ended (`shutdown()` waits for it).
-  private let ended = Inbox<Void>()
 
   /// Starts a loop and its thread.
   public init() {
@@ -164,18 +165,26 @@ public final class EventLoop: @unchecked Sendable {
   /// thread has ended (it waits without blocking); a second call returns at once. Refused
   /// for the process's executor loop.
   public func shutdown() async throws(ShutdownRefusal) {
-    if Self.executorLoop === self { throw .globalExecutor }
+    if Self.executorLock.withLock({ _ in Self.executorLoop === self }) { throw .globalExecutor }
     guard running else { return }
-    let wakeUp = queue.withLock { queue -> Bool in
-      if queue.ended { return false }
-      queue.stopping = true
-      return true
+    await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+      let waiting = queue.withLock { queue -> Bool in
+        if queue.ended { return false }
+        queue.stopping = true
+        queue.endWaiters.append(continuation)
+        // Under the lock that the loop's end takes to close the eventfd.
+        wakeLocked()
+        return true
+      }
+      if !waiting { continuation.resume() }
     }
-    if wakeUp {
-      var one: UInt64 = 1
-      _ = write(wake, &one, MemoryLayout<UInt64>.size)
-    }
-    while !queue.withLock({ $0.ended }) { _ = await ended.next() }
+  }
+
+  /// Wakes the loop from epoll; called with `queue`'s lock held, before the loop has ended
+  /// (so the eventfd is still open and still ours).
+  private func wakeLocked() {
+    var one: UInt64 = 1
+    _ = write(wake, &one, MemoryLayout<UInt64>.size)
   }
 
   // MARK: Sockets
@@ -260,31 +269,34 @@ public final class EventLoop: @unchecked Sendable {
     in slot: UnsafeMutablePointer<ancs_global_enqueue_hook?>, for loop: EventLoop
   ) -> TakeOverRefusal? {
     executorLock.withLock { _ -> TakeOverRefusal? in
-      if let installed = executorLoop, installed !== loop { return .anotherLoopInstalled }
+      let before = executorLoop
+      if let before, before !== loop { return .anotherLoopInstalled }
       executorLoop = loop
-      return ancs_install_hook(slot, hook) ? nil : .anotherHookInstalled
+      if ancs_install_hook(slot, hook) { return nil }
+      // Refused: nothing changes.
+      executorLoop = before
+      return .anotherHookInstalled
     }
   }
 
   /// Queues a job to run on the loop's thread, waking the loop if it sleeps. Once the loop
   /// has ended (a task that prefers it outlived it), the job runs on a thread of its own.
   private func enqueue(_ job: UnownedJob, preferred: Bool) {
-    let wakeUp = queue.withLock { queue -> Bool? in
-      if queue.ended { return nil }
+    let queued = queue.withLock { queue -> Bool in
+      if queue.ended { return false }
       queue.jobs.append(Job(job: job, preferred: preferred))
-      defer { queue.asleep = false }
-      return queue.asleep
+      // Under the lock that the loop's end takes to close the eventfd.
+      if queue.asleep { wakeLocked() }
+      queue.asleep = false
+      return true
     }
-    guard let wakeUp else {
-      let executor = asUnownedTaskExecutor()
-      let orphan = Job(job: job, preferred: preferred)
-      if !spawnThread({ Self.run(orphan, on: executor) }) { Self.run(orphan, on: executor) }
-      return
-    }
-    if wakeUp {
-      var one: UInt64 = 1
-      _ = write(wake, &one, MemoryLayout<UInt64>.size)
-    }
+    if !queued { runOrphan(Job(job: job, preferred: preferred)) }
+  }
+
+  /// A job for a loop that has ended: on a thread of its own, with the loop's stack size.
+  private func runOrphan(_ job: Job) {
+    let executor = asUnownedTaskExecutor()
+    if !spawnThread(stackSize: Self.stackSize, { Self.run(job, on: executor) }) { Self.run(job, on: executor) }
   }
 
   /// Runs up to `jobsPerTurn` ready jobs; returns how many it ran.
@@ -381,17 +393,18 @@ public final class EventLoop: @unchecked Sendable {
       _ = epoll_ctl(epoll, EPOLL_CTL_DEL, core.socket.fd, nil)
       core.disconnect(fault: .io("its event loop was shut down"))
     }
-    Self.closeDescriptors(epoll, wake)
-    let left = queue.withLock { queue -> [Job] in
+    let (left, waiters) = queue.withLock { queue -> ([Job], [CheckedContinuation<Void, Never>]) in
+      // Closed under the lock every write to the eventfd takes, and marked ended with it.
+      Self.closeDescriptors(epoll, wake)
       queue.ended = true
       var left: [Job] = []
       while let job = queue.jobs.popFirst() { left.append(job) }
-      return left
+      defer { queue.endWaiters = [] }
+      return (left, queue.endWaiters)
     }
-    let executor = asUnownedTaskExecutor()
-    for job in left where !spawnThread({ Self.run(job, on: executor) }) { Self.run(job, on: executor) }
+    for job in left { runOrphan(job) }
     pthread_setspecific(Self.currentKey, nil)
-    ended.push(())
+    for waiter in waiters { waiter.resume() }
   }
 }
 

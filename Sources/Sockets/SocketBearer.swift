@@ -7,7 +7,7 @@ import Wire
 /// One end of a socket link (unix:PATH or tcp:HOST:PORT), framed as described at the top of
 /// LinkFraming.swift.
 ///
-/// The process's `EventLoop` thread reads the socket into a queue whenever it is
+/// The `EventLoop` the link was given reads the socket into a queue whenever it is
 /// readable, so the peer's sends never wait for this end's engine and two busy ends cannot
 /// deadlock. Sends are synchronous writes under a lock. Pairing requests from the peer are
 /// answered by the loop with this end's

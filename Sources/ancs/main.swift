@@ -20,7 +20,8 @@ do {
       printError("ancs: ANCS_EXECUTOR=loop: \(refusal); tasks run on Swift's thread pool")
     }
   } else {
-    // Tasks on Swift's pool, which spreads them over the cores; the links' reading too.
+    // Tasks on Swift's pool, which spreads them over the cores; the links read by one
+    // loop per core.
     loops = ThreadedEventLoopGroup()
   }
 } catch {

@@ -93,6 +93,17 @@ struct EventLoopTests {
     #expect(await Task(executorPreference: loop) { 42 }.value == 42)
   }
 
+  @Test("callers shutting a loop down together all return once it has ended")
+  func concurrentShutdownsAllReturn() async throws {
+    let loop = EventLoop()
+    let (_, peripheral) = try UnixSeqpacketLink.pair(on: loop)
+    try await withThrowingTaskGroup(of: Void.self) { group in
+      for _ in 0..<8 { group.addTask { try await loop.shutdown() } }
+      try await group.waitForAll()
+    }
+    #expect(!peripheral.isConnected)
+  }
+
   @Test("a group hands out its loops in turn, each with a thread of its own")
   func groupHandsOutLoopsInTurn() async throws {
     let group = ThreadedEventLoopGroup(count: 3)
