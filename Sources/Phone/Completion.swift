@@ -1,3 +1,4 @@
+import AMS
 import ANCS
 
 /// What Tab completes at the console: the word before the cursor and the words it could
@@ -43,7 +44,8 @@ extension PhoneCommand {
   /// Tab completion for `line` with the cursor `cursor` Unicode scalars from its start. The
   /// first word is a command (`commandNames`); after `post`, the app (a registered app's
   /// name in lower case, or its id), then keys (`subtitle=`) and the values of `category=`,
-  /// `flags=` and `app=`; after `modify` a UID then its keys; after `remove` a UID.
+  /// `flags=` and `app=`; after `modify` a UID then its keys; after `remove` a UID; after
+  /// `shuffle` and `repeat` their modes; after `play`, `duration=`.
   /// Matching ignores case. Text in quotes is not completed.
   public static func completion(
     of line: String, cursor: Int, apps: [String: String], uids: [UInt32] = []
@@ -121,6 +123,10 @@ extension PhoneCommand {
       return matching(modifyKeys.map { $0 + "=" })
     case "remove", "rm":
       return matching(position == 1 ? uidWords : [])
+    case "shuffle", "repeat":
+      return matching(position == 1 ? ShuffleMode.names.sorted { $0.key < $1.key }.map(\.value) : [])
+    case "play":
+      return matching(["duration="])
     default:
       return matching([])
     }

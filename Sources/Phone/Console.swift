@@ -21,6 +21,8 @@ public enum PhoneCommand: Hashable, Sendable {
   case bonds
   /// Forgets the bond with one accessory (by its address), or every bond.
   case forget(peer: String?)
+  /// Changes the media player the Apple Media Service shows.
+  case media(MediaCommand)
   case help
   case quit
 }
@@ -36,11 +38,10 @@ public struct ConsoleError: Error, Hashable, Sendable, CustomStringConvertible {
 
 extension PhoneCommand {
   /// The command words, in help order.
-  public static let commandNames = [
-    "post", "modify", "remove", "call", "list", "battery", "time", "disconnect", "allow", "revoke", "bonds", "forget",
-    "help",
-    "quit",
-  ]
+  public static let commandNames =
+    [
+      "post", "modify", "remove", "call", "list", "battery", "time", "disconnect", "allow", "revoke", "bonds", "forget",
+    ] + MediaCommand.words + ["help", "quit"]
 
   /// Keys of `post` (positive and negative also as positiveAction and negativeAction).
   static let postKeys = ["app", "title", "subtitle", "message", "category", "flags", "date", "positive", "negative"]
@@ -131,6 +132,8 @@ extension PhoneCommand {
         throw ConsoleError("forget takes one accessory's address or nothing (every bond): forget C3:1A:05:7E:22:90")
       }
       return .forget(peer: plain.first)
+    case _ where MediaCommand.words.contains(word), "prev":
+      return .media(try MediaCommand.parse(word: word == "prev" ? "previous" : word, plain: plain, pairs: pairs))
     case "help", "?":
       return .help
     case "quit", "exit", "q":
@@ -351,19 +354,7 @@ struct ConsoleToken: Hashable {
 extension PhoneCommand {
   /// The command in console syntax; `PhoneCommand.parse` reads it back to the same command.
   public var consoleLine: String {
-    func text(_ value: String) -> String {
-      var out = "\""
-      for character in value {
-        switch character {
-        case "\"": out += "\\\""
-        case "\\": out += "\\\\"
-        case "\n": out += "\\n"
-        case "\t": out += "\\t"
-        default: out.append(character)
-        }
-      }
-      return out + "\""
-    }
+    let text = consoleText
     func flags(_ flags: EventFlags) -> String {
       flags.intersection([.silent, .important]).flagNames.joined(separator: ",")
     }
@@ -402,10 +393,26 @@ extension PhoneCommand {
     case .revoke(let watch): return "revoke" + (watch.map { " \($0)" } ?? "")
     case .bonds: return "bonds"
     case .forget(let peer): return "forget" + (peer.map { " " + text($0) } ?? "")
+    case .media(let command): return command.consoleWords.joined(separator: " ")
     case .help: return "help"
     case .quit: return "quit"
     }
   }
+}
+
+/// Text in double quotes as the console reads it back (`\"`, `\\`, `\n`, `\t` escaped).
+func consoleText(_ value: String) -> String {
+  var out = "\""
+  for character in value {
+    switch character {
+    case "\"": out += "\\\""
+    case "\\": out += "\\\\"
+    case "\n": out += "\\n"
+    case "\t": out += "\\t"
+    default: out.append(character)
+    }
+  }
+  return out + "\""
 }
 
 // MARK: - JSON lines
@@ -430,6 +437,9 @@ extension PhoneCommand {
       throw ConsoleError("\(error.path): \(error.reason)")
     }
   }
+
+  /// The field of each media command's JSON form that holds its value.
+  static let mediaKeys = ["seek": "seconds", "volume": "level", "shuffle": "mode", "repeat": "mode", "player": "name"]
 
   static func jsonCommand(_ json: JSON) throws(ScenarioIssue) -> PhoneCommand {
     let root = JSONPath()
@@ -481,6 +491,15 @@ extension PhoneCommand {
         peer: try fields["peer"].map { value throws(ScenarioIssue) in
           try ScenarioReader.string(value, at: root.key("peer"), nonEmpty: true)
         })
+    case _ where MediaCommand.words.contains(cmd):
+      let key = mediaKeys[cmd]
+      if cmd == "play" {
+        try fields.only(["cmd"] + MediaCommand.trackKeys, "in a play command")
+        let track = fields.pairs.filter { $0.0 != "cmd" }
+        return .media(try MediaCommand.read(word: cmd, value: track.isEmpty ? nil : .object(track), at: root))
+      }
+      try fields.only(["cmd"] + (key.map { [$0] } ?? []), "in a \(cmd) command")
+      return .media(try MediaCommand.read(word: cmd, value: key.flatMap { fields[$0] }, at: root.key(key ?? cmd)))
     case "list", "disconnect", "bonds", "help", "quit":
       try fields.only(["cmd"], "in a \(cmd) command")
       return ["list": .list, "disconnect": .disconnect, "bonds": .bonds, "help": .help, "quit": .quit][cmd]!
@@ -590,7 +609,7 @@ public struct PhoneConsole: Sendable {
         "list", listLines(),
         [
           ("battery", .number(Double(phone.battery))), ("watches", .number(Double(phone.connectionCount))),
-          ("notifications", .array(phone.notifications.map(json(of:)))),
+          ("notifications", .array(phone.notifications.map(json(of:)))), ("media", phone.mediaJSON),
         ])
     case .battery(let level):
       await phone.setBattery(level)
@@ -643,6 +662,11 @@ public struct PhoneConsole: Sendable {
           ? ["no bonds to forget"]
           : forgotten.map { "forgot \($0): it must pair again (its link, if up, was dropped)" },
         [("peers", .array(forgotten.map(JSON.string)))])
+    case .media(let media):
+      switch await phone.media(media) {
+      case .success(let line): return done(media.word, [line], [("media", phone.mediaJSON)])
+      case .failure(let error): return failed(media.word, error.message)
+      }
     case .help:
       return done("help", Self.help.split(separator: "\n", omittingEmptySubsequences: false).map(String.init))
     case .quit:
@@ -681,7 +705,9 @@ public struct PhoneConsole: Sendable {
     let status =
       "battery \(phone.battery)%, \(watches) watch\(watches == 1 ? "" : "es") connected, clock "
       + (ANCSDate.parseOrNil(phone.dateNow()).map(Self.readable) ?? phone.dateNow())
-    guard !notifications.isEmpty else { return ["no notifications (\(status))"] }
+    // What plays, when something does.
+    let media = phone.mediaPlayer.track == nil ? [] : ["media: " + phone.mediaSummary]
+    guard !notifications.isEmpty else { return ["no notifications (\(status))"] + media }
     let apps = phone.apps
     var rows = [["UID", "APP", "CATEGORY", "FLAGS", "ACTIONS", "TITLE"]]
     for notification in notifications {
@@ -706,7 +732,7 @@ public struct PhoneConsole: Sendable {
     }
     let count = notifications.count
     lines.append("\(count) notification\(count == 1 ? "" : "s"); \(status)")
-    return lines
+    return lines + media
   }
 
   func json(of notification: PhoneNotification) -> JSON {
@@ -793,6 +819,17 @@ public struct PhoneConsole: Sendable {
       bonds            the accessories this phone has bonds with, by address
       forget [ADDRESS] forget an accessory's bond (without an address: every bond), as
                        iOS's "Forget This Device": its link drops and it must pair again
+      play ["TITLE" ["ARTIST" ["ALBUM"]]] [duration=M:SS]
+                       play a track now (it goes after the current one in the queue);
+                       without one, resume, e.g. play "Tall Bird" "Bartlebeats" "Frequency" duration=3:35
+      pause            pause the track
+      next             the next track (under repeat all, the first after the last)
+      previous         the track before, or this one's start after its first 3 s (or prev)
+      seek TIME        move within the track (M:SS or seconds), e.g. seek 1:20
+      volume LEVEL     0 to 1, or 0% to 100%, e.g. volume 0.4
+      shuffle MODE     off, one or all, e.g. shuffle all
+      repeat MODE      off, one or all, e.g. repeat one
+      player "NAME"    the media app's name the watch sees (Music); player "" for none
       help             this text
       quit             stop the phone
     Categories: other, incomingCall, missedCall, voicemail, social, schedule, email, news,

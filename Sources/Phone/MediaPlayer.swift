@@ -1,4 +1,5 @@
 import AMS
+import Wire
 
 /// The phone's simulated media player, as the Apple Media Service shows it (Protocol/AMS.md):
 /// the app, a queue of tracks and where playback is in the current one. A value: every change
@@ -111,6 +112,28 @@ public struct MediaPlayer: Hashable, Sendable {
     }
   }
 
+  /// When the current track ends on the media clock, while it plays; nil when paused or
+  /// when the track has no duration.
+  public var endOfTrack: Double? {
+    guard state == .playing, let track, track.duration > 0 else { return nil }
+    return mark + max(0, track.duration - elapsedAtMark)
+  }
+
+  /// The current track has played to its end by `now`: the next one plays from the moment
+  /// it ended (the same one again under repeat one; at the end of the queue, under repeat
+  /// off, playback stops at the start of the last track). False, changing nothing, when it
+  /// has not ended.
+  @discardableResult
+  public mutating func finishTrack(at now: Double) -> Bool {
+    guard let end = endOfTrack, now >= end else { return false }
+    if repeatMode == .one {
+      go(to: index, at: end)
+    } else {
+      next(at: end)
+    }
+    return true
+  }
+
   // MARK: Remote commands
 
   /// The commands the player takes now: none without a track; what a music app offers
@@ -184,5 +207,69 @@ public struct MediaPlayer: Hashable, Sendable {
     elapsedAtMark = elapsed(at: now)
     mark = now
     state = new
+  }
+}
+
+// MARK: - Telling what it does
+
+extension MediaPlayer {
+  /// One line: `playing "Tall Bird" by Bartlebeats (Frequency), 1:20 of 3:35, track 1 of 2`.
+  public func summary(at now: Double) -> String {
+    guard !app.isEmpty else { return "no player (the watch sees no media app)" }
+    guard let track else { return "\(app): nothing to play" }
+    var line = (state == .playing ? "playing " : "paused at ") + quotedTitle(track)
+    if !track.artist.isEmpty { line += " by " + track.artist }
+    if !track.album.isEmpty { line += " (\(track.album))" }
+    line += ", " + Self.clock(elapsed(at: now))
+    if track.duration > 0 { line += " of " + Self.clock(track.duration) }
+    if queue.count > 1 { line += ", track \(index + 1) of \(queue.count)" }
+    return line
+  }
+
+  /// The state for scripts: `app`, `state`, `elapsed`, the track's `title`, `artist`,
+  /// `album`, `duration`, the queue's `index` and `count`, `volume`, `shuffle`, `repeat`.
+  public func json(at now: Double) -> JSON {
+    var pairs: [(String, JSON)] = [
+      ("app", .string(app)), ("state", .string(state.name ?? String(state.rawValue))),
+      ("elapsed", .number(elapsed(at: now))),
+    ]
+    if let track {
+      pairs += [
+        ("title", .string(track.title)), ("artist", .string(track.artist)), ("album", .string(track.album)),
+        ("duration", .number(track.duration)),
+      ]
+    }
+    pairs += [
+      ("index", .number(Double(index))), ("count", .number(Double(queue.count))), ("volume", .number(volume)),
+      ("shuffle", .string(shuffle.name ?? "")), ("repeat", .string(repeatMode.name ?? "")),
+    ]
+    return .object(pairs)
+  }
+
+  private func quotedTitle(_ track: Track) -> String { "\"" + track.title + "\"" }
+
+  /// "3:35", "1:02:03" (whole seconds, rounded down).
+  public static func clock(_ seconds: Double) -> String {
+    let whole = Int(max(0, min(seconds, 1e9)))
+    let (hours, minutes, rest) = (whole / 3600, whole / 60 % 60, whole % 60)
+    let two = { (value: Int) in value < 10 ? "0\(value)" : "\(value)" }
+    return hours > 0 ? "\(hours):\(two(minutes)):\(two(rest))" : "\(minutes):\(two(rest))"
+  }
+
+  /// Reads "3:35", "1:02:03" or seconds ("215", "80.5"); nil for anything else.
+  public static func seconds(_ text: String) -> Double? {
+    let parts = text.split(separator: ":", omittingEmptySubsequences: false)
+    guard (1...3).contains(parts.count) else { return nil }
+    if parts.count == 1 {
+      guard let value = Double(text), value.isFinite, value >= 0, text.first?.isNumber == true else { return nil }
+      return value
+    }
+    var total = 0.0
+    for (place, part) in parts.enumerated() {
+      guard !part.isEmpty, part.allSatisfy({ $0.isASCII && $0.isNumber }), let value = Int(part) else { return nil }
+      if place > 0 && (part.count != 2 || value > 59) { return nil }
+      total = total * 60 + Double(value)
+    }
+    return total
   }
 }

@@ -1,6 +1,7 @@
 import AMS
 import ATT
 import GATT
+import Wire
 
 /// The Apple Media Service on the phone (Protocol/AMS.md): the player's commands on Remote
 /// Command, its attributes on Entity Update, whole values through Entity Attribute.
@@ -57,6 +58,23 @@ extension Phone {
   /// The player as it is now.
   public var mediaPlayer: MediaPlayer { state.withLock { $0.player } }
 
+  /// What plays now, in one line (`MediaPlayer.summary`).
+  public var mediaSummary: String {
+    let now = mediaNow
+    return state.withLock { $0.player.summary(at: now) }
+  }
+
+  /// The player's state for scripts (`MediaPlayer.json`).
+  public var mediaJSON: JSON {
+    let now = mediaNow
+    return state.withLock { $0.player.json(at: now) }
+  }
+
+  /// Performs a console, JSON or scenario media command: what it did, or why not.
+  public func media(_ command: MediaCommand) async -> Result<String, ConsoleError> {
+    await changeMedia { player, now in command.apply(to: &player, at: now) }
+  }
+
   /// Changes the player (the console, a scenario, a remote command) and tells each accessory
   /// what changed of what it asked for, and the commands when they changed. Returns what
   /// `change` returned.
@@ -74,6 +92,7 @@ extension Phone {
       let sessions = state.sessions.values.sorted { $0.id < $1.id }.map {
         ($0.gatt, $0.media.registered(among: changed))
       }
+      scheduleTrackEnd(&state)
       return (now, result, changed, commandsBefore != state.player.supportedCommands, sessions)
     }
     if !changed.isEmpty {
@@ -81,6 +100,40 @@ extension Phone {
     }
     if commandsChanged { await tellCommands(to: sessions.map(\.0)) }
     return result
+  }
+
+  // MARK: Tracks ending by themselves
+
+  /// Under the state lock, after every change: a timer on the media clock finishes the
+  /// current track when it ends, while it plays; the one before, if any, is cancelled.
+  private func scheduleTrackEnd(_ state: inout State) {
+    let end = state.player.endOfTrack
+    guard end != state.trackEnd else { return }
+    state.trackTimer?.cancel()
+    state.trackEnd = end
+    state.trackTimer = end.map { end in
+      let clock = mediaClock
+      return Task { [weak self] in
+        do { try await clock.sleep(until: .nanoseconds(Int64((end * 1e9).rounded(.up)))) } catch { return }
+        await self?.finishTrack(endingAt: end)
+      }
+    }
+  }
+
+  /// The timer for a track ending at `end` fired: the next track plays (Protocol/AMS.md).
+  private func finishTrack(endingAt end: Double) async {
+    state.withLock { state in
+      // This timer is done: the change below must not cancel the task it runs in.
+      if state.trackEnd == end {
+        state.trackEnd = nil
+        state.trackTimer = nil
+      }
+    }
+    let line = await changeMedia { player, now -> String? in
+      // The clock has passed `end`, so the track ended then, whatever the reading now.
+      player.finishTrack(at: max(now, end)) ? player.summary(at: now) : nil
+    }
+    if let line { emit(.trackEnded(now: line)) }
   }
 
   // MARK: The characteristics
@@ -93,7 +146,12 @@ extension Phone {
     // A command the player does not take now changes nothing (Protocol/AMS.md).
     let id = command.command
     return .accepted(then: { [self] in
-      await changeMedia { (player: inout MediaPlayer, now: Double) -> Bool in player.perform(id, at: now) }
+      let outcome = await changeMedia { (player: inout MediaPlayer, now: Double) -> String in
+        player.perform(id, at: now) ? player.summary(at: now) : "not available now, ignored"
+      }
+      if let session = state.withLock({ $0.sessions[ObjectIdentifier(gatt)]?.id }) {
+        emit(.remoteCommand(session: session, command: id.name ?? String(id.rawValue), outcome: outcome))
+      }
     })
   }
 

@@ -34,6 +34,11 @@ public enum PhoneEvent: Hashable, Sendable {
   /// Something happened to a bond: an accessory paired, encrypted with its bond, had lost
   /// it ("Peer removed pairing information" on an iPhone), or the user forgot it.
   case bond(BondEvent)
+  /// An accessory sent an AMS Remote Command; `outcome` says what the player does now, or
+  /// that it does not take that command now.
+  case remoteCommand(session: Int, command: String, outcome: String)
+  /// The track played to its end and the player went on by itself; `now` says what plays.
+  case trackEnded(now: String)
 }
 
 /// The simulated iPhone: a notification center served as ANCS, with the Current Time and
@@ -87,6 +92,9 @@ public final class Phone: Sendable {
     var renamedUIDs: [UInt32: UInt32] = [:]
     /// The media player the Apple Media Service shows.
     var player = MediaPlayer()
+    /// When the current track ends, and the task that finishes it then (Phone+Media.swift).
+    var trackEnd: Double?
+    var trackTimer: Task<Void, Never>?
   }
 
   public let server: GATTServer
@@ -186,6 +194,8 @@ public final class Phone: Sendable {
   // MARK: - Events
 
   /// A stream of everything that happens from now on.
+  deinit { state.withLock { $0.trackTimer?.cancel() } }
+
   public func events() -> AsyncStream<PhoneEvent> { hub.stream() }
 
   func emit(_ event: PhoneEvent) { hub.yield(event) }

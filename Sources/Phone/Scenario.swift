@@ -179,6 +179,8 @@ public enum ScenarioAction: Hashable, Sendable {
   case time(ANCSDate)
   /// Closes every watch's link.
   case disconnect
+  /// Changes the media player.
+  case media(MediaCommand)
 }
 
 /// One timed step.
@@ -282,7 +284,8 @@ public struct Scenario: Hashable, Sendable {
   public static let changeKeys = [
     "title", "subtitle", "message", "date", "flags", "positiveAction", "negativeAction",
   ]
-  public static let actionKeys = ["post", "modify", "remove", "call", "battery", "time", "disconnect"]
+  public static let actionKeys =
+    ["post", "modify", "remove", "call", "battery", "time", "disconnect"] + MediaCommand.words
   /// The largest `at` or duration accepted, in seconds (about 11.5 days).
   public static let maximumTime: Double = 1_000_000
 }
@@ -706,6 +709,8 @@ enum ScenarioReader {
         throw ScenarioIssue(path: valuePath, reason: "expected a date yyyyMMddTHHmmss, e.g. 20261129T120000")
       }
       action = .time(try fixedDate(text, at: valuePath))
+    case _ where MediaCommand.words.contains(kind):
+      action = .media(try MediaCommand.read(word: kind, value: value, at: valuePath))
     default:  // "disconnect"
       guard value == .bool(true) else {
         throw ScenarioIssue(
@@ -744,6 +749,7 @@ extension ScenarioAction {
     case .battery: return "battery"
     case .time: return "time"
     case .disconnect: return "disconnect"
+    case .media(let command): return command.word
     }
   }
 }

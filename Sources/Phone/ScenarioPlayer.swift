@@ -125,6 +125,11 @@ public struct ScenarioPlayer: Sendable {
       let count = phone.connectionCount
       phone.disconnectAll()
       return "disconnected \(count) watch" + (count == 1 ? "" : "es")
+    case .media(let command):
+      switch await phone.media(command) {
+      case .success(let line): return line
+      case .failure(let error): return "\(command.word): \(error.message)"
+      }
     }
   }
 

@@ -344,6 +344,9 @@ enum PhoneCommandLine {
       return "\(who) asked for connection parameters \(request.description): "
         + (broken.isEmpty ? "accepted" : "refused (\(broken.joined(separator: "; ")))")
     case .bond(let event): return describe(event)
+    case .remoteCommand(let session, let command, let outcome):
+      return "watch \(session) sent the remote command \(command): \(outcome)"
+    case .trackEnded(let now): return "the track ended: \(now)"
     }
   }
 
@@ -415,6 +418,12 @@ enum PhoneCommandLine {
             ("broken", .array(broken.map { .string($0) })),
           ])
     case .bond(let event): return event.json
+    case .remoteCommand(let session, let command, let outcome):
+      return .object([
+        ("event", .string("remoteCommand")), ("session", .number(Double(session))), ("command", .string(command)),
+        ("outcome", .string(outcome)),
+      ])
+    case .trackEnded(let now): return .object([("event", .string("trackEnded")), ("now", .string(now))])
     }
   }
 

@@ -81,6 +81,14 @@ import Wire
     #expect(complete("help p") == ([], nil))
   }
 
+  @Test func mediaCommandsCompleteTheirModesAndDuration() {
+    #expect(complete("pla").candidates == ["play", "player"])
+    #expect(complete("shuffle o") == (["off", "one"], nil))
+    #expect(complete("repeat a") == (["all"], "all "))
+    #expect(complete("shuffle all o") == ([], nil))
+    #expect(complete(#"play "Tall Bird" d"#) == (["duration="], "duration="))
+  }
+
   /// Any line, the cursor anywhere: the word ends at the cursor, and every candidate (and
   /// the replacement) starts as it does.
   @Test func anyLineAnyCursor() {

@@ -131,11 +131,11 @@ private func jsonRefusal(_ line: String) -> String {
     (
       "frobnicate",
       #"unknown command "frobnicate"; commands: post, modify, remove, call, list, battery, time, "#
-        + #"disconnect, allow, revoke, bonds, forget, help, quit (type "help" for the syntax)"#
+        + #"disconnect, allow, revoke, bonds, forget, play, pause, next, previous, seek, volume, shuffle, repeat, player, help, quit (type "help" for the syntax)"#
     ),
     (
       #""post" chat"#,
-      #"a line starts with a command: post, modify, remove, call, list, battery, time, disconnect, allow, revoke, bonds, forget, help, quit (try "help")"#
+      #"a line starts with a command: post, modify, remove, call, list, battery, time, disconnect, allow, revoke, bonds, forget, play, pause, next, previous, seek, volume, shuffle, repeat, player, help, quit (try "help")"#
     ),
     (#"post chat "Hello"#, #"missing closing quote (") in: post chat "Hello"#),
     (#"post chat "a\qb""#, #"unknown escape \q in quotes; use \" \\ \n or \t"#),
@@ -239,11 +239,11 @@ private func jsonRefusal(_ line: String) -> String {
     ("[1]", #"$: expected an object like {"cmd":"list"}, found an array"#),
     (
       #"{"title":"x"}"#,
-      #"$: missing key "cmd" (one of post, modify, remove, call, list, battery, time, disconnect, allow, revoke, bonds, forget, help, quit)"#
+      #"$: missing key "cmd" (one of post, modify, remove, call, list, battery, time, disconnect, allow, revoke, bonds, forget, play, pause, next, previous, seek, volume, shuffle, repeat, player, help, quit)"#
     ),
     (
       #"{"cmd":"pots"}"#,
-      #"$.cmd: unknown command "pots"; valid: post, modify, remove, call, list, battery, time, disconnect, allow, revoke, bonds, forget, help, quit"#
+      #"$.cmd: unknown command "pots"; valid: post, modify, remove, call, list, battery, time, disconnect, allow, revoke, bonds, forget, play, pause, next, previous, seek, volume, shuffle, repeat, player, help, quit"#
     ),
     (
       #"{"cmd":"post","app":"a.b","id":"n1"}"#,

@@ -71,4 +71,48 @@ import Testing
     player.next(at: 4)
     #expect(player.track == Self.song && player.state == .playing)
   }
+
+  @Test func aTrackThatPlaysToItsEndGivesWayToTheNextFromTheMomentItEnded() {
+    var player = MediaPlayer()
+    player.load([Self.other, Self.song], at: 0)
+    #expect(player.endOfTrack == nil, "paused: nothing ends")
+    player.resume(at: 10)
+    player.seek(to: 40, at: 20)
+    #expect(player.endOfTrack == 80)
+    #expect(!player.finishTrack(at: 79.9) && player.track == Self.other)
+    // Read late (at 85), the next track has played since 80.
+    #expect(player.finishTrack(at: 85) && player.track == Self.song && player.elapsed(at: 85) == 5)
+    #expect(player.endOfTrack == 295)
+    // Repeat one plays the same track again; at the end of the queue, under repeat off, it stops.
+    player.repeatMode = .one
+    #expect(player.finishTrack(at: 295) && player.track == Self.song && player.state == .playing)
+    player.repeatMode = .off
+    #expect(player.finishTrack(at: 510) && player.state == .paused && player.endOfTrack == nil)
+    // A track without a duration never ends by itself.
+    player.play(MediaPlayer.Track(title: "Radio"), at: 600)
+    #expect(player.endOfTrack == nil)
+  }
+
+  @Test func timesAreReadAndWrittenAsOnAPlayer() {
+    #expect(MediaPlayer.seconds("3:35") == 215 && MediaPlayer.seconds("1:02:03") == 3723)
+    #expect(MediaPlayer.seconds("80.5") == 80.5 && MediaPlayer.seconds("0") == 0)
+    for bad in ["", "1:5", "1:60", "-3", "1::00", "a:00", "inf", "nan", "1:00:00:00", " 80"] {
+      #expect(MediaPlayer.seconds(bad) == nil, "\(bad)")
+    }
+    #expect(
+      MediaPlayer.clock(215.9) == "3:35" && MediaPlayer.clock(3723) == "1:02:03" && MediaPlayer.clock(5) == "0:05")
+  }
+
+  @Test func theSummarySaysWhatPlays() {
+    var player = MediaPlayer()
+    #expect(player.summary(at: 0) == "Music: nothing to play")
+    player.load([Self.song, Self.other], at: 0)
+    player.resume(at: 0)
+    #expect(
+      player.summary(at: 80) == "playing \"Tall Bird\" by Bartlebeats (Frequency), 1:20 of 3:35, track 1 of 2")
+    player.pause(at: 80)
+    #expect(player.summary(at: 90).hasPrefix("paused at \"Tall Bird\""))
+    player.app = ""
+    #expect(player.summary(at: 90) == "no player (the watch sees no media app)")
+  }
 }

@@ -119,4 +119,26 @@ import Testing
     #expect(phone.mediaPlayer.state == .paused)
     await remote.accessory.close()
   }
+
+  @Test func eachRemoteCommandIsAnEventSayingWhatThePlayerDid() async throws {
+    let (phone, _) = try Self.phone()
+    var events = phone.events().makeAsyncIterator()
+    await phone.changeMedia { player, now in player.play(Self.song, at: now) }
+    let remote = try MediaRemote(phone)
+    try await remote.subscribe()
+    #expect(await remote.write(remote.remoteCommand, [RemoteCommandID.togglePlayPause.rawValue]) == nil)
+    #expect(await remote.write(remote.remoteCommand, [RemoteCommandID.likeTrack.rawValue]) == nil)
+    var commands: [PhoneEvent] = []
+    while commands.count < 2, let event = await events.next(isolation: nil) {
+      if case .remoteCommand = event { commands.append(event) }
+    }
+    #expect(
+      commands == [
+        .remoteCommand(
+          session: 1, command: "togglePlayPause",
+          outcome: #"paused at "Tall Bird" by Bartlebeats (Frequency), 0:00 of 3:35"#),
+        .remoteCommand(session: 1, command: "likeTrack", outcome: "not available now, ignored"),
+      ])
+    await remote.accessory.close()
+  }
 }

@@ -225,11 +225,11 @@ private func scenario(notifications: String = #"{"id":"n1","app":"com.example.ch
     ),
     (
       #"{"at":1}"#,
-      "$.steps[0]: a step needs one action: post, modify, remove, call, battery, time, disconnect"
+      "$.steps[0]: a step needs one action: post, modify, remove, call, battery, time, disconnect, play, pause, next, previous, seek, volume, shuffle, repeat, player"
     ),
     (
       #"{"at":1,"pots":"n1"}"#,
-      #"$.steps[0].pots: unknown key; a step has "at" and one action: post, modify, remove, call, battery, time, disconnect"#
+      #"$.steps[0].pots: unknown key; a step has "at" and one action: post, modify, remove, call, battery, time, disconnect, play, pause, next, previous, seek, volume, shuffle, repeat, player"#
     ),
     (
       #"{"at":1,"post":"n1","remove":"n1"}"#,
