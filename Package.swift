@@ -3,7 +3,7 @@
 // Layers, dependencies pointing down only (README.md, "Architecture"):
 //   ancs                              the command
 //   Conformance, HCI, WatchDisplay    the harness; the Bluetooth host; the terminal face (-> Watch)
-//   Phone, Watch                      the ANCS server and client (-> ANCS, GATT)
+//   Phone, Watch                      the ANCS and AMS server and client (-> ANCS, AMS, GATT)
 //   Sockets                           the POSIX pieces: socket links, event loops (-> Links)
 //   Links                             simulated links, framing, pairing, captures, air (-> ATT)
 //   GATT -> ATT -> Runtime, Wire      the protocol layers; ANCS, AMS -> Wire
@@ -37,12 +37,12 @@ let package = Package(
     .target(name: "Links", dependencies: ["ATT", "Runtime", "Wire"]),
     .target(name: "Sockets", dependencies: ["ATT", "CEpoll", "CSwiftRuntime", "Links", "Runtime", "Wire"]),
     .target(name: "Phone", dependencies: ["AMS", "ANCS", "ATT", "GATT", "Runtime", "Wire"]),
-    .target(name: "Watch", dependencies: ["ANCS", "ATT", "GATT", "Runtime", "Wire"]),
+    .target(name: "Watch", dependencies: ["AMS", "ANCS", "ATT", "GATT", "Runtime", "Wire"]),
     .target(name: "Conformance", dependencies: ["ANCS", "ATT", "GATT", "Links", "Runtime", "Wire"]),
     // No pkgConfig: ncursesw's .pc file gives only -D_DEFAULT_SOURCE -D_XOPEN_SOURCE=600,
     // which SwiftPM drops with a warning; the shim defines what the headers need.
     .systemLibrary(name: "CNcurses", path: "Sources/CNcurses", providers: [.apt(["libncurses-dev"])]),
-    .target(name: "WatchDisplay", dependencies: ["Watch", "ANCS", "CNcurses", "Runtime", "Wire"]),
+    .target(name: "WatchDisplay", dependencies: ["Watch", "AMS", "ANCS", "CNcurses", "Runtime", "Wire"]),
     .systemLibrary(
       name: "CEdit", path: "Sources/CEdit", pkgConfig: "libedit", providers: [.apt(["libedit-dev"])]),
     .systemLibrary(
@@ -70,7 +70,9 @@ let package = Package(
     .testTarget(name: "PhoneTests", dependencies: ["Phone", "ANCS", "ATT", "GATT", "Links", "Wire", "Runtime"]),
     .testTarget(
       name: "WatchTests",
-      dependencies: ["TestSupport", "Watch", "Phone", "ANCS", "ATT", "GATT", "Links", "Wire", "Runtime", "Sockets"]),
+      dependencies: [
+        "TestSupport", "Watch", "Phone", "AMS", "ANCS", "ATT", "GATT", "Links", "Wire", "Runtime", "Sockets",
+      ]),
     .testTarget(name: "CLITests", dependencies: ["TestSupport"]),
     .testTarget(
       name: "ConformanceTests",
@@ -82,7 +84,7 @@ let package = Package(
     .testTarget(name: "InteropTests", dependencies: ["TestSupport", "HCI", "ATT", "GATT", "Wire", "Runtime"]),
     .testTarget(
       name: "WatchDisplayTests",
-      dependencies: ["TestSupport", "WatchDisplay", "Watch", "ANCS", "ATT", "CNcurses", "Wire", "Runtime"],
+      dependencies: ["TestSupport", "WatchDisplay", "Watch", "AMS", "ANCS", "ATT", "CNcurses", "Wire", "Runtime"],
       exclude: ["Snapshots", "scenario.json"]),
   ]
 )

@@ -1,3 +1,4 @@
+import AMS
 import ANCS
 import ATT
 import GATT
@@ -41,11 +42,18 @@ public final class WatchEngine: Sendable {
     let cccds: [UInt16]
     let sourceCCCD: UInt16
 
-    init(client: GATTClient, controlPoint: UInt16, sourceCCCD: UInt16, dataCCCD: UInt16, dataFirst: Bool) {
+    /// The Apple Media Service's handles, when the phone publishes it (and the watch uses it).
+    let media: MediaHandles?
+
+    init(
+      client: GATTClient, controlPoint: UInt16, sourceCCCD: UInt16, dataCCCD: UInt16, dataFirst: Bool,
+      media: MediaHandles?
+    ) {
       self.client = client
       self.controlPoint = controlPoint
       self.sourceCCCD = sourceCCCD
       cccds = dataFirst ? [dataCCCD, sourceCCCD] : [sourceCCCD, dataCCCD]
+      self.media = media
     }
 
     var connection: ATTConnection { client.connection }
@@ -54,6 +62,14 @@ public final class WatchEngine: Sendable {
     /// session (a handler the client keeps must not keep the client).
     final class Tag: Sendable {}
     let tag = Tag()
+  }
+
+  /// The value handles of AMS's three characteristics, and the CCCDs of the two that notify.
+  struct MediaHandles: Sendable {
+    var remoteCommand: UInt16
+    var entityUpdate: UInt16
+    var entityAttribute: UInt16
+    var cccds: [UInt16]
   }
 
   /// What the engine's loop takes, in order.
@@ -196,6 +212,12 @@ public final class WatchEngine: Sendable {
   /// dropped (with an `error` event), never performed on whatever that UID names now.
   public func perform(_ action: ActionID, on uid: UInt32, session: Int? = nil) {
     submitDetached(.input(.perform(uid: uid, action: action, session: session ?? state.session), from: nil))
+  }
+
+  /// Sends a remote command to the phone's media player (AMS), if it takes it now; an
+  /// `error` event says why not otherwise.
+  public func media(_ command: RemoteCommandID) {
+    submitDetached(.input(.media(.command(command)), from: nil))
   }
 
   /// Ends `run()`: closes the link and stops reconnecting.
@@ -371,12 +393,20 @@ public final class WatchEngine: Sendable {
     if options.faults.contains(.discoverBeforePairing) && connection.bearer.securityLevel < .encrypted {
       try await pair(connection.bearer)
     }
+    let media = options.usesMedia ? await discoverMedia(client) : nil
     let session = Session(
       client: client, controlPoint: control.valueHandle, sourceCCCD: sourceCCCD, dataCCCD: dataCCCD,
-      dataFirst: options.dataSourceFirst)
+      dataFirst: options.dataSourceFirst, media: media)
     // The phone's events reach the engine's loop in the order the receive loop takes them,
     // with the answers to the watch's writes.
     let tag = session.tag
+    if let media {
+      client.onValue(media.remoteCommand) { [unowned self] in
+        await submit(.input(.media(.commands($0.value)), from: tag))
+      }
+      client.onValue(media.entityUpdate) { [unowned self] in await submit(.input(.media(.update($0.value)), from: tag))
+      }
+    }
     client.onValue(source.valueHandle) { [unowned self] in
       await submit(.input(.notificationSource($0.value), from: tag))
     }
@@ -391,6 +421,41 @@ public final class WatchEngine: Sendable {
     for handle in session.cccds { try await session.client.configure(cccd: handle, .notifications) }
     shared.withLock { $0.sessionsStarted += 1 }
     await submit(.input(.link(.connected(session.connection.bearer.name)), from: session.tag))
+    // AMS after ANCS: its trouble never keeps the notifications from coming.
+    var available = session.media != nil
+    do {
+      for handle in session.media?.cccds ?? [] { try await session.client.configure(cccd: handle, .notifications) }
+    } catch {
+      emit(.error("subscribing to the Apple Media Service failed: \(error)"))
+      available = false
+    }
+    await submit(.input(.media(.started(available: available)), from: session.tag))
+  }
+
+  /// The phone's Apple Media Service, if it publishes one the watch can use (an `error`
+  /// event says what is wrong with one it cannot).
+  private func discoverMedia(_ client: GATTClient) async -> MediaHandles? {
+    do {
+      guard let service = try await client.discoverPrimaryServices(BluetoothUUID(AMSUUID.service)!).first else {
+        return nil
+      }
+      let characteristics = try await client.discoverCharacteristics(of: service)
+      func find(_ uuid: String) throws -> DiscoveredCharacteristic {
+        guard let found = characteristics.first(where: { $0.uuid == BluetoothUUID(uuid)! }) else {
+          throw WatchSetupError(description: "AMS has no characteristic \(uuid)")
+        }
+        return found
+      }
+      let remoteCommand = try find(AMSUUID.remoteCommand)
+      let entityUpdate = try find(AMSUUID.entityUpdate)
+      return MediaHandles(
+        remoteCommand: remoteCommand.valueHandle, entityUpdate: entityUpdate.valueHandle,
+        entityAttribute: try find(AMSUUID.entityAttribute).valueHandle,
+        cccds: [try await cccd(of: remoteCommand, client), try await cccd(of: entityUpdate, client)])
+    } catch {
+      emit(.error("the phone's Apple Media Service cannot be used: \(error)"))
+      return nil
+    }
   }
 
   private func pair(_ bearer: any ATTBearer) async throws {
@@ -551,6 +616,8 @@ public final class WatchEngine: Sendable {
           if case .success(.readResponse(let value)) = result { subscribed = (value.value.first ?? 0) & 1 == 1 }
           await submit(.input(.probed(subscribed: subscribed), from: tag))
         }
+      case .media(let request):
+        await perform(request, on: session)
       case .resubscribe:
         guard let session else { continue }
         // The new session begins where the subscriptions are written again: after what the
@@ -561,6 +628,33 @@ public final class WatchEngine: Sendable {
           await session.client.startWrite(handle, CCCDValue.notifications.bytes) { [self] result in
             if case .failure(let error) = result { emit(.error("subscribing again failed: \(error)")) }
           }
+        }
+      }
+    }
+  }
+
+  /// Sends an AMS request; its answer comes back to the loop as `.answered`.
+  private func perform(_ request: MediaRequest, on session: Session?) async {
+    guard let session, let media = session.media else {
+      await step(.media(.answered(request, .failure(MediaFailure(code: nil, reason: "not connected")))))
+      return
+    }
+    let answer: @Sendable (Result<[UInt8], ATTError>) async -> Void = { [unowned self, tag = session.tag] result in
+      let failure = result.mapError { MediaFailure(code: $0.errorCode?.rawValue, reason: "\($0)") }
+      await submit(.input(.media(.answered(request, failure)), from: tag))
+    }
+    let client = session.client
+    switch request {
+    case .register(let registration):
+      await client.startWrite(media.entityUpdate, registration.encoded()) { await answer($0.map { [] }) }
+    case .remote(let command):
+      await client.startWrite(media.remoteCommand, RemoteCommand(command).encoded()) { await answer($0.map { [] }) }
+    case .readWhole(let attribute):
+      // Select, then read: the loop has one such pair in flight at a time.
+      await client.startWrite(media.entityAttribute, EntityAttributeSelection(attribute).encoded()) { result in
+        switch result {
+        case .success: await client.startRead(media.entityAttribute, onAnswer: answer)
+        case .failure(let error): await answer(.failure(error))
         }
       }
     }

@@ -1,3 +1,4 @@
+import AMS
 import ANCS
 import Wire
 
@@ -25,6 +26,8 @@ public struct WatchMachine: Sendable {
     case currentTime([UInt8])
     case battery(UInt8)
     case link(LinkState)
+    /// For the Apple Media Service client (`MediaClient`).
+    case media(MediaClient.Input)
   }
 
   public enum Action: Hashable, Sendable {
@@ -37,6 +40,8 @@ public struct WatchMachine: Sendable {
     case resubscribe
     /// Close the link (only fault switches ask for it).
     case disconnect(String)
+    /// Ask the phone's Apple Media Service; feed back `.media(.answered)`.
+    case media(MediaRequest)
   }
 
   enum Command: Sendable {
@@ -197,6 +202,8 @@ public struct WatchMachine: Sendable {
   var sharingLostMidSession = false
   /// An empty notification was taken as an answer's start (`emptyFragmentStartsAnswer`).
   var emptyAnswerStarted = false
+  /// The Apple Media Service beside ANCS.
+  var media = MediaClient()
 
   public init(options: WatchOptions = WatchOptions()) {
     self.options = options
@@ -258,6 +265,9 @@ public struct WatchMachine: Sendable {
       out.append(.emit(.battery(level)))
     case .link(let link):
       linkChanged(link, &out)
+    case .media(let input):
+      media.handle(input, &state.nowPlaying, now: now, &out)
+      return out
     }
     next(&out)
     return out
@@ -334,6 +344,9 @@ public struct WatchMachine: Sendable {
     case .connecting: return
     }
     if case .connected = was { out.append(.emit(.disconnected(reason: reason))) }
+    // AMS belongs to the link: the next one registers afresh.
+    media = MediaClient()
+    state.nowPlaying = NowPlaying()
     // An action cut off by the link is reported; a fetch is simply asked again next session.
     if let flight = inFlight, case .action = flight.command { giveUp(flight, &out) }
     inFlight = nil

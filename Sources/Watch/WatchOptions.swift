@@ -60,6 +60,8 @@ public struct WatchOptions: Sendable {
   public var maximumReconnectDelay: Duration = .seconds(30)
   /// Reconnect after the link drops (false: stop).
   public var reconnect = true
+  /// Uses the phone's Apple Media Service (now playing, remote commands) when it has one.
+  public var usesMedia = true
   /// Test-only fault switches (Faults.swift); none by default.
   public var faults = WatchFaults()
 

@@ -1,3 +1,4 @@
+import AMS
 import ANCS
 import ATT
 import Wire
@@ -82,6 +83,8 @@ public struct WatchState: Hashable, Sendable {
   /// The ANCS session the notifications' UIDs belong to (they name nothing in another):
   /// counts the sessions begun, 0 before the first.
   public var session = 0
+  /// What the phone's media player plays (the Apple Media Service).
+  public var nowPlaying = NowPlaying()
 
   public init() {}
 
@@ -106,6 +109,13 @@ public enum WatchEvent: Hashable, Sendable {
   /// Something happened to a bond: paired, encrypted with it, the phone's key missing here,
   /// pairing again refused, or forgotten (`forget`).
   case bond(BondEvent)
+  /// The phone told a media attribute (AMS Entity Update), or the watch read it whole;
+  /// `truncated`: the phone cut it to fit a notification.
+  case media(EntityAttribute, value: String, truncated: Bool)
+  /// The remote commands the phone's player takes now.
+  case mediaCommands([RemoteCommandID])
+  /// The phone accepted a remote command the wearer sent.
+  case remoteCommand(RemoteCommandID)
 
   /// The JSON object of Protocol/events.md.
   public var json: JSON {
@@ -125,8 +135,22 @@ public enum WatchEvent: Hashable, Sendable {
     case .battery(let level): return .object([("event", .string("battery")), ("level", .number(Double(level)))])
     case .sharing(let allowed): return .object([("event", .string("sharing")), ("allowed", .bool(allowed))])
     case .bond(let event): return event.json
+    case .media(let attribute, let value, let truncated):
+      return .object([
+        ("event", .string("media")), ("entity", .string(attribute.entity.name ?? "\(attribute.entity.rawValue)")),
+        ("attribute", .string(attribute.name ?? "\(attribute.attribute)")), ("value", .string(value)),
+        ("truncated", .bool(truncated)),
+      ])
+    case .mediaCommands(let commands):
+      return .object([
+        ("event", .string("mediaCommands")), ("commands", .array(commands.map { .string(Self.name(of: $0)) })),
+      ])
+    case .remoteCommand(let command):
+      return .object([("event", .string("remoteCommand")), ("command", .string(Self.name(of: command)))])
     }
   }
+
+  static func name(of command: RemoteCommandID) -> String { command.name ?? "\(command.rawValue)" }
 
   static func notificationJSON(_ event: String, _ n: WatchNotification) -> JSON {
     var pairs: [(String, JSON)] = [

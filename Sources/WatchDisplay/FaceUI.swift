@@ -306,7 +306,7 @@ public struct FaceUI: Hashable, Sendable {
       if allowed { say("The phone shares its notifications again", short: "Notifications shared", now: now) }
     case .bond(let change):
       sayBond(change, now: now)
-    case .modified, .disconnected, .time, .battery:
+    case .modified, .disconnected, .time, .battery, .media, .mediaCommands, .remoteCommand:
       break
     }
     sync(state, now: now)

@@ -150,6 +150,7 @@ private enum Step: Hashable, CustomStringConvertible {
   case probe
   case resubscribe
   case disconnect
+  case media(MediaRequest)
 
   var description: String {
     switch self {
@@ -160,6 +161,7 @@ private enum Step: Hashable, CustomStringConvertible {
     case .probe: return "probe"
     case .resubscribe: return "resubscribe"
     case .disconnect: return "disconnect"
+    case .media(let request): return "media \(request)"
     }
   }
 }
@@ -265,6 +267,7 @@ private struct Harness {
       case .probe: return .probe
       case .resubscribe: return .resubscribe
       case .disconnect: return .disconnect
+      case .media(let request): return .media(request)
       }
     }
   }

@@ -217,6 +217,41 @@ public final class GATTClient: Sendable {
     return value
   }
 
+  /// `read` without waiting: the Read Request is sent now or queued behind the request
+  /// outstanding, each Read Blob Request from the answer before it; `onAnswer` runs exactly
+  /// once, on the receive loop, with the whole value.
+  public func startRead(
+    _ handle: UInt16, onAnswer: @escaping @Sendable (Result<[UInt8], ATTError>) async -> Void
+  ) async {
+    await connection.request(.readRequest(ReadRequest(handle: handle))) { [self] result in
+      switch result {
+      case .success(.readResponse(let response)):
+        await continueRead(handle, response.value, last: response.value.count, onAnswer: onAnswer)
+      case .success: await onAnswer(.failure(.invalidResponse("expected Read Response")))
+      case .failure(let error): await onAnswer(.failure(error))
+      }
+    }
+  }
+
+  /// One Read Blob step of `startRead`, while the last part filled ATT_MTU - 1.
+  private func continueRead(
+    _ handle: UInt16, _ value: [UInt8], last: Int,
+    onAnswer: @escaping @Sendable (Result<[UInt8], ATTError>) async -> Void
+  ) async {
+    guard last == connection.mtu - 1 && value.count < Self.longestValue else { return await onAnswer(.success(value)) }
+    let request = ReadBlobRequest(handle: handle, offset: UInt16(value.count))
+    await connection.request(.readBlobRequest(request)) { [self] result in
+      switch result {
+      case .success(.readBlobResponse(let blob)):
+        await continueRead(handle, value + blob.value, last: blob.value.count, onAnswer: onAnswer)
+      case .success: await onAnswer(.failure(.invalidResponse("expected Read Blob Response")))
+      case .failure(let error) where error.errorCode == .attributeNotLong || error.errorCode == .invalidOffset:
+        await onAnswer(.success(value))
+      case .failure(let error): await onAnswer(.failure(error))
+      }
+    }
+  }
+
   /// The values of the characteristics of this type in `range` (Read Using Characteristic
   /// UUID, Vol 3 Part G 4.8.2: one Read By Type Request), as (value handle, value); empty
   /// when there is none (Attribute Not Found).
