@@ -225,3 +225,20 @@ public struct MediaClient: Sendable {
     out.append(.media(.readWhole(attribute)))
   }
 }
+
+extension RemoteCommandID {
+  /// The words a wearer's command is typed as (`media next` to `ancs watch --headless`), in
+  /// help order; the specification's names (`nextTrack`) are taken too.
+  public static let words: KeyValuePairs<String, RemoteCommandID> = [
+    "play": .play, "pause": .pause, "toggle": .togglePlayPause, "next": .nextTrack, "previous": .previousTrack,
+    "volume-up": .volumeUp, "volume-down": .volumeDown, "repeat": .advanceRepeatMode, "shuffle": .advanceShuffleMode,
+    "forward": .skipForward, "back": .skipBackward, "like": .likeTrack, "dislike": .dislikeTrack,
+    "bookmark": .bookmarkTrack,
+  ]
+
+  /// The command a word names (`next`, `nextTrack`), or nil.
+  public init?(word: String) {
+    guard let found = Self.words.first(where: { $0.key == word })?.value ?? Self(name: word) else { return nil }
+    self = found
+  }
+}

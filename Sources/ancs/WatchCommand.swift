@@ -1,3 +1,4 @@
+import AMS
 import ANCS
 import ATT
 import HCI
@@ -17,8 +18,10 @@ enum WatchCommand {
     that is not up yet, or goes away, is tried again with the reconnect back-off. With
     --headless (or when standard output is not a terminal) it prints one JSON object per
     event (Protocol/events.md) and takes commands on standard input, one per line:
-    `positive UID`, `negative UID`, `forget` (forget every bond, as resetting a watch
-    does), `quit`.
+    `positive UID`, `negative UID`, `media COMMAND` (a remote command to the phone's
+    media player: play, pause, toggle, next, previous, volume-up, volume-down, repeat,
+    shuffle, forward, back, like, dislike, bookmark), `forget` (forget every bond, as
+    resetting a watch does), `quit`.
 
     options:
       --connect ADDRESS       unix:PATH or tcp:HOST:PORT of a running `ancs phone`
@@ -45,6 +48,8 @@ enum WatchCommand {
       --sharing-recheck S     seconds between checks whether a phone that does not share
                               its notifications now does (default 10)
       --no-reconnect          exit when the link drops instead of reconnecting
+      --no-media              leave the phone's Apple Media Service alone (no now
+                              playing, no remote commands)
       --reconnect-delay S     first wait before reconnecting, doubled per failed
                               attempt up to 30 s (default 0.5)
       --capture FILE          record a btsnoop capture (Wireshark, btmon) of the link
@@ -90,6 +95,7 @@ enum WatchCommand {
       options.commandTimeout = .milliseconds(Int(seconds * 1000))
     }
     if args.flag("--no-reconnect") { options.reconnect = false }
+    if args.flag("--no-media") { options.usesMedia = false }
     if let seconds = try args.seconds("--liveness", in: 0.1...3600) {
       options.livenessInterval = .milliseconds(Int64(seconds * 1000))
     }
@@ -201,8 +207,8 @@ enum WatchCommand {
     return engine
   }
 
-  /// Prints events as JSON lines and takes `positive UID`, `negative UID`, `forget`, `quit`
-  /// on stdin.
+  /// Prints events as JSON lines and takes `positive UID`, `negative UID`, `media COMMAND`,
+  /// `forget`, `quit` on stdin.
   /// End of input stops the watch, as `quit` does, unless a `deadline` ends it (the demo).
   static func runHeadless(_ engine: WatchEngine, expectReconnect: Bool, until deadline: Duration? = nil) async -> Int32
   {
@@ -237,6 +243,13 @@ enum WatchCommand {
             continue
           }
           engine.perform(words[0] == "positive" ? .positive : .negative, on: uid)
+        case "media":
+          guard words.count == 2, let command = RemoteCommandID(word: words[1]) else {
+            let known = RemoteCommandID.words.map(\.key).joined(separator: ", ")
+            printError("ancs: usage: media COMMAND, one of \(known)")
+            continue
+          }
+          engine.media(command)
         case "forget":
           guard words.count == 1 else {
             printError("ancs: usage: forget (forgets every bond; it takes nothing after it)")
@@ -250,7 +263,8 @@ enum WatchCommand {
             printError("ancs: forget: \(error)")
           }
         default:
-          printError("ancs: unknown command '\(words[0])'; commands: positive UID, negative UID, forget, quit")
+          printError(
+            "ancs: unknown command '\(words[0])'; commands: positive UID, negative UID, media COMMAND, forget, quit")
         }
       }
     }

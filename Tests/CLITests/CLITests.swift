@@ -184,6 +184,30 @@ struct CLITests {
     #expect(try await phone.exitCode() == 0)
   }
 
+  /// Issue #17: music played at the phone's console is on the headless watch's events, and
+  /// the watch's `media pause` pauses it on the phone.
+  @Test func theWatchSeesWhatThePhonePlaysAndPausesIt() async throws {
+    let path = temporaryPath("phone.sock")
+    let phone = try Command(["phone", "--listen", "unix:\(path)", "--share-notifications", "allow"])
+    defer { phone.terminate() }
+    await phone.line(containing: "listening on")
+    phone.send(#"play "Tall Bird" "Bartlebeats" "Frequency" duration=3:35"#)
+    await phone.line(containing: #"playing "Tall Bird" by Bartlebeats (Frequency), 0:00 of 3:35"#)
+    let watch = try Command(["watch", "--connect", "unix:\(path)", "--headless"])
+    defer { watch.terminate() }
+    await watch.line(
+      containing: #"{"event":"media","entity":"track","attribute":"title","value":"Tall Bird","truncated":false}"#)
+    watch.send("media pause")
+    await watch.line(containing: #"{"event":"remoteCommand","command":"pause"}"#)
+    let told = await phone.line(containing: "remote command") ?? ""
+    #expect(told.contains(#"watch 1 sent the remote command pause: paused at "Tall Bird" by Bartlebeats"#), "\(told)")
+    await watch.line(containing: #""attribute":"playbackInfo","value":"0,0.0,"#)
+    watch.send("quit")
+    #expect(try await watch.exitCode() == 0)
+    phone.send("quit")
+    #expect(try await phone.exitCode() == 0)
+  }
+
   /// Bond trouble between two processes (README, Bond trouble): the watch forgets its bond,
   /// the phone finds its key missing and drops the link at every try, keeping its bond,
   /// until its user types `forget ADDRESS`; then they pair afresh.
