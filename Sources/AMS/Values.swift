@@ -66,3 +66,14 @@ public enum AMSNumber {
     return value
   }
 }
+
+/// Times within a track, as players show them.
+public enum TrackTime {
+  /// "3:35", "1:02:03": whole seconds, rounded down; negative and non-finite times are 0:00.
+  public static func text(_ seconds: Double) -> String {
+    let whole = seconds.isFinite ? Int(max(0, min(seconds, 1e9))) : 0
+    let (hours, minutes, rest) = (whole / 3600, whole / 60 % 60, whole % 60)
+    let two = { (value: Int) in value < 10 ? "0\(value)" : "\(value)" }
+    return hours > 0 ? "\(hours):\(two(minutes)):\(two(rest))" : "\(minutes):\(two(rest))"
+  }
+}

@@ -74,6 +74,11 @@ public enum BuiltInScenarios {
       "steps": [
         {"at": 0, "time": "20261231T183000", "comment": "half past six on New Year's Eve"},
         {"at": 0, "battery": 87},
+        {"at": 0.5, "play": {"title": "Clair de Lune", "artist": "Claude Debussy", "album": "Suite bergamasque",
+          "duration": 303}},
+        {"at": 0.5, "play": {"title": "The Blue Danube", "artist": "Johann Strauss II",
+          "album": "New Year's Concert", "duration": 580}},
+        {"at": 0.5, "previous": true, "comment": "two tracks queued, the first playing"},
         {"at": 1, "post": "maya"},
         {"at": 5, "post": "mail"},
         {"at": 10, "post": "dinner"},
@@ -101,6 +106,8 @@ public enum BuiltInScenarios {
          "positiveAction": null, "negativeAction": "Cancel", "flags": ["silent"]},
         {"at": 70, "remove": "missed"},
         {"at": 72, "remove": "voicemail"},
+        {"at": 74, "play": {"title": "Auld Lang Syne", "artist": "Traditional", "album": "Hogmanay",
+          "duration": 200}},
         {"at": 75, "post": "newyear", "comment": "midnight on the phone's clock"},
         {"at": 78, "remove": "mail"},
         {"at": 82, "battery": 22}

@@ -169,10 +169,11 @@ public struct MediaPlayer: Hashable, Sendable {
 
   // MARK: The AMS attributes
 
-  /// The text of `attribute` at `now`; nil when it has no value (Absent Attribute): any
-  /// attribute without a player, a track's without a track, reserved ones.
+  /// The text of `attribute` at `now`; nil when it has no value (sent empty): every
+  /// attribute while no player has a track (as an iPhone with no media playing), reserved
+  /// ones.
   public func value(of attribute: EntityAttribute, at now: Double) -> String? {
-    guard !app.isEmpty else { return nil }
+    guard !app.isEmpty, track != nil else { return nil }
     switch attribute {
     case .playerName: return app
     case .playbackInfo:
@@ -248,13 +249,8 @@ extension MediaPlayer {
 
   private func quotedTitle(_ track: Track) -> String { "\"" + track.title + "\"" }
 
-  /// "3:35", "1:02:03" (whole seconds, rounded down).
-  public static func clock(_ seconds: Double) -> String {
-    let whole = Int(max(0, min(seconds, 1e9)))
-    let (hours, minutes, rest) = (whole / 3600, whole / 60 % 60, whole % 60)
-    let two = { (value: Int) in value < 10 ? "0\(value)" : "\(value)" }
-    return hours > 0 ? "\(hours):\(two(minutes)):\(two(rest))" : "\(minutes):\(two(rest))"
-  }
+  /// "3:35", "1:02:03" (`TrackTime.text`).
+  public static func clock(_ seconds: Double) -> String { TrackTime.text(seconds) }
 
   /// Reads "3:35", "1:02:03" or seconds ("215", "80.5"); nil for anything else.
   public static func seconds(_ text: String) -> Double? {

@@ -162,7 +162,9 @@ public struct MediaClient: Sendable {
     }
     let attribute = update.attribute
     let cut = update.flags.contains(.truncated)
-    if attribute == .playbackInfo {
+    if attribute == .playbackInfo && update.value.isEmpty {
+      playing.playback = nil
+    } else if attribute == .playbackInfo {
       do {
         playing.playback = try PlaybackInfo(text: update.text)
         playing.playbackAt = now
@@ -213,8 +215,9 @@ public struct MediaClient: Sendable {
     let wasCut = playing.truncated.contains(attribute)
     if text.isEmpty { playing.values[attribute] = nil } else { playing.values[attribute] = text }
     if cut { playing.truncated.insert(attribute) } else { playing.truncated.remove(attribute) }
-    // PlaybackInfo is news each time: its elapsed time restarts the progress.
-    guard old != playing.values[attribute] || wasCut != cut || attribute == .playbackInfo else { return }
+    // PlaybackInfo is news each time it has a value: its elapsed time restarts the progress.
+    let restarts = attribute == .playbackInfo && !text.isEmpty
+    guard old != playing.values[attribute] || wasCut != cut || restarts else { return }
     out.append(.emit(.media(attribute, value: text, truncated: cut)))
   }
 

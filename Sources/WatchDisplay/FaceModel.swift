@@ -1,3 +1,4 @@
+import AMS
 import ANCS
 import Watch
 
@@ -66,6 +67,7 @@ private struct Face {
     } else {
       switch ui.page {
       case .list: drawList()
+      case .nowPlaying: drawNowPlaying()
       case .detail(let uid):
         if let notification = visible.first(where: { $0.uid == uid }) { drawDetail(notification) } else { drawList() }
       }
@@ -131,6 +133,7 @@ private struct Face {
     case .connecting: parts.append((symbols.connecting, Style(tint: .notice)))
     case .reconnecting, .stopped: parts.append((symbols.disconnected, Style(bold: true, tint: .bad)))
     }
+    if state.nowPlaying.isPlaying { parts.append((symbols.note, Style(tint: .accent))) }
     let unread = ui.unreadCount(state)
     if unread > 0 { parts.append(("\(unread) new", Style(bold: true))) }
     // Right-aligned, dropping from the left when the line is short.
@@ -405,6 +408,95 @@ private struct Face {
     for pill in pills {
       x += canvas.put(pill.glyphs, x: x, y: y, style: Style(bold: true, reverse: true, tint: pill.tint)) + gap
     }
+  }
+
+  // MARK: - Now playing
+
+  /// What the phone's media player plays: the app, the track, a progress bar that moves by
+  /// itself from the last PlaybackInfo, the state, the volume and the queue's modes.
+  mutating func drawNowPlaying() {
+    guard case .connected = state.link else {
+      drawDisconnected()
+      return
+    }
+    let playing = state.nowPlaying
+    let body = layout.body
+    let back = ["esc back \(symbols.dot) ? keys", "esc back"]
+    guard playing.available, playing.hasTrack else {
+      let why =
+        !playing.available
+        ? "The phone shares no media player"
+        : playing.playerName.isEmpty ? "No media app on the phone" : "\(playing.playerName) plays nothing"
+      drawCentered(
+        [(symbols.note, Style(tint: .accent)), ("", .plain), ("Nothing playing", .bold), (why, .dim)], in: body)
+      drawHint(back)
+      return
+    }
+    var y = body.y
+    let app = playing.playerName.isEmpty ? "Now playing" : playing.playerName
+    let queue = playing.values[.queueCount].flatMap(Int.init).flatMap { count -> String? in
+      guard count > 1, let index = playing.values[.queueIndex].flatMap(Int.init) else { return nil }
+      return "\(index + 1)/\(count)"
+    }
+    let queueX = queue.map { canvas.putRight($0, in: content, y: y, style: .dim) } ?? content.maxX
+    canvas.put(
+      symbols.note + " " + app, x: content.x, y: y, style: Style(bold: true, tint: .accent),
+      limit: queueX - content.x - 1)
+    y += 1
+    // The bar and the state line sit above the hint; the text is centred above them.
+    let barY = layout.hintY - 2
+    // The title on two lines at most, the second ending in an ellipsis when it goes on.
+    var title = DisplayText.wrap(playing.title, width: content.width, charset: charset)
+    if title.count > 2 {
+      let rest = title[1] + [.space] + title[2...].joined(separator: [.space])
+      title = [title[0], DisplayText.truncate(rest, to: content.width, ellipsis: canvas.ellipsis)]
+    }
+    var lines = title.map { ($0.map(\.text).joined(), Style(bold: true)) }
+    if !playing.artist.isEmpty { lines.append((playing.artist, .plain)) }
+    if !playing.album.isEmpty { lines.append((playing.album, .dim)) }
+    drawCentered(lines, in: Rect(x: content.x, y: y, width: content.width, height: max(0, barY - y)))
+    drawProgress(playing, y: barY)
+    var status = [playing.isPlaying ? "\(symbols.play) Playing" : "\(symbols.pause) Paused"]
+    if let volume = playing.volume { status.append("vol \(Int((volume * 100).rounded()))%") }
+    for (attribute, name) in [(EntityAttribute.shuffleMode, "shuffle"), (.repeatMode, "repeat")] {
+      if let mode = playing.values[attribute].flatMap(UInt8.init).map(ShuffleMode.init(rawValue:)), mode != .off {
+        status.append("\(name) \(mode.name ?? "\(mode.rawValue)")")
+      }
+    }
+    // What does not fit goes, from the end.
+    while status.count > 1
+      && DisplayText.width(status.joined(separator: " \(symbols.dot) "), charset: charset) > content.width
+    {
+      status.removeLast()
+    }
+    canvas.center(
+      status.joined(separator: " \(symbols.dot) "), in: content, y: barY + 1,
+      style: Style(tint: playing.isPlaying ? .good : .plain))
+    drawHint(
+      [
+        "space \(symbols.play)/\(symbols.pause) \(symbols.dot) < > track \(symbols.dot) + - vol \(symbols.dot) esc",
+        "space \(symbols.play)/\(symbols.pause) \(symbols.dot) < > \(symbols.dot) esc",
+      ] + back)
+  }
+
+  /// `1:20 ━━━━━━━━──────── 3:35`: the elapsed time, the bar, the duration.
+  mutating func drawProgress(_ playing: NowPlaying, y: Int) {
+    let elapsed = playing.elapsed(at: now) ?? 0
+    let left = TrackTime.text(elapsed)
+    guard let duration = playing.duration, duration > 0 else {
+      canvas.center(left, in: content, y: y, style: .dim)
+      return
+    }
+    let right = TrackTime.text(duration)
+    let width = content.width - left.count - right.count - 2
+    canvas.put(left, x: content.x, y: y, style: .dim)
+    canvas.putRight(right, in: content, y: y, style: .dim)
+    guard width > 0 else { return }
+    let filled = min(width, Int((Double(width) * elapsed / duration).rounded()))
+    canvas.hline(x: content.x + left.count + 1, y: y, width: filled, symbols.barFull, style: Style(tint: .accent))
+    canvas.hline(
+      x: content.x + left.count + 1 + filled, y: y, width: width - filled, symbols.barEmpty,
+      style: Style(dim: true, tint: .bezel))
   }
 
   // MARK: - Incoming call

@@ -1,3 +1,4 @@
+import AMS
 import ANCS
 import ATT
 import Watch
@@ -9,6 +10,8 @@ public enum FaceEffect: Hashable, Sendable {
   case perform(ActionID, uid: UInt32, session: Int)
   /// Get the wearer's attention: an Important notification or a call.
   case alert(AlertStyle)
+  /// Send a remote command to the phone's media player (the engine's `media`).
+  case media(RemoteCommandID)
   case quit
 }
 
@@ -38,6 +41,8 @@ public struct Toast: Hashable, Sendable {
 public enum FacePage: Hashable, Sendable {
   case list
   case detail(UInt32)
+  /// What the phone's media player plays (the Apple Media Service).
+  case nowPlaying
 }
 
 /// The face's own state, next to the engine's `WatchState`: the page, the cursor, the
@@ -134,6 +139,13 @@ public struct FaceUI: Hashable, Sendable {
     case .help:
       showingHelp = true
       return []
+    case .nowPlaying:
+      page = page == .nowPlaying ? .list : .nowPlaying
+      return []
+    case .nextTrack: return remote(.nextTrack, "Next track", state, now: now)
+    case .previousTrack: return remote(.previousTrack, "Previous track", state, now: now)
+    case .volumeUp: return remote(.volumeUp, "Volume up", state, now: now)
+    case .volumeDown: return remote(.volumeDown, "Volume down", state, now: now)
     default: break
     }
     let visible = visible(state)
@@ -171,7 +183,7 @@ public struct FaceUI: Hashable, Sendable {
       case .positive: return perform(.positive, on: visible[index], session: state.session, now: now)
       case .negative: return perform(.negative, on: visible[index], session: state.session, now: now)
       case .mute: toggleMute(visible[index].category, now: now)
-      case .help, .quit: break
+      case .help, .quit, .nowPlaying, .nextTrack, .previousTrack, .volumeUp, .volumeDown: break
       }
     case .detail(let uid):
       guard let notification = visible.first(where: { $0.uid == uid }) else {
@@ -195,11 +207,44 @@ public struct FaceUI: Hashable, Sendable {
       case .positive: return perform(.positive, on: notification, session: state.session, now: now)
       case .negative: return perform(.negative, on: notification, session: state.session, now: now)
       case .mute: toggleMute(notification.category, now: now)
-      case .help, .quit: break
+      case .help, .quit, .nowPlaying, .nextTrack, .previousTrack, .volumeUp, .volumeDown: break
       }
       detailTop = min(max(0, detailTop), bottom)
+    case .nowPlaying:
+      switch intent {
+      case .open, .pageDown: return playPause(state, now: now)
+      case .up: return remote(.volumeUp, "Volume up", state, now: now)
+      case .down: return remote(.volumeDown, "Volume down", state, now: now)
+      case .back: page = .list
+      case .positive, .negative, .mute: say("No notification here: esc for the list", now: now)
+      default: break
+      }
     }
     return []
+  }
+
+  /// A remote command, when the phone's player takes it now; otherwise the wearer is told.
+  private mutating func remote(
+    _ command: RemoteCommandID, _ label: String, _ state: WatchState, now: Duration
+  ) -> [FaceEffect] {
+    let playing = state.nowPlaying
+    guard playing.available else {
+      say("The phone shares no media player", now: now)
+      return []
+    }
+    guard playing.commands.contains(command) else {
+      say("\(label): not available now", now: now)
+      return []
+    }
+    return [.media(command)]
+  }
+
+  /// Play or pause: the toggle when the player takes it, else whichever fits.
+  private mutating func playPause(_ state: WatchState, now: Duration) -> [FaceEffect] {
+    let commands = state.nowPlaying.commands
+    if commands.contains(.togglePlayPause) { return remote(.togglePlayPause, "Play / pause", state, now: now) }
+    let playing = state.nowPlaying.isPlaying
+    return remote(playing ? .pause : .play, playing ? "Pause" : "Play", state, now: now)
   }
 
   private mutating func select(_ index: Int, in visible: [WatchNotification]) {

@@ -33,6 +33,13 @@ public enum FaceIntent: Hashable, Sendable {
   case mute
   case help
   case quit
+  /// The now-playing screen, and back.
+  case nowPlaying
+  /// Remote commands to the phone's media player (the Apple Media Service).
+  case nextTrack
+  case previousTrack
+  case volumeUp
+  case volumeDown
 }
 
 /// Keys to intents: the key map of the README, as a table.
@@ -52,6 +59,11 @@ public enum KeyMap {
     case .character("m"), .character("M"): return .mute
     case .character("?"): return .help
     case .character("q"), .character("Q"): return .quit
+    case .character("p"), .character("P"): return .nowPlaying
+    case .character(">"), .character("."): return .nextTrack
+    case .character("<"), .character(","): return .previousTrack
+    case .character("+"), .character("="): return .volumeUp
+    case .character("-"), .character("_"): return .volumeDown
     default: return nil
     }
   }
@@ -64,6 +76,9 @@ public enum KeyMap {
     ("a", "a", "positive action"),
     ("d", "d", "negative action"),
     ("m", "m", "mute category"),
+    ("p", "p", "now playing"),
+    ("space ⏎", "Space", "play / pause there"),
+    ("< > + -", "< > + -", "track, volume"),
     ("?", "?", "this help"),
     ("q", "q", "quit"),
   ]

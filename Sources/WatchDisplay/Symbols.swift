@@ -25,18 +25,23 @@ struct Symbols {
   var cross: String
   var dash: String
   var dot: String
+  var note: String
+  var play: String
+  var pause: String
+  var barFull: String
+  var barEmpty: String
 
   static let unicode = Symbols(
     frame: .rounded, innerFrame: .rounded, separator: "─", up: "▲", down: "▼", enter: "⏎", connected: "●",
     connecting: "◌", disconnected: "✕", quiet: "☾", muted: "⊘", unread: "•", selected: "❯", strap: "░", crown: "▌",
     pixel: "█", ring: ["✆", "(✆)", "((✆))"], spinner: ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"],
-    check: "✓", cross: "✕", dash: "—", dot: "·")
+    check: "✓", cross: "✕", dash: "—", dot: "·", note: "♪", play: "▶", pause: "❚❚", barFull: "━", barEmpty: "─")
 
   static let ascii = Symbols(
     frame: .ascii, innerFrame: .ascii, separator: "-", up: "^", down: "v", enter: "Enter", connected: "*",
     connecting: "o", disconnected: "x", quiet: "Q", muted: "(m)", unread: "*", selected: ">", strap: ":", crown: "]",
     pixel: "#", ring: ["C", "(C)", "((C))"], spinner: ["|", "/", "-", "\\"], check: "ok", cross: "x", dash: "-",
-    dot: "-")
+    dot: "-", note: "#", play: ">", pause: "||", barFull: "=", barEmpty: "-")
 
   static func of(_ charset: Charset) -> Symbols { charset == .unicode ? unicode : ascii }
 

@@ -145,6 +145,7 @@ private final class Loop: @unchecked Sendable {
       switch effect {
       case .perform(let action, let uid, let session): engine.perform(action, on: uid, session: session)
       case .alert(let style): terminal.alert(style)
+      case .media(let command): engine.media(command)
       case .quit: return true
       }
     }

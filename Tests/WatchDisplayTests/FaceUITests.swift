@@ -1,3 +1,4 @@
+import AMS
 import ANCS
 import ATT
 import Testing
@@ -17,6 +18,9 @@ import Wire
       (.character("\r"), .open), (.escape, .back), (.backspace, .back), (.character("a"), .positive),
       (.character("d"), .negative), (.character("m"), .mute), (.character("?"), .help), (.character("q"), .quit),
       (.pageDown, .pageDown), (.character(" "), .pageDown), (.pageUp, .pageUp), (.home, .top), (.end, .bottom),
+      (.character("p"), .nowPlaying), (.character(">"), .nextTrack), (.character("."), .nextTrack),
+      (.character("<"), .previousTrack), (.character(","), .previousTrack), (.character("+"), .volumeUp),
+      (.character("="), .volumeUp), (.character("-"), .volumeDown),
       (.character("x"), nil), (.character("é"), nil), (.resize, nil), (.tab, nil),
     ]
     for (key, intent) in table { #expect(KeyMap.intent(for: key) == intent, "\(key)") }
@@ -245,6 +249,31 @@ import Wire
     #expect(ui.visible(state).count == 6)
   }
 
+  @Test func theNowPlayingKeysSendWhatThePlayerTakes() {
+    var state = five
+    var ui = Fixture.ui(state)
+    // No AMS on this link: nothing is sent, the wearer is told.
+    #expect(ui.handle(.nextTrack, state: state, now: now).isEmpty)
+    #expect(ui.toast?.text == "The phone shares no media player")
+    state.nowPlaying = Fixture.music()
+    #expect(ui.handle(.nextTrack, state: state, now: now) == [.media(.nextTrack)])
+    #expect(ui.handle(.volumeDown, state: state, now: now) == [.media(.volumeDown)])
+    // Space and Enter play or pause on the now-playing page, up and down set the volume.
+    #expect(ui.handle(.pageDown, state: state, now: now).isEmpty, "the list scrolls")
+    _ = ui.handle(.nowPlaying, state: state, now: now)
+    #expect(ui.handle(.pageDown, state: state, now: now) == [.media(.togglePlayPause)])
+    #expect(ui.handle(.up, state: state, now: now) == [.media(.volumeUp)])
+    // Without the toggle, the command that fits the state.
+    state.nowPlaying.commands = [.play, .pause]
+    #expect(ui.handle(.open, state: state, now: now) == [.media(.pause)])
+    state.nowPlaying.playback = PlaybackInfo(state: .paused, rate: 0, elapsed: 3)
+    #expect(ui.handle(.open, state: state, now: now) == [.media(.play)])
+    #expect(ui.handle(.previousTrack, state: state, now: now).isEmpty)
+    #expect(ui.toast?.text == "Previous track: not available now")
+    _ = ui.handle(.back, state: state, now: now)
+    #expect(ui.page == .list)
+  }
+
   @Test func helpOpensAndAnyKeyClosesIt() {
     var ui = Fixture.ui(five)
     _ = ui.handle(.help, state: five, now: now)
@@ -275,7 +304,8 @@ import Wire
     var random = SplitMix64(seed: 2026)
     let pool = [Fixture.maya, Fixture.mail, Fixture.dinner, Fixture.news, Fixture.kenta, Fixture.call]
     let intents: [FaceIntent] = [
-      .up, .down, .pageUp, .pageDown, .top, .bottom, .open, .back, .positive, .negative, .mute, .help,
+      .up, .down, .pageUp, .pageDown, .top, .bottom, .open, .back, .positive, .negative, .mute, .help, .nowPlaying,
+      .nextTrack, .previousTrack, .volumeUp, .volumeDown,
     ]
     let links: [LinkState] = [
       .connected("memory"), .connecting, .reconnecting(attempt: 3, retryIn: .seconds(2), reason: "gone"), .stopped,

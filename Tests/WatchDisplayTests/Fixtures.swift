@@ -1,3 +1,4 @@
+import AMS
 import ANCS
 import Foundation
 import Testing
@@ -55,6 +56,21 @@ enum Fixture {
   static let call = notification(
     6, .incomingCall, app: "com.apple.mobilephone", name: "Phone", title: "Alice Martin", message: "Incoming Call",
     date: "", positive: "Answer", negative: "Decline", age: .seconds(5))
+
+  /// The phone's player as the watch knows it: "Tall Bird", 1:00 in when told 20 s ago,
+  /// so 1:20 at `now`; the first of three tracks, repeating all.
+  static func music(playing: Bool = true, title: String = "Tall Bird") -> NowPlaying {
+    var music = NowPlaying()
+    music.available = true
+    music.commands = [.play, .pause, .togglePlayPause, .nextTrack, .previousTrack, .volumeUp, .volumeDown]
+    music.values = [
+      .playerName: "Music", .title: title, .artist: "Bartlebeats", .album: "Frequency", .duration: "215.0",
+      .volume: "0.5", .queueIndex: "0", .queueCount: "3", .shuffleMode: "0", .repeatMode: "2",
+    ]
+    music.playback = PlaybackInfo(state: playing ? .playing : .paused, rate: playing ? 1 : 0, elapsed: 60)
+    music.playbackAt = now - .seconds(20)
+    return music
+  }
 
   /// A connected watch holding `notifications` (oldest first).
   static func state(_ notifications: [WatchNotification], link: LinkState = .connected("memory")) -> WatchState {

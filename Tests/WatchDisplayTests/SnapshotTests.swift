@@ -40,6 +40,38 @@ import Testing
     assertSnapshot(FaceModel.screen(five, ui, now: now), named: "detail-top")
   }
 
+  @Test func nowPlaying() {
+    var state = five
+    state.nowPlaying = Fixture.music()
+    var ui = Fixture.ui(state)
+    _ = ui.handle(.nowPlaying, state: state, now: now)
+    #expect(ui.page == .nowPlaying)
+    let screen = FaceModel.screen(state, ui, now: now)
+    assertSnapshot(screen, named: "now-playing")
+    // The bar moves by itself: a minute later, the same value says 2:20.
+    let later = FaceModel.screen(state, ui, now: now + .seconds(60))
+    #expect(later.text.contains("2:20") && !later.text.contains("1:20"))
+    #expect(later.text.filter { $0 == "━" }.count > screen.text.filter { $0 == "━" }.count)
+    // Paused, it stays.
+    state.nowPlaying = Fixture.music(playing: false)
+    let paused = FaceModel.screen(state, ui, now: now + .seconds(60))
+    #expect(paused.text.contains("1:00") && paused.text.contains("Paused"))
+    // The status line shows a note while music plays, on every page.
+    state.nowPlaying = Fixture.music()
+    #expect(FaceModel.screen(state, Fixture.ui(state), now: now).line(2).contains("♪"))
+  }
+
+  @Test func nowPlayingWithNothingAndInASCII() {
+    var state = five
+    var ui = Fixture.ui(state)
+    _ = ui.handle(.nowPlaying, state: state, now: now)
+    assertSnapshot(FaceModel.screen(state, ui, now: now), named: "now-playing-none")
+    state.nowPlaying = Fixture.music(title: "A title long enough to need two lines on the watch, and more")
+    var ascii = Fixture.ui(state, size: Size(width: 34, height: 12), charset: .ascii)
+    _ = ascii.handle(.nowPlaying, state: state, now: now)
+    assertSnapshot(FaceModel.screen(state, ascii, now: now), named: "now-playing-small-ascii")
+  }
+
   @Test func call() {
     let state = Fixture.state([Fixture.maya, Fixture.call])
     assertSnapshot(FaceModel.screen(state, Fixture.ui(state), now: now), named: "call")

@@ -55,6 +55,40 @@ struct TmuxEndToEndTests {
     #expect(!exited.contains("Harbour fireworks"), "the terminal is given back:\n\(exited)")
   }
 
+  /// Issue #17: the now-playing screen shows what the phone plays; space pauses it and `>`
+  /// skips it on the phone.
+  @Test func nowPlayingPausesAndSkips() async throws {
+    let tmux = try Tmux()
+    defer { tmux.kill() }
+    let scenario = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("scenario.json")
+    let log = FileManager.default.temporaryDirectory.appendingPathComponent("ancs-phone-\(UUID().uuidString).jsonl")
+      .path
+    defer { try? FileManager.default.removeItem(atPath: log) }
+    let command =
+      "\(quoted(ancsBinary)) demo --duration 120 --scenario \(quoted(scenario.path)) --phone-log \(quoted(log)); echo ancs-exit-$?"
+    try await tmux.start(command, width: 80, height: 24)
+    _ = try await tmux.waitForScreen("the notification") { $0.contains("Lunch with Ada 🍜") }
+    try await tmux.keys("p")
+    let playing = try await tmux.waitForScreen("the track playing") {
+      $0.contains("Tall Bird") && $0.contains("Bartlebeats") && $0.contains("▶ Playing")
+    }
+    #expect(playing.contains("3:35") && playing.contains("1/2"), "\(playing)")
+    try await tmux.keys("Space")
+    _ = try await tmux.waitForScreen("paused") { $0.contains("❚❚ Paused") }
+    let told = try await waitFor("the phone to take the command") { () -> String? in
+      let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+      return text.split(separator: "\n").first { $0.contains(#""event":"remoteCommand""#) }.map(String.init)
+    }
+    #expect(told.contains(#""command":"togglePlayPause""#), "\(told)")
+    try await tmux.keys(">")
+    _ = try await tmux.waitForScreen("the next track") { $0.contains("Second Song") && $0.contains("2/2") }
+    try await tmux.keys("Escape")
+    _ = try await tmux.waitForScreen("the list again") { $0.contains("Lunch with Ada") }
+    try await tmux.keys("q")
+    let exited = try await tmux.waitForScreen("quit") { $0.contains("ancs-exit-") }
+    #expect(exited.contains("ancs-exit-0"), "\(exited)")
+  }
+
   @Test func interruptRestoresTheTerminal() async throws {
     let tmux = try Tmux()
     defer { tmux.kill() }

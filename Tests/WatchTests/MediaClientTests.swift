@@ -99,6 +99,15 @@ import Testing
     #expect(Self.error(lost) == "registering for the player's attributes: timeout")
   }
 
+  @Test func aPhoneWithNothingPlayingSendsEmptyValuesAndThatIsNoNews() {
+    var run = Run()
+    _ = run.feed(.started(available: true))
+    for attribute in EntityAttribute.all {
+      #expect(run.feed(.update(Self.update(attribute, ""))).isEmpty, "\(attribute)")
+    }
+    #expect(run.playing.playback == nil && run.playing.values.isEmpty && !run.playing.hasTrack)
+  }
+
   @Test func aMalformedUpdateIsReportedAndChangesNothing() {
     var run = Run()
     _ = run.feed(.started(available: true))
