@@ -1,3 +1,4 @@
+import AMS
 import ANCS
 import ATT
 import Foundation
@@ -28,6 +29,9 @@ enum BluetoothCommandLine {
 
   /// The ANCS service, as solicited by a watch and looked for by a phone.
   static let ancs = BluetoothUUID(ANCSUUID.service)!
+  /// What a phone connects to: an accessory soliciting ANCS, AMS or both, as an iPhone
+  /// offers both services to any accessory it is paired with.
+  static let solicited = [ancs, BluetoothUUID(AMSUUID.service)!]
 
   /// What `--bluetooth` and `--bonds` said; nil without `--bluetooth`.
   struct Settings {

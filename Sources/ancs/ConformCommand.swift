@@ -233,7 +233,7 @@ enum ConformCommand {
         let radio = try await BluetoothCommandLine.open(
           bluetooth, on: loops, capture: capture, logger: logger, security: .init(disconnectOnKeyMissing: true))
         accessoryLinks = CentralLinks(
-          host: radio, filter: peer.map { .address($0) } ?? .solicits(BluetoothCommandLine.ancs))
+          host: radio, filter: peer.map { .address($0) } ?? .solicits(BluetoothCommandLine.solicited))
       } else {
         guard let listen else {
           throw UsageError(

@@ -36,8 +36,8 @@ enum PhoneCommandLine {
                            (loopback when HOST is omitted: tcp::5000)
       --bluetooth TRANSPORT
                            act as the iPhone over Bluetooth instead: scan for a device that
-                           solicits ANCS, connect, pair Just Works when asked, serve it; scan
-                           again when it leaves. TRANSPORT is
+                           solicits ANCS or AMS, connect, pair Just Works when asked, serve
+                           it; scan again when it leaves. TRANSPORT is
                              hci-tcp:HOST:PORT   a virtual controller (Bumble's tcp-server)
                              hci-uart:DEV[,BAUD] a controller with H4 firmware on a serial
                                                  port (RTS/CTS; default 1000000 baud)
@@ -174,7 +174,8 @@ enum PhoneCommandLine {
       (host as? HCIHost)?.parameterJudge = HCIHost.ParameterJudge(
         rules: { phone.brokenConnectionRules(ConnectionParameterRequest($0)) },
         report: { phone.judgedConnectionParameters(link: $0, ConnectionParameterRequest($1), broken: $2) })
-      listener = CentralLinks(host: host, filter: peer.map { .address($0) } ?? .solicits(BluetoothCommandLine.ancs))
+      listener = CentralLinks(
+        host: host, filter: peer.map { .address($0) } ?? .solicits(BluetoothCommandLine.solicited))
     } else if let address {
       // Bonds on the simulated links last while the phone runs; it reacts to bond trouble
       // as an iPhone does (Protocol/iPhone.md, Pairing and bonds).

@@ -25,6 +25,23 @@ import Wire
     #expect(!decoded.solicits(BluetoothUUID(0x180F)))
   }
 
+  /// A phone connects to an accessory that solicits ANCS, AMS or both (issue #17, 6).
+  @Test func aPhoneTakesAnAccessorySolicitingEitherService() {
+    let ams = BluetoothUUID("89D3502B-0F36-433A-8EF4-C502AD55F8DC")!
+    let filter = ScanFilter.solicits([Self.ancs, ams])
+    func report(_ data: AdvertisingData, connectable: Bool = true) -> ScanReport {
+      ScanReport(
+        addressType: .random, address: BDAddress("C1:22:33:44:55:66")!, isConnectable: connectable,
+        isScanResponse: false, data: data.encoded, rssi: -40)
+    }
+    #expect(filter.matches(report(.peripheral(name: "Remote", solicitedServices: [ams]))))
+    #expect(filter.matches(report(.peripheral(name: "Watch", solicitedServices: [Self.ancs]))))
+    #expect(!filter.matches(report(.peripheral(name: "Lamp"))))
+    #expect(!filter.matches(report(.peripheral(name: "Remote", solicitedServices: [ams]), connectable: false)))
+    #expect(!ScanFilter.solicits([Self.ancs]).matches(report(.peripheral(name: "Remote", solicitedServices: [ams]))))
+    #expect(filter.description.hasPrefix("a device soliciting 7905F431") && filter.description.contains(" or 89D3502B"))
+  }
+
   /// 3 bytes of flags and 18 of solicitation leave 8 bytes of name in 31.
   @Test func longNameIsShortenedToFit() throws {
     let data = AdvertisingData.peripheral(name: "ANCS Watch", solicitedServices: [Self.ancs])

@@ -328,7 +328,7 @@ struct HostConnectionTests {
   func scanAndConnect() async throws {
     let (fake, host) = try await startHost()
     let watch = BDAddress("C1:22:33:44:55:66")!
-    let connecting = Task { try await host.connect(scanningFor: .solicits(ancs), timeout: .seconds(10)) }
+    let connecting = Task { try await host.connect(scanningFor: .solicits([ancs]), timeout: .seconds(10)) }
     #expect(await fake.nextCommand()?.opcode == LESetScanParameters.opcode)
     #expect(await fake.nextCommand()?.opcode == LESetScanEnable.opcode)
     let other = AdvertisingData.peripheral(name: "lamp").encoded

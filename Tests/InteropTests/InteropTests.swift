@@ -63,7 +63,7 @@ struct BumbleInteropTests {
       #expect(await peer.line(startingWith: "advertising") != nil)
       let (host, _) = try await HCIHost.open(transport: .hciTCP(host: "127.0.0.1", port: port))
       defer { host.close() }
-      let (connection, report) = try await host.connect(scanningFor: .solicits(ancs), timeout: .seconds(20))
+      let (connection, report) = try await host.connect(scanningFor: .solicits([ancs]), timeout: .seconds(20))
       #expect(connection.role == .central)
       #expect((try? AdvertisingData(decoding: report.data))?.localName?.name == "Bumble watch")
       let att = ATTConnection(bearer: connection)

@@ -23,7 +23,7 @@ struct BumblePairingTests {
       let (host, store, path) = (rig.host, rig.store, rig.bondFile)
 
       // First connection: the read is refused until Just Works pairing encrypts the link.
-      let (connection, _) = try await host.connect(scanningFor: .solicits(ancs), timeout: .seconds(20))
+      let (connection, _) = try await host.connect(scanningFor: .solicits([ancs]), timeout: .seconds(20))
       let (client, handle, running) = try await testCharacteristic(on: connection)
       await #expect(throws: ATTError.self) { try await client.read(handle) }
       #expect(try await connection.pair(.encrypted) == .encrypted)
@@ -45,7 +45,7 @@ struct BumblePairingTests {
       let (secondHost, _, _) = try await pairingHost(
         port: rig.port, bondFile: path, secureConnections: secureConnections, randomAddress: rig.setup.randomAddress)
       defer { secondHost.close() }
-      let (again, _) = try await secondHost.connect(scanningFor: .solicits(ancs), timeout: .seconds(20))
+      let (again, _) = try await secondHost.connect(scanningFor: .solicits([ancs]), timeout: .seconds(20))
       let (secondClient, secondHandle, secondRunning) = try await testCharacteristic(on: again)
       #expect(try await again.pair(.encrypted) == .encrypted)
       #expect(try await secondClient.read(secondHandle) == Array("hello from bumble".utf8))
@@ -88,7 +88,7 @@ struct BumblePairingTests {
       let (host, store) = (rig.host, rig.store)
       let events = recordEvents(of: store)
 
-      let (first, _) = try await host.connect(scanningFor: .solicits(ancs), timeout: .seconds(20))
+      let (first, _) = try await host.connect(scanningFor: .solicits([ancs]), timeout: .seconds(20))
       #expect(try await first.pair(.encrypted) == .encrypted)
       let bond = try #require(store.bond(for: first.peer))
       // Bumble's pairing ends when it has our keys, which may be after ours: wait for it.
@@ -97,7 +97,7 @@ struct BumblePairingTests {
       #expect(await peer.line(startingWith: "forgot") != nil)
 
       // Bumble has no key: Encryption Change 0x06; the phone keeps its bond and disconnects.
-      let (second, _) = try await host.connect(scanningFor: .solicits(ancs), timeout: .seconds(20))
+      let (second, _) = try await host.connect(scanningFor: .solicits([ancs]), timeout: .seconds(20))
       await #expect(throws: BearerError.self) { try await second.pair(.encrypted) }
       #expect(try await second.waitForDisconnection() != .success)
       #expect(store.bond(for: second.peer)?.ltk == bond.ltk, "an iPhone keeps its bond")
@@ -106,7 +106,7 @@ struct BumblePairingTests {
 
       // The user forgets the accessory: the next connection pairs afresh.
       #expect(try store.forget(name) == [name])
-      let (third, _) = try await host.connect(scanningFor: .solicits(ancs), timeout: .seconds(20))
+      let (third, _) = try await host.connect(scanningFor: .solicits([ancs]), timeout: .seconds(20))
       #expect(try await third.pair(.encrypted) == .encrypted)
       #expect(store.bond(for: third.peer).map { $0.ltk != bond.ltk } == true)
       #expect(await peer.line(startingWith: "paired") != nil, "Bumble paired afresh")

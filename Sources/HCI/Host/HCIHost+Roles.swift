@@ -43,23 +43,25 @@ public struct Advertisement: Hashable, Sendable {
 
 /// Which advertiser a central connects to.
 public enum ScanFilter: Hashable, Sendable, CustomStringConvertible {
-  /// A connectable advertiser that solicits this service (ANCS: a watch waiting for a phone).
-  case solicits(BluetoothUUID)
+  /// A connectable advertiser that solicits one of these services (ANCS or AMS: an accessory
+  /// waiting for a phone).
+  case solicits([BluetoothUUID])
   /// The advertiser with this address.
   case address(BDAddress)
 
   public func matches(_ report: ScanReport) -> Bool {
     guard report.isConnectable else { return false }
     switch self {
-    case .solicits(let service):
-      return (try? AdvertisingData(decoding: report.data))?.solicits(service) ?? false
+    case .solicits(let services):
+      guard let data = try? AdvertisingData(decoding: report.data) else { return false }
+      return services.contains(where: data.solicits)
     case .address(let address): return report.address == address
     }
   }
 
   public var description: String {
     switch self {
-    case .solicits(let service): return "a device soliciting \(service)"
+    case .solicits(let services): return "a device soliciting " + services.map(\.description).joined(separator: " or ")
     case .address(let address): return "device \(address)"
     }
   }
