@@ -9,7 +9,7 @@ import Wire
 enum NPCases {
   static let all: [ConformanceCase] =
     service + security + notificationSource + preExisting + attributes
-    + fragmentation + appAttributes + actions + errors + dataSource + uids + iPhone + bonds
+    + fragmentation + appAttributes + actions + errors + dataSource + uids + iPhone + bonds + NPMediaCases.all
 
   // MARK: - Helpers
 

@@ -210,6 +210,13 @@ public final class NPContext: CaseContext {
     do { try await stimulus.forgetBonds() } catch { throw .skipped("\(error)") }
   }
 
+  /// Makes the phone's media player play `track` now; the case is skipped when the control
+  /// channel cannot.
+  public func play(_ track: StimulusTrack) async throws(CaseOutcome) {
+    let stimulus = try stimulus()
+    do { try await stimulus.play(track) } catch { throw .skipped("\(error)") }
+  }
+
   /// Forgets a notification the phone removed by itself (after an action).
   func forget(_ uid: UInt32) { posted.withLock { $0.removeAll { $0 == uid } } }
 
@@ -239,6 +246,9 @@ public final class NPSession: Sendable {
   public let client: GATTClient
   let notificationSource = Inbox<[UInt8]>()
   let dataSource = Inbox<[UInt8]>()
+  /// AMS notifications, once `discoverMedia` found the service.
+  let remoteCommands = Inbox<[UInt8]>()
+  let entityUpdates = Inbox<[UInt8]>()
   /// Every PDU the phone sends, as it comes.
   let received: Inbox<ATTPDU>
   let server: GATTServer
@@ -267,22 +277,19 @@ public final class NPSession: Sendable {
       ], services: [], serviceChanged: false)
     server.attach(connection)
     let connection = connection
-    let notificationSource = notificationSource
-    let dataSource = dataSource
+    let inboxes = [notificationSource, dataSource, remoteCommands, entityUpdates]
     let server = server
     runner = Task {
       await connection.run()
       server.detach(connection)
-      notificationSource.close()
-      dataSource.close()
+      for inbox in inboxes { inbox.close() }
       received.close()
     }
   }
 
   func close() {
     connection.close()
-    notificationSource.close()
-    dataSource.close()
+    for inbox in [notificationSource, dataSource, remoteCommands, entityUpdates] { inbox.close() }
     received.close()
   }
 
@@ -350,7 +357,7 @@ public final class NPSession: Sendable {
     return handles
   }
 
-  private func cccd(of characteristic: DiscoveredCharacteristic) async throws(CaseOutcome) -> UInt16? {
+  func cccd(of characteristic: DiscoveredCharacteristic) async throws(CaseOutcome) -> UInt16? {
     do {
       return try await client.discoverDescriptors(of: characteristic)
         .first { $0.uuid == .clientCharacteristicConfiguration }?.handle

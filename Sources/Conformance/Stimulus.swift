@@ -75,6 +75,29 @@ public protocol PhoneStimulus: Sendable {
   func share(_ allowed: Bool) async throws(StimulusError)
   /// Forgets every bond on the phone, as its user's "Forget This Device" does.
   func forgetBonds() async throws(StimulusError)
+  /// Makes the phone's media player play a track now (the Apple Media Service cases).
+  func play(_ track: StimulusTrack) async throws(StimulusError)
+}
+
+/// A track for the phone's media player to play.
+public struct StimulusTrack: Hashable, Sendable {
+  public var title: String
+  public var artist: String
+  public var duration: Double
+
+  public init(title: String, artist: String = "ancs-sim conform", duration: Double = 215) {
+    self.title = title
+    self.artist = artist
+    self.duration = duration
+  }
+
+  /// `{"cmd":"play","title":...,"artist":...,"duration":...}`.
+  public var jsonLine: String {
+    JSON.object([
+      ("cmd", .string("play")), ("title", .string(title)), ("artist", .string(artist)),
+      ("duration", .number(duration)),
+    ]).description
+  }
 }
 
 extension PhoneStimulus {
@@ -86,6 +109,11 @@ extension PhoneStimulus {
   /// A channel that cannot forget bonds says so; the cases that need it are skipped.
   public func forgetBonds() async throws(StimulusError) {
     throw StimulusError("this control channel cannot make the phone forget its bonds")
+  }
+
+  /// A channel that cannot play media says so; the cases that need it are skipped.
+  public func play(_ track: StimulusTrack) async throws(StimulusError) {
+    throw StimulusError("this control channel cannot make the phone play media")
   }
 }
 
@@ -103,7 +131,7 @@ public struct ClosureLineChannel: StimulusLineChannel {
 }
 
 /// The stimulus protocol of Protocol/conformance.md: the JSON line commands of
-/// `ancs phone --commands jsonl` (`post`, `modify`, `remove`, `allow`, `revoke`, `forget`), each answered by one JSON
+/// `ancs phone --commands jsonl` (`post`, `modify`, `remove`, `allow`, `revoke`, `forget`, `play`), each answered by one JSON
 /// object with `"ok"` (and `"uid"` for post). Any phone that speaks it can be judged.
 public struct JSONLineStimulus: PhoneStimulus {
   public let channel: any StimulusLineChannel
@@ -136,6 +164,11 @@ public struct JSONLineStimulus: PhoneStimulus {
   /// `{"cmd":"forget"}`: every bond.
   public func forgetBonds() async throws(StimulusError) {
     _ = try await exchange(JSON.object([("cmd", .string("forget"))]).description)
+  }
+
+  /// `{"cmd":"play",...}` (StimulusTrack.jsonLine).
+  public func play(_ track: StimulusTrack) async throws(StimulusError) {
+    _ = try await exchange(track.jsonLine)
   }
 
   /// Sends `{"cmd":"list"}` and awaits the answer: a phone answers only once it listens,

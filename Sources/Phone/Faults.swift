@@ -102,6 +102,23 @@ public struct PhoneFaults: FaultSwitches, Hashable {
   /// When the accessory has lost its bond, the phone pairs again at once (as some Android
   /// phones do) instead of keeping its bond and dropping the link.
   public static let pairAgainOnKeyMissing = PhoneFaults(rawValue: 1 << 36)
+  // AMS: the Apple Media Service (Protocol/AMS.md)
+  /// Remote Command lacks the notify property, hence its CCCD.
+  public static let amsRemoteCommandWithoutNotify = PhoneFaults(rawValue: 1 << 37)
+  /// The AMS characteristics need no encryption.
+  public static let amsUnencrypted = PhoneFaults(rawValue: 1 << 38)
+  /// Entity Update and Entity Attribute writes are taken before the accessory subscribed.
+  public static let amsNoInvalidState = PhoneFaults(rawValue: 1 << 39)
+  /// A malformed Entity Update write is taken (and ignored), not refused Invalid Command.
+  public static let amsMalformedAccepted = PhoneFaults(rawValue: 1 << 40)
+  /// A registration is not followed by the attributes' current values.
+  public static let amsNoCurrentValues = PhoneFaults(rawValue: 1 << 41)
+  /// A value cut to fit a notification lacks the Truncated flag.
+  public static let amsNoTruncatedFlag = PhoneFaults(rawValue: 1 << 42)
+  /// Entity Attribute gives the value as cut for a notification, not whole.
+  public static let amsEntityAttributeCut = PhoneFaults(rawValue: 1 << 43)
+  /// Remote commands are acknowledged and not performed.
+  public static let amsCommandsIgnored = PhoneFaults(rawValue: 1 << 44)
 
   public typealias Definition = FaultDefinition<PhoneFaults>
   public typealias UnknownFault = Wire.UnknownFault
@@ -210,6 +227,30 @@ public struct PhoneFaults: FaultSwitches, Hashable {
     Definition(
       name: "pair-again-on-key-missing", fault: .pairAgainOnKeyMissing,
       rule: "iPhone.md, Pairing and bonds: an iPhone keeps its bond and drops an accessory that lost it"),
+    Definition(
+      name: "ams-remote-command-without-notify", fault: .amsRemoteCommandWithoutNotify,
+      rule: "AMS.md, The service: Remote Command | write, notify"),
+    Definition(
+      name: "ams-unencrypted", fault: .amsUnencrypted,
+      rule: "AMS.md, Security: the characteristics need an encrypted link"),
+    Definition(
+      name: "ams-no-invalid-state", fault: .amsNoInvalidState,
+      rule: "AMS.md, Errors: Invalid State (0xA0) for a write before the accessory subscribed to Entity Update"),
+    Definition(
+      name: "ams-malformed-accepted", fault: .amsMalformedAccepted,
+      rule: "AMS.md, Errors: Invalid Command (0xA1) for a write that does not decode"),
+    Definition(
+      name: "ams-no-current-values", fault: .amsNoCurrentValues,
+      rule: "AMS.md, Entity Update: the current values follow a registration"),
+    Definition(
+      name: "ams-no-truncated-flag", fault: .amsNoTruncatedFlag,
+      rule: "AMS.md, Entity Update: a value cut to fit one notification carries the Truncated flag"),
+    Definition(
+      name: "ams-entity-attribute-cut", fault: .amsEntityAttributeCut,
+      rule: "AMS.md, Entity Attribute: a read gives the selected attribute's whole value"),
+    Definition(
+      name: "ams-commands-ignored", fault: .amsCommandsIgnored,
+      rule: "AMS.md, Remote Command: the player performs a command it takes"),
   ]
 }
 
@@ -338,6 +379,26 @@ struct PhonePolicy: Sendable {
   // SHARE
   /// The user's revocation stops the sharing (false: FAULT sharing-ignored).
   var honoursRevocation = true
+  // AMS: the Apple Media Service
+  /// Write and notify (write only, no CCCD: FAULT ams-remote-command-without-notify).
+  var remoteCommandProperties: CharacteristicProperties = [.write, .notify]
+  /// Encrypted (unencrypted: FAULT ams-unencrypted).
+  var mediaSecurity = SecurityLevel.encrypted
+  /// Writes before the Entity Update subscription refused Invalid State (false: FAULT
+  /// ams-no-invalid-state).
+  var mediaNeedsSubscription = true
+  /// A write that does not decode refused Invalid Command (false: FAULT
+  /// ams-malformed-accepted, taken and ignored).
+  var refusesMalformedMedia = true
+  /// A registration followed by the current values (false: FAULT ams-no-current-values).
+  var tellsCurrentValues = true
+  /// A cut value flagged Truncated (false: FAULT ams-no-truncated-flag).
+  var flagsTruncated = true
+  /// Entity Attribute cut to one notification as well (FAULT ams-entity-attribute-cut; the
+  /// rule: whole).
+  var cutsEntityAttribute = false
+  /// Remote commands performed (false: FAULT ams-commands-ignored).
+  var performsCommands = true
 
   init(_ faults: PhoneFaults, settings: PhoneSettings) {
     if faults.contains(.controlPointWrongUUID) { controlPointUUID = String(controlPointUUID.dropLast()) + "A" }
@@ -367,6 +428,14 @@ struct PhonePolicy: Sendable {
     if faults.contains(.removedAsModified) { removedID = .modified }
     if faults.contains(.noImportanceFlags) { importanceFlags = [] }
     honoursRevocation = !faults.contains(.sharingIgnored)
+    if faults.contains(.amsRemoteCommandWithoutNotify) { remoteCommandProperties = .write }
+    if faults.contains(.amsUnencrypted) { mediaSecurity = .unencrypted }
+    mediaNeedsSubscription = !faults.contains(.amsNoInvalidState)
+    refusesMalformedMedia = !faults.contains(.amsMalformedAccepted)
+    tellsCurrentValues = !faults.contains(.amsNoCurrentValues)
+    flagsTruncated = !faults.contains(.amsNoTruncatedFlag)
+    cutsEntityAttribute = faults.contains(.amsEntityAttributeCut)
+    performsCommands = !faults.contains(.amsCommandsIgnored)
   }
 
   /// A live event as it goes out under this policy; unchanged by the rules.

@@ -26,18 +26,18 @@ extension Phone {
       uuid: IPhoneUUID.ams,
       characteristics: [
         CharacteristicDefinition(
-          uuid: IPhoneUUID.remoteCommand, properties: [.write, .notify], security: .encrypted,
+          uuid: IPhoneUUID.remoteCommand, properties: policy.remoteCommandProperties, security: policy.mediaSecurity,
           extendedProperties: Self.reliableWrite,
           write: { [unowned self] session, bytes in remoteCommand(session, bytes) },
           subscribed: { [unowned self] session, value in
             if value.contains(.notifications) { await tellCommands(to: [session]) }
           }),
         CharacteristicDefinition(
-          uuid: IPhoneUUID.entityUpdate, properties: [.write, .notify], security: .encrypted,
+          uuid: IPhoneUUID.entityUpdate, properties: [.write, .notify], security: policy.mediaSecurity,
           extendedProperties: Self.reliableWrite,
           write: { [unowned self] session, bytes in entityUpdate(session, bytes) }),
         CharacteristicDefinition(
-          uuid: IPhoneUUID.entityAttribute, properties: [.read, .write], security: .encrypted,
+          uuid: IPhoneUUID.entityAttribute, properties: [.read, .write], security: policy.mediaSecurity,
           extendedProperties: Self.reliableWrite, read: { [unowned self] session in entityAttribute(session) },
           write: { [unowned self] session, bytes in selectEntityAttribute(session, bytes) }),
       ])
@@ -145,9 +145,10 @@ extension Phone {
     }
     // A command the player does not take now changes nothing (Protocol/AMS.md).
     let id = command.command
+    let performs = policy.performsCommands
     return .accepted(then: { [self] in
       let outcome = await changeMedia { (player: inout MediaPlayer, now: Double) -> String in
-        player.perform(id, at: now) ? player.summary(at: now) : "not available now, ignored"
+        performs && player.perform(id, at: now) ? player.summary(at: now) : "not available now, ignored"
       }
       if let session = state.withLock({ $0.sessions[ObjectIdentifier(gatt)]?.id }) {
         emit(.remoteCommand(session: session, command: id.name ?? String(id.rawValue), outcome: outcome))
@@ -163,7 +164,7 @@ extension Phone {
         state.withLock {
           $0.sessions[ObjectIdentifier(gatt)]?.media.registrations[registration.entity] = registration.attributes
         }
-        await tellValues(registration.pairs, to: gatt, at: mediaNow)
+        if policy.tellsCurrentValues { await tellValues(registration.pairs, to: gatt, at: mediaNow) }
       })
     }
   }
@@ -181,19 +182,26 @@ extension Phone {
     _ gatt: GATTSession, _ bytes: [UInt8], _ decode: ([UInt8]) throws(AMSError) -> T,
     take: (T) -> WriteOutcome
   ) -> WriteOutcome {
-    guard let handles = mediaHandles, gatt.cccd(for: handles.entityUpdate).contains(.notifications) else {
+    guard let handles = mediaHandles,
+      gatt.cccd(for: handles.entityUpdate).contains(.notifications) || !policy.mediaNeedsSubscription
+    else {
       return .refused(ATTErrorCode(rawValue: AMSErrorCode.invalidState.rawValue))
     }
-    do { return take(try decode(bytes)) } catch { return .refused(ATTErrorCode(rawValue: error.errorCode.rawValue)) }
+    do { return take(try decode(bytes)) } catch {
+      return policy.refusesMalformedMedia ? .refused(ATTErrorCode(rawValue: error.errorCode.rawValue)) : .accepted
+    }
   }
 
   /// The selected attribute's whole value; empty with none selected or none there.
   private func entityAttribute(_ gatt: GATTSession) -> [UInt8] {
     let now = mediaNow
-    return state.withLock { state in
-      guard let selection = state.sessions[ObjectIdentifier(gatt)]?.media.selection else { return [] }
-      return Array((state.player.value(of: selection, at: now) ?? "").utf8)
+    let whole = state.withLock { state -> (EntityAttribute, String)? in
+      guard let selection = state.sessions[ObjectIdentifier(gatt)]?.media.selection else { return nil }
+      return (selection, state.player.value(of: selection, at: now) ?? "")
     }
+    guard let (attribute, text) = whole else { return [] }
+    guard policy.cutsEntityAttribute else { return Array(text.utf8) }
+    return EntityUpdate(attribute, text: text, capacity: gatt.connection.mtu - 3).value
   }
 
   // MARK: Notifying
@@ -205,7 +213,8 @@ extension Phone {
     let values = state.withLock { state in attributes.map { ($0, state.player.value(of: $0, at: now) ?? "") } }
     let capacity = gatt.connection.mtu - 3
     for (attribute, text) in values {
-      let update = EntityUpdate(attribute, text: text, capacity: capacity)
+      var update = EntityUpdate(attribute, text: text, capacity: capacity)
+      if !policy.flagsTruncated { update.flags.remove(.truncated) }
       do { try await gatt.notify(handles.entityUpdate, update.encoded()) } catch {
         logger.info("Entity Update not delivered: \(error)")
         return
