@@ -147,7 +147,10 @@ enum NPMediaCases {
       "AMS/NP/SEC/BI-01", "An Entity Update write refused before encryption",
       rule: "Protocol/AMS.md, Security: the characteristics need an encrypted link", needsStimulus: false
     ) { ctx in
-      let handles = try await ctx.open().discoverMedia()
+      let first = try await ctx.open()
+      let handles = try await first.discoverMedia()
+      // One link at a time: over the air the harness advertises again only once this one is gone.
+      first.close()
       let plain = try await ctx.open(encrypt: false)
       let code = try await plain.writeMedia(handles.entityUpdate, registerTitle)
       try NPCases.checkSecurityRefusal(code, "an Entity Update write")
