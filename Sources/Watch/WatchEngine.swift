@@ -379,12 +379,7 @@ public final class WatchEngine: Sendable {
     let characteristics = try await client.discoverCharacteristics(of: searched).filter {
       service.range.start...service.range.end ~= $0.declarationHandle
     }
-    func find(_ uuid: String) throws -> DiscoveredCharacteristic {
-      guard let found = characteristics.first(where: { $0.uuid == BluetoothUUID(uuid)! }) else {
-        throw WatchSetupError(description: "ANCS has no characteristic \(uuid)")
-      }
-      return found
-    }
+    let find = { (uuid: String) throws in try Self.characteristic(uuid, of: "ANCS", in: characteristics) }
     let source = try find(ANCSUUID.notificationSource)
     let control = try find(ANCSUUID.controlPoint)
     let data = try find(ANCSUUID.dataSource)
@@ -432,6 +427,16 @@ public final class WatchEngine: Sendable {
     await submit(.input(.media(.started(available: available)), from: session.tag))
   }
 
+  /// The characteristic `uuid` of `service` among those discovered, or why not.
+  static func characteristic(_ uuid: String, of service: String, in characteristics: [DiscoveredCharacteristic])
+    throws(WatchSetupError) -> DiscoveredCharacteristic
+  {
+    guard let found = characteristics.first(where: { $0.uuid == BluetoothUUID(uuid)! }) else {
+      throw WatchSetupError(description: "\(service) has no characteristic \(uuid)")
+    }
+    return found
+  }
+
   /// The phone's Apple Media Service, if it publishes one the watch can use (an `error`
   /// event says what is wrong with one it cannot).
   private func discoverMedia(_ client: GATTClient) async -> MediaHandles? {
@@ -440,12 +445,7 @@ public final class WatchEngine: Sendable {
         return nil
       }
       let characteristics = try await client.discoverCharacteristics(of: service)
-      func find(_ uuid: String) throws -> DiscoveredCharacteristic {
-        guard let found = characteristics.first(where: { $0.uuid == BluetoothUUID(uuid)! }) else {
-          throw WatchSetupError(description: "AMS has no characteristic \(uuid)")
-        }
-        return found
-      }
+      let find = { (uuid: String) throws in try Self.characteristic(uuid, of: "AMS", in: characteristics) }
       let remoteCommand = try find(AMSUUID.remoteCommand)
       let entityUpdate = try find(AMSUUID.entityUpdate)
       return MediaHandles(
