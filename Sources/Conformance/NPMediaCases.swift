@@ -108,7 +108,7 @@ extension NPSession {
 /// A phone without AMS has them skipped: ANCS does not require it.
 enum NPMediaCases {
   static let serviceRule =
-    "Protocol/AMS.md, The service: Remote Command | write, notify; Entity Update | "
+    "Protocol/AMS.md, Service and characteristics: Remote Command | write, notify; Entity Update | "
     + "write, notify; Entity Attribute | read, write"
   static let registerTitle = EntityRegistration(.track, [EntityAttribute.title.attribute]).encoded()
 
@@ -145,7 +145,7 @@ enum NPMediaCases {
     },
     ConformanceCase(
       "AMS/NP/SEC/BI-01", "An Entity Update write refused before encryption",
-      rule: "Protocol/AMS.md, Security: the characteristics need an encrypted link", needsStimulus: false
+      rule: "Protocol/AMS.md, Service and characteristics (security): the characteristics need an encrypted link", needsStimulus: false
     ) { ctx in
       let first = try await ctx.open()
       let handles = try await first.discoverMedia()

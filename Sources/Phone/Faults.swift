@@ -229,10 +229,10 @@ public struct PhoneFaults: FaultSwitches, Hashable {
       rule: "iPhone.md, Pairing and bonds: an iPhone keeps its bond and drops an accessory that lost it"),
     Definition(
       name: "ams-remote-command-without-notify", fault: .amsRemoteCommandWithoutNotify,
-      rule: "AMS.md, The service: Remote Command | write, notify"),
+      rule: "AMS.md, Service and characteristics: Remote Command | write, notify"),
     Definition(
       name: "ams-unencrypted", fault: .amsUnencrypted,
-      rule: "AMS.md, Security: the characteristics need an encrypted link"),
+      rule: "AMS.md, Service and characteristics (security): the characteristics need an encrypted link"),
     Definition(
       name: "ams-no-invalid-state", fault: .amsNoInvalidState,
       rule: "AMS.md, Errors: Invalid State (0xA0) for a write before the accessory subscribed to Entity Update"),

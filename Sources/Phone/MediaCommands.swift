@@ -167,7 +167,10 @@ extension MediaCommand {
     var duration = 0.0
     if let text = values["duration"] {
       guard let seconds = MediaPlayer.seconds(text), seconds <= maximumSeconds else {
-        throw ConsoleError("duration is a time as M:SS or seconds, e.g. duration=3:35, found \(quoted(text))")
+        throw ConsoleError("duration is a time as M:SS, H:MM:SS or seconds, e.g. duration=3:35, found \(quoted(text))")
+      }
+      guard seconds == 0 || seconds >= MediaPlayer.Track.shortest else {
+        throw ConsoleError("a track lasts at least 1 second (duration=0 for none), found \(quoted(text))")
       }
       duration = seconds
     }
@@ -218,7 +221,12 @@ extension MediaCommand {
       try fields.only(trackKeys + ["comment"], "in a track")
       let title = try fields.required("title", "the track's title")
       var duration = 0.0
-      if let seconds = fields["duration"] { duration = try ScenarioReader.seconds(seconds, at: path.key("duration")) }
+      if let seconds = fields["duration"] {
+        duration = try ScenarioReader.seconds(seconds, at: path.key("duration"))
+        guard duration == 0 || duration >= MediaPlayer.Track.shortest else {
+          throw ScenarioIssue(path: path.key("duration"), reason: "a track lasts at least 1 second (0 for none)")
+        }
+      }
       let track = MediaPlayer.Track(
         title: try ScenarioReader.string(title, at: path.key("title"), nonEmpty: true),
         artist: try fields.string("artist") ?? "", album: try fields.string("album") ?? "", duration: duration)

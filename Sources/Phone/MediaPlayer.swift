@@ -17,8 +17,12 @@ public struct MediaPlayer: Hashable, Sendable {
       self.title = title
       self.artist = artist
       self.album = album
-      self.duration = max(0, duration)
+      // A shorter one would end over and over on the same clock reading.
+      self.duration = duration > 0 ? max(Self.shortest, duration) : 0
     }
+
+    /// The shortest track, in seconds (0 is none: a track that never ends by itself).
+    public static let shortest = 1.0
   }
 
   /// The app's name (the Player entity's Name); empty: no player, nothing to show.

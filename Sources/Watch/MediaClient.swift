@@ -22,10 +22,10 @@ public struct NowPlaying: Hashable, Sendable {
   public var title: String { values[.title] ?? "" }
   public var artist: String { values[.artist] ?? "" }
   public var album: String { values[.album] ?? "" }
-  /// The track's length in seconds, when the phone said.
-  public var duration: Double? { values[.duration].flatMap { Self.number($0) } }
-  /// 0 to 1, when the phone said.
-  public var volume: Double? { values[.volume].flatMap { Self.number($0) } }
+  /// The track's length in seconds, when the phone said (a negative one is none).
+  public var duration: Double? { values[.duration].flatMap { Self.number($0) }.flatMap { $0 >= 0 ? $0 : nil } }
+  /// 0 to 1, when the phone said (a value outside is none: the phone's text is not trusted).
+  public var volume: Double? { values[.volume].flatMap { Self.number($0) }.flatMap { (0...1).contains($0) ? $0 : nil } }
   public var isPlaying: Bool { playback.map { $0.state == .playing && $0.rate != 0 } ?? false }
   /// A player with a track: something for the now-playing screen.
   public var hasTrack: Bool { !title.isEmpty }

@@ -42,18 +42,20 @@ public final class WatchEngine: Sendable {
     let cccds: [UInt16]
     let sourceCCCD: UInt16
 
-    /// The Apple Media Service's handles, when the phone publishes it (and the watch uses it).
-    let media: MediaHandles?
+    /// The Apple Media Service's handles, once found after the ANCS subscriptions (nil: the
+    /// phone publishes none, or the watch does not use it). Set once, before the loop hears
+    /// of AMS (`.media(.started)`); read when it performs a media request.
+    private let mediaHandles = Locked<MediaHandles?>(nil)
+    var media: MediaHandles? {
+      get { mediaHandles.withLock { $0 } }
+      set { mediaHandles.withLock { $0 = newValue } }
+    }
 
-    init(
-      client: GATTClient, controlPoint: UInt16, sourceCCCD: UInt16, dataCCCD: UInt16, dataFirst: Bool,
-      media: MediaHandles?
-    ) {
+    init(client: GATTClient, controlPoint: UInt16, sourceCCCD: UInt16, dataCCCD: UInt16, dataFirst: Bool) {
       self.client = client
       self.controlPoint = controlPoint
       self.sourceCCCD = sourceCCCD
       cccds = dataFirst ? [dataCCCD, sourceCCCD] : [sourceCCCD, dataCCCD]
-      self.media = media
     }
 
     var connection: ATTConnection { client.connection }
@@ -388,20 +390,12 @@ public final class WatchEngine: Sendable {
     if options.faults.contains(.discoverBeforePairing) && connection.bearer.securityLevel < .encrypted {
       try await pair(connection.bearer)
     }
-    let media = options.usesMedia ? await discoverMedia(client) : nil
     let session = Session(
       client: client, controlPoint: control.valueHandle, sourceCCCD: sourceCCCD, dataCCCD: dataCCCD,
-      dataFirst: options.dataSourceFirst, media: media)
+      dataFirst: options.dataSourceFirst)
     // The phone's events reach the engine's loop in the order the receive loop takes them,
     // with the answers to the watch's writes.
     let tag = session.tag
-    if let media {
-      client.onValue(media.remoteCommand) { [unowned self] in
-        await submit(.input(.media(.commands($0.value)), from: tag))
-      }
-      client.onValue(media.entityUpdate) { [unowned self] in await submit(.input(.media(.update($0.value)), from: tag))
-      }
-    }
     client.onValue(source.valueHandle) { [unowned self] in
       await submit(.input(.notificationSource($0.value), from: tag))
     }
@@ -416,10 +410,21 @@ public final class WatchEngine: Sendable {
     for handle in session.cccds { try await session.client.configure(cccd: handle, .notifications) }
     shared.withLock { $0.sessionsStarted += 1 }
     await submit(.input(.link(.connected(session.connection.bearer.name)), from: session.tag))
-    // AMS after ANCS: its trouble never keeps the notifications from coming.
-    var available = session.media != nil
+    // AMS after ANCS: its discovery and its trouble never hold the notifications back.
+    let media = options.usesMedia ? await discoverMedia(session.client) : nil
+    var available = media != nil
+    if let media {
+      let tag = session.tag
+      session.client.onValue(media.remoteCommand) { [unowned self] in
+        await submit(.input(.media(.commands($0.value)), from: tag))
+      }
+      session.client.onValue(media.entityUpdate) { [unowned self] in
+        await submit(.input(.media(.update($0.value)), from: tag))
+      }
+      session.media = media
+    }
     do {
-      for handle in session.media?.cccds ?? [] { try await session.client.configure(cccd: handle, .notifications) }
+      for handle in media?.cccds ?? [] { try await session.client.configure(cccd: handle, .notifications) }
     } catch {
       emit(.error("subscribing to the Apple Media Service failed: \(error)"))
       available = false
@@ -624,11 +629,14 @@ public final class WatchEngine: Sendable {
         // phone sent before (waiting now, it belongs to the old one), before what it sends
         // after.
         await submit(.input(.sessionStarted(mtu: session.connection.mtu), from: session.tag))
-        for handle in session.cccds {
+        // The phone dropped every subscription: AMS's too, which then registers afresh.
+        let media = session.media
+        for handle in session.cccds + (media?.cccds ?? []) {
           await session.client.startWrite(handle, CCCDValue.notifications.bytes) { [self] result in
             if case .failure(let error) = result { emit(.error("subscribing again failed: \(error)")) }
           }
         }
+        if media != nil { await step(.media(.started(available: true))) }
       }
     }
   }

@@ -435,7 +435,9 @@ private struct Face {
     var y = body.y
     let app = playing.playerName.isEmpty ? "Now playing" : playing.playerName
     let queue = playing.values[.queueCount].flatMap(Int.init).flatMap { count -> String? in
-      guard count > 1, let index = playing.values[.queueIndex].flatMap(Int.init) else { return nil }
+      // The phone's numbers: only an index inside the queue is shown.
+      guard count > 1, let index = playing.values[.queueIndex].flatMap(Int.init), (0..<count).contains(index)
+      else { return nil }
       return "\(index + 1)/\(count)"
     }
     let queueX = queue.map { canvas.putRight($0, in: content, y: y, style: .dim) } ?? content.maxX

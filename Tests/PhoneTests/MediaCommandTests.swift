@@ -53,7 +53,8 @@ import Wire
       #"play takes at most TITLE, ARTIST and ALBUM before duration=...; put text with spaces in quotes: play "Tall Bird" "Bartlebeats" "Frequency" duration=3:35"#
     ),
     ("play x length=3", #"play has no key "length"; keys: title, artist, album, duration"#),
-    ("play x duration=3:5", #"duration is a time as M:SS or seconds, e.g. duration=3:35, found "3:5""#),
+    ("play x duration=3:5", #"duration is a time as M:SS, H:MM:SS or seconds, e.g. duration=3:35, found "3:5""#),
+    ("play x duration=0.001", #"a track lasts at least 1 second (duration=0 for none), found "0.001""#),
     ("pause now", #"pause takes nothing after it; type just "pause""#),
     ("seek", "seek takes one value: seek TIME, e.g. seek 1:20 or seek 80"),
     ("seek 1:75", #"seek takes a time as M:SS, H:MM:SS or seconds, e.g. seek 1:20, found "1:75""#),
@@ -114,6 +115,9 @@ import Wire
     #expect(
       refusal(#"{"at":1,"pause":false}"#)
         == #"m.json: $.steps[0].pause: expected true ({"at": 5, "pause": true}), found false"#)
+    #expect(
+      refusal(#"{"at":1,"play":{"title":"x","duration":1e-300}}"#)
+        == "m.json: $.steps[0].play.duration: a track lasts at least 1 second (0 for none)")
     #expect(refusal(#"{"at":1,"seek":-1}"#) == "m.json: $.steps[0].seek: must be a number of seconds from 0 to 1000000")
     #expect(refusal(#"{"at":1,"play":"x"}"#).hasPrefix("m.json: $.steps[0].play: expected a track like"))
   }

@@ -20,7 +20,7 @@ import Testing
     let (_, watch) = MemoryLink.pair()
     return WatchEngine.Session(
       client: GATTClient(connection: ATTConnection(bearer: watch)), controlPoint: 0x20, sourceCCCD: 0x1D,
-      dataCCCD: 0x24, dataFirst: false, media: nil)
+      dataCCCD: 0x24, dataFirst: false)
   }
 
   func added(_ uid: UInt32) -> [UInt8] {

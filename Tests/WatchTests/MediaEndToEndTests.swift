@@ -33,10 +33,11 @@ import Watch
     #expect(rig.watch.state.nowPlaying.commands.contains(.nextTrack))
     rig.watch.media(.togglePlayPause)
     try await rig.until("toggle accepted") { $0 == .remoteCommand(.togglePlayPause) }
-    #expect(phone.mediaPlayer.state == .playing)
+    // The player changes after its Write Response: the change's notification says it has.
     try await rig.until("playing") {
       if case .media(.playbackInfo, let value, _) = $0 { value.hasPrefix("1,") } else { false }
     }
+    #expect(phone.mediaPlayer.state == .playing)
     rig.watch.media(.nextTrack)
     try await media(rig, .title, "Second")
     #expect(phone.mediaPlayer.track?.title == "Second")
