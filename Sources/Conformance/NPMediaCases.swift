@@ -145,7 +145,8 @@ enum NPMediaCases {
     },
     ConformanceCase(
       "AMS/NP/SEC/BI-01", "An Entity Update write refused before encryption",
-      rule: "Protocol/AMS.md, Service and characteristics (security): the characteristics need an encrypted link", needsStimulus: false
+      rule: "Protocol/AMS.md, Service and characteristics (security): the characteristics need an encrypted link",
+      needsStimulus: false
     ) { ctx in
       let first = try await ctx.open()
       let handles = try await first.discoverMedia()
