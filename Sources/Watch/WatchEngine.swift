@@ -343,6 +343,7 @@ public final class WatchEngine: Sendable {
       current = first
       try await subscribe(first)
       await readPhoneStatus(client)
+      await startMedia(first)
     } catch {
       connection.close()
       await runner.value
@@ -361,6 +362,7 @@ public final class WatchEngine: Sendable {
           let next = try await setUp(client, connection)
           current = next
           try await subscribe(next)
+          await startMedia(next)
         } catch {
           emit(.error("rediscovery failed: \(error)"))
         }
@@ -410,7 +412,11 @@ public final class WatchEngine: Sendable {
     for handle in session.cccds { try await session.client.configure(cccd: handle, .notifications) }
     shared.withLock { $0.sessionsStarted += 1 }
     await submit(.input(.link(.connected(session.connection.bearer.name)), from: session.tag))
-    // AMS after ANCS: its discovery and its trouble never hold the notifications back.
+  }
+
+  /// The Apple Media Service on `session`'s link, last: after ANCS and the phone's time and
+  /// battery, so that its discovery and its trouble never hold them back.
+  private func startMedia(_ session: Session) async {
     let media = options.usesMedia ? await discoverMedia(session.client) : nil
     var available = media != nil
     if let media {
