@@ -183,7 +183,7 @@ public struct MediaPlayer: Hashable, Sendable {
     case .playbackInfo:
       return PlaybackInfo(state: state, rate: rate, elapsed: elapsed(at: now)).text
     case .volume: return AMSNumber.text(volume)
-    case .queueIndex: return queue.isEmpty ? nil : String(index)
+    case .queueIndex: return String(index)
     case .queueCount: return String(queue.count)
     case .shuffleMode: return String(shuffle.rawValue)
     case .repeatMode: return String(repeatMode.rawValue)

@@ -201,7 +201,7 @@ public final class GATTClient: Sendable {
     guard case .readResponse(let response) = answer else { throw .invalidResponse("expected Read Response") }
     var value = response.value
     var part = value.count
-    while part == connection.mtu - 1 && value.count < 512 {
+    while part == connection.mtu - 1 && value.count < Self.longestValue {
       let next: ATTPDU
       do {
         next = try await connection.request(
