@@ -76,7 +76,7 @@ let package = Package(
     .testTarget(name: "CLITests", dependencies: ["TestSupport"]),
     .testTarget(
       name: "ConformanceTests",
-      dependencies: ["Conformance", "Phone", "Watch", "ANCS", "ATT", "GATT", "Links", "Wire", "Runtime"]),
+      dependencies: ["Conformance", "Phone", "Watch", "AMS", "ANCS", "ATT", "GATT", "Links", "Wire", "Runtime"]),
     .testTarget(
       name: "LinksTests", dependencies: ["TestSupport", "Links", "ATT", "GATT", "Wire", "Runtime", "Sockets"]),
     .testTarget(

@@ -8,7 +8,9 @@ import Wire
 /// steps and pass criteria are in Protocol/conformance.md, under the same ID.
 enum NCCases {
   static let all: [ConformanceCase] =
-    discovery + security + notificationSource + controlPoint + dataSource + bonds
+    // The bond cases last: they leave the accessory's bonds changed (or, when it fails them,
+    // broken), which must not decide the cases after them.
+    discovery + security + notificationSource + controlPoint + dataSource + NCMediaCases.all + bonds
 
   static let accessoryRules = "Protocol/ANCS.md, What an accessory must do"
 

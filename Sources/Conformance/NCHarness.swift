@@ -1,3 +1,4 @@
+import AMS
 import ANCS
 import ATT
 import GATT
@@ -35,18 +36,36 @@ public struct AccessoryUnderTest: Sendable {
   }
 }
 
-/// How the harness makes the accessory's wearer press a notification's action button.
+/// How the harness makes the accessory's wearer press a notification's action button, or
+/// ask the phone's media player for a remote command.
 public protocol WearerStimulus: Sendable {
   func perform(_ action: ActionID, uid: UInt32) async throws(StimulusError)
+  /// Whether `media` can make the wearer ask for a remote command.
+  var asksRemoteCommands: Bool { get }
+  /// Makes the wearer ask for a remote command (the Apple Media Service cases).
+  func media(_ command: RemoteCommandID) async throws(StimulusError)
 }
 
-/// The wearer's commands of `ancs watch --headless` (`positive UID`, `negative UID`), one
-/// line each, through `send`.
+extension WearerStimulus {
+  /// A wearer that only acts on notifications: the remote command cases are skipped.
+  public var asksRemoteCommands: Bool { false }
+
+  public func media(_ command: RemoteCommandID) async throws(StimulusError) {
+    throw StimulusError("this wearer cannot ask for remote commands")
+  }
+}
+
+/// The wearer's commands of `ancs watch --headless` (`positive UID`, `negative UID`,
+/// `media COMMAND` with the command's AMS name), one line each, through `send`.
 public struct WatchLineWearer: WearerStimulus {
   let send: @Sendable (String) async throws(StimulusError) -> Void
   public init(send: @escaping @Sendable (String) async throws(StimulusError) -> Void) { self.send = send }
   public func perform(_ action: ActionID, uid: UInt32) async throws(StimulusError) {
     try await send("\(action == .positive ? "positive" : "negative") \(uid)")
+  }
+  public var asksRemoteCommands: Bool { true }
+  public func media(_ command: RemoteCommandID) async throws(StimulusError) {
+    try await send("media \(command.name ?? String(command.rawValue))")
   }
 }
 
@@ -143,8 +162,9 @@ public enum ANCSSource: String, Hashable, Sendable {
 private let nextHarnessUID = Atomic<UInt32>(1000)
 
 /// The harness as the phone on one connection: a GATT server with the Generic Attribute
-/// service (Service Changed), ANCS (encrypted) and a Battery service after it, its own
-/// notifications, and a log of what the accessory sent.
+/// service (Service Changed), ANCS and the Apple Media Service (encrypted, as an iPhone's)
+/// and a Battery service after them, its own notifications and media player, and a log of
+/// what the accessory sent.
 public final class NCSession: Sendable {
   /// Chooses the reply to a write; `answer` is what a correct phone sends on the Data Source
   /// for it (nil when a correct phone refuses it).
@@ -176,6 +196,8 @@ public final class NCSession: Sendable {
   let server: GATTServer
   private let shared = Shared()
   private let ancsService: ServiceDefinition
+  /// The Apple Media Service's player and what the accessory did to it.
+  let media = NCMedia()
   /// Control Point writes, as they come.
   let commands: Inbox<ControlPointWrite>
   /// CCCD changes of the Notification Source and Data Source, as they come.
@@ -240,6 +262,7 @@ public final class NCSession: Sendable {
     do {
       server = try GATTServer(services: [])
       try server.add(ancs)
+      try server.add(media.service())
       try server.add(
         ServiceDefinition(
           uuid: Self.battery, characteristics: [CharacteristicDefinition.constant(BluetoothUUID(0x2A19), [87])]))
@@ -253,11 +276,13 @@ public final class NCSession: Sendable {
     self.ancsService = ancs
     self.commands = commands
     self.subscriptions = subscriptions
+    let activity = media.activity
     runner = Task {
       await connection.run()
       server.detach(connection)
       commands.close()
       subscriptions.close()
+      activity.close()
     }
   }
 
@@ -276,13 +301,17 @@ public final class NCSession: Sendable {
   /// Moves ANCS as iOS may: unpublished, then published again at other handles, each with a
   /// Service Changed indication (awaited) to a subscribed accessory.
   public func moveANCS() async throws(CaseOutcome) {
-    let uuid = BluetoothUUID(ANCSUUID.service)!
-    let end = server.database.attributes.last?.handle ?? 0
-    await server.unpublish(uuid)
-    do { try await server.publish(ancsService, startingAt: end + 0x10) } catch {
-      throw .failed("the harness could not publish ANCS again: \(error)")
-    }
+    try await move(ancsService, named: "ANCS")
     shared.state.withLock { $0.handles = Self.valueHandles(server) }
+  }
+
+  /// Unpublishes `service` and publishes it again after the database's last handle.
+  func move(_ service: ServiceDefinition, named name: String) async throws(CaseOutcome) {
+    let end = server.database.attributes.last?.handle ?? 0
+    await server.unpublish(service.uuid)
+    do { try await server.publish(service, startingAt: end + 0x10) } catch {
+      throw .failed("the harness could not publish \(name) again: \(error)")
+    }
   }
 
   /// Chooses how the following Control Point writes are answered.
@@ -292,6 +321,7 @@ public final class NCSession: Sendable {
     connection.close()
     commands.close()
     subscriptions.close()
+    media.activity.close()
   }
 
   static func valueHandles(_ server: GATTServer) -> (source: UInt16, control: UInt16, data: UInt16) {
@@ -665,13 +695,18 @@ public final class NCContext: CaseContext {
 
   /// The next report of `event` about `uid` (Protocol/events.md), skipping others.
   public func report(_ event: String, uid: UInt32) async throws(CaseOutcome) -> JSON {
+    try await report("\(event) for UID \(uid)") { $0["event"]?.string == event && $0["uid"]?.integer == Int(uid) }
+  }
+
+  /// The next event line that `matches` (Protocol/events.md), skipping others; `what` names
+  /// it for the case's messages.
+  public func report(_ what: String, where matches: (JSON) -> Bool) async throws(CaseOutcome) -> JSON {
     let observer = try observer()
-    return try await log.awaiting("the accessory's event line reporting \(event) for UID \(uid)") {
-      () throws(CaseOutcome) in
+    return try await log.awaiting("the accessory's event line reporting \(what)") { () throws(CaseOutcome) in
       while let json = await observer.events.next() {
-        if json["event"]?.string == event, json["uid"]?.integer == Int(uid) { return json }
+        if matches(json) { return json }
       }
-      throw .failed("the accessory's event stream ended before it reported \(event) for UID \(uid)")
+      throw .failed("the accessory's event stream ended before it reported \(what)")
     }
   }
 
@@ -692,6 +727,15 @@ public final class NCContext: CaseContext {
   public func wearer() throws(CaseOutcome) -> any WearerStimulus {
     guard let wearer = accessory.wearer else {
       throw .skipped("needs a way to make the accessory act on a notification (--spawn)")
+    }
+    return wearer
+  }
+
+  /// The wearer, when it can ask for remote commands; the case is skipped otherwise.
+  public func mediaWearer() throws(CaseOutcome) -> any WearerStimulus {
+    let wearer = try wearer()
+    guard wearer.asksRemoteCommands else {
+      throw .skipped("needs a way to make the accessory send a remote command (--spawn, `media COMMAND`)")
     }
     return wearer
   }

@@ -79,14 +79,30 @@ public struct WatchFaults: FaultSwitches, Hashable {
   public static let refuseRepairing = WatchFaults(rawValue: 1 << 30)
   /// Stops for good when pairing fails, instead of connecting again.
   public static let pairingFailureFatal = WatchFaults(rawValue: 1 << 31)
+  // AMS: the Apple Media Service
+  /// Writes its Entity Update registrations before it subscribes to Entity Update (and again
+  /// after).
+  public static let mediaRegisterBeforeSubscribe = WatchFaults(rawValue: 1 << 32)
+  /// Reads an Entity Update's value from its third byte: the flags byte becomes the value's first.
+  public static let entityUpdateFlagsAsValue = WatchFaults(rawValue: 1 << 33)
+  /// Shows a value the phone cut as it came, never reading it whole.
+  public static let noWholeRead = WatchFaults(rawValue: 1 << 34)
+  /// Writes a remote command as two bytes, the command and a zero.
+  public static let remoteCommandPadded = WatchFaults(rawValue: 1 << 35)
+  /// Writes any remote command the wearer asks for, listed by the player or not.
+  public static let commandsUnchecked = WatchFaults(rawValue: 1 << 36)
 
   /// What the faults that change bytes on the wire do to the watch's PDUs on their way out
   /// (nil: none of them is on). The machine's commands stay right; the bearer changes them.
   var outgoingRewrite: RewritingBearer.Rewrite? {
     let swapActions = contains(.swappedActions)
     let swapUIDs = contains(.uidByteOrder)
-    guard swapActions || swapUIDs else { return nil }
+    let padCommands = contains(.remoteCommandPadded)
+    guard swapActions || swapUIDs || padCommands else { return nil }
     return { pdu in
+      // FAULT remote-command-padded: breaks "a remote command is one byte". The watch writes
+      // no other one-byte value with a Write Request.
+      if padCommands && pdu.count == 4 && pdu[0] == ATTOpcode.writeRequest.rawValue { return pdu + [0] }
       // A Write Request (opcode, handle, value) carrying a Control Point command.
       guard pdu.count >= 8, pdu[0] == ATTOpcode.writeRequest.rawValue else { return pdu }
       var pdu = pdu
@@ -197,5 +213,20 @@ public struct WatchFaults: FaultSwitches, Hashable {
     Definition(
       name: "pairing-failure-fatal", fault: .pairingFailureFatal,
       rule: "iPhone.md, Pairing and bonds: an accessory whose bond the phone still holds comes back once forgotten"),
+    Definition(
+      name: "media-register-before-subscribe", fault: .mediaRegisterBeforeSubscribe,
+      rule: "AMS.md, What an accessory must do: subscribe to Entity Update before writing it"),
+    Definition(
+      name: "entity-update-flags-as-value", fault: .entityUpdateFlagsAsValue,
+      rule: "AMS.md, Entity Update: the value starts after EntityID, AttributeID and EntityUpdateFlags"),
+    Definition(
+      name: "no-whole-read", fault: .noWholeRead,
+      rule: "AMS.md, What an accessory must do: a cut value it shows is read whole through Entity Attribute"),
+    Definition(
+      name: "remote-command-padded", fault: .remoteCommandPadded,
+      rule: "AMS.md, Remote Command: the accessory writes one byte, a RemoteCommandID"),
+    Definition(
+      name: "commands-unchecked", fault: .commandsUnchecked,
+      rule: "AMS.md, What an accessory must do: write only the commands the player lists now"),
   ]
 }

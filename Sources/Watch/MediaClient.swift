@@ -107,12 +107,35 @@ public struct MediaClient: Sendable {
   /// The text the screen shows whole: read through Entity Attribute when the phone cut it.
   public static let shownWhole: Set<EntityAttribute> = [.title, .artist, .album]
 
+  /// The client's decisions, computed once from the options: a fault switch (`WatchFaults`)
+  /// changes a field here, never a branch in the rules below.
+  struct Policy: Sendable {
+    /// A value the phone cut is read whole when the screen shows it (false: FAULT
+    /// no-whole-read).
+    var readsCutValuesWhole = true
+    /// A command is written only when the player lists it (false: FAULT commands-unchecked).
+    var checksCommands = true
+    /// Where an Entity Update's value starts: after EntityID, AttributeID and
+    /// EntityUpdateFlags (2: FAULT entity-update-flags-as-value, the flags byte taken as the
+    /// value's first).
+    var valueOffset = 3
+
+    init(_ faults: WatchFaults = []) {
+      readsCutValuesWhole = !faults.contains(.noWholeRead)
+      checksCommands = !faults.contains(.commandsUnchecked)
+      valueOffset = faults.contains(.entityUpdateFlagsAsValue) ? 2 : 3
+    }
+  }
+
+  let policy: Policy
   /// Attributes to read whole, in the order they were cut; one read at a time (the Entity
   /// Attribute selection is one per connection).
   var wholeQueue: [EntityAttribute] = []
   var wholeInFlight: EntityAttribute?
 
-  public init() {}
+  init(policy: Policy) { self.policy = policy }
+
+  public init() { self.init(policy: Policy()) }
 
   /// Handles one input at `now`, changing `playing` and appending the machine's actions.
   mutating func handle(
@@ -123,7 +146,7 @@ public struct MediaClient: Sendable {
       // Reads in flight belong to the session before. What the phone told (the commands
       // come as soon as their notifications are enabled, before this) stays: the
       // registrations bring every value again.
-      self = MediaClient()
+      self = MediaClient(policy: policy)
       guard available else {
         playing = NowPlaying()
         return
@@ -143,7 +166,7 @@ public struct MediaClient: Sendable {
       let name = command.name ?? "command \(command.rawValue)"
       if !playing.available {
         out.append(.emit(.error("\(name): the phone publishes no Apple Media Service on this link")))
-      } else if !playing.commands.contains(command) {
+      } else if policy.checksCommands && !playing.commands.contains(command) {
         out.append(.emit(.error("\(name): the phone's player does not take it now")))
       } else {
         out.append(.media(.remote(command)))
@@ -155,11 +178,12 @@ public struct MediaClient: Sendable {
   private mutating func update(
     _ bytes: [UInt8], _ playing: inout NowPlaying, now: Duration, _ out: inout [WatchMachine.Action]
   ) {
-    let update: EntityUpdate
+    var update: EntityUpdate
     do { update = try EntityUpdate(decoding: bytes) } catch {
       out.append(.emit(.error("Entity Update: \(error); ignored")))
       return
     }
+    if policy.valueOffset != 3 { update.value = Array(bytes.dropFirst(policy.valueOffset)) }
     let attribute = update.attribute
     let cut = update.flags.contains(.truncated)
     if attribute == .playbackInfo && update.value.isEmpty {
@@ -176,7 +200,7 @@ public struct MediaClient: Sendable {
     set(attribute, update.text, cut: cut, &playing, &out)
     if !cut {
       wholeQueue.removeAll { $0 == attribute }
-    } else if Self.shownWhole.contains(attribute) && !wholeQueue.contains(attribute) {
+    } else if policy.readsCutValuesWhole && Self.shownWhole.contains(attribute) && !wholeQueue.contains(attribute) {
       wholeQueue.append(attribute)
     }
   }

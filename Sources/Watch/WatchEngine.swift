@@ -429,6 +429,13 @@ public final class WatchEngine: Sendable {
       }
       session.media = media
     }
+    if let media, options.faults.contains(.mediaRegisterBeforeSubscribe) {
+      // FAULT media-register-before-subscribe: breaks "subscribe to Entity Update before
+      // writing it" (the registrations are written again, in order, once subscribed).
+      for registration in MediaClient.registrations {
+        _ = try? await session.client.write(media.entityUpdate, registration.encoded())
+      }
+    }
     do {
       for handle in media?.cccds ?? [] { try await session.client.configure(cccd: handle, .notifications) }
     } catch {

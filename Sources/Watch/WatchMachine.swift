@@ -203,11 +203,12 @@ public struct WatchMachine: Sendable {
   /// An empty notification was taken as an answer's start (`emptyFragmentStartsAnswer`).
   var emptyAnswerStarted = false
   /// The Apple Media Service beside ANCS.
-  var media = MediaClient()
+  var media: MediaClient
 
   public init(options: WatchOptions = WatchOptions()) {
     self.options = options
     self.policy = Policy(options)
+    self.media = MediaClient(policy: MediaClient.Policy(options.faults))
   }
 
   /// Handles one input at time `now` (the engine clock).
@@ -345,7 +346,7 @@ public struct WatchMachine: Sendable {
     }
     if case .connected = was { out.append(.emit(.disconnected(reason: reason))) }
     // AMS belongs to the link: the next one registers afresh.
-    media = MediaClient()
+    media = MediaClient(policy: media.policy)
     state.nowPlaying = NowPlaying()
     // An action cut off by the link is reported; a fetch is simply asked again next session.
     if let flight = inFlight, case .action = flight.command { giveUp(flight, &out) }

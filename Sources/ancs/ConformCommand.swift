@@ -33,7 +33,9 @@ enum ConformCommand {
     accessory shows is checked too when its event lines (Protocol/events.md, as printed by
     `ancs watch --headless`) are read: from FILE or standard input with --observe, or from
     COMMAND's standard output with --spawn, which also drives the wearer (`positive UID`,
-    `negative UID` on COMMAND's standard input). Without them those cases are SKIP.
+    `negative UID`, `media COMMAND` on COMMAND's standard input). Without them those cases
+    are SKIP. The harness phone publishes the Apple Media Service beside ANCS, as an iPhone
+    does; the AMS/NC cases judge the accessory's use of it (--case ANCS/ leaves them out).
     Five cases wait on the accessory's own timers (its liveness check, its re-check of a
     ringing call, its wait for an unanswered command, its rewrite of the subscriptions
     after a silence, its re-check of a phone that does not share): state them with

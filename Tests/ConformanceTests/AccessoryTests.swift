@@ -1,3 +1,4 @@
+import AMS
 import ANCS
 import ATT
 import Conformance
@@ -64,6 +65,8 @@ func ownWatch(_ configure: (inout WatchOptions) -> Void = { _ in }) -> (WatchEng
 struct EngineWearer: WearerStimulus {
   let engine: WatchEngine
   func perform(_ action: ActionID, uid: UInt32) async throws(StimulusError) { engine.perform(action, on: uid) }
+  var asksRemoteCommands: Bool { true }
+  func media(_ command: RemoteCommandID) async throws(StimulusError) { engine.media(command) }
 }
 
 @Suite(.timeLimit(scaledMinutes(2))) struct OwnWatchTests {
@@ -109,7 +112,8 @@ struct AccessoryBinaryTests {
   }
 
   /// `--observe -`: the watch runs on its own, its events piped into the harness. Without a
-  /// wearer channel the action case is skipped, never passed; the others pass.
+  /// wearer channel the action case and the two remote command cases are skipped, never
+  /// passed; the others pass.
   @Test func observedFromStandardInput() async throws {
     let directory = try temporaryDirectory("observe")
     defer { try? FileManager.default.removeItem(atPath: directory) }
@@ -127,9 +131,11 @@ struct AccessoryBinaryTests {
     let (status, out, err) = try await runProgram("/usr/bin/setsid", ["/bin/sh", "-c", script])
     #expect(status == 0, "\(out)\(err)")
     let json = try JSON(parsing: String(contentsOfFile: "\(directory)/report.json", encoding: .utf8))
-    #expect(json["passed"]?.integer == ConformanceCatalog.nc.count - 1, "\(out)")
-    #expect(json["skipped"]?.integer == 1)
-    #expect(err.contains("SKIP ANCS/NC/CP/BV-03"), "\(err)")
+    #expect(json["passed"]?.integer == ConformanceCatalog.nc.count - 3, "\(out)")
+    #expect(json["skipped"]?.integer == 3)
+    for id in ["ANCS/NC/CP/BV-03", "AMS/NC/RC/BV-01", "AMS/NC/RC/BV-02"] {
+      #expect(err.contains("SKIP \(id)"), "\(err)")
+    }
   }
 
   /// Issue #13 (11): with nothing there the run stops at once, one line, exit 2, and leaves

@@ -22,7 +22,7 @@ import Wire
     let accessory = ConformanceCatalog.nc
     #expect(accessory.count >= 15)
     for testCase in accessory {
-      #expect(testCase.id.wholeMatch(of: /ANCS\/NC\/[A-Z]+\/B[VI]-\d\d/) != nil, "\(testCase.id)")
+      #expect(testCase.id.wholeMatch(of: /(ANCS|AMS)\/NC\/[A-Z]+\/B[VI]-\d\d/) != nil, "\(testCase.id)")
       #expect(testCase.role == .nc)
     }
     #expect(Set((cases + accessory).map(\.id)).count == cases.count + accessory.count)
