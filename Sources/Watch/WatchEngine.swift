@@ -72,6 +72,12 @@ public final class WatchEngine: Sendable {
     var entityUpdate: UInt16
     var entityAttribute: UInt16
     var cccds: [UInt16]
+    /// The value handles whose characteristic takes Write Command but not Write Request (no
+    /// write property): the AMS spec has each written with response, but a phone may
+    /// publish otherwise (Bumble's `Ams` template service does so for Remote Command and
+    /// Entity Attribute), and a client writes as the properties say (Core Vol 3 Part G
+    /// 3.3.1.1).
+    var commandOnly: Set<UInt16> = []
   }
 
   /// What the engine's loop takes, in order.
@@ -466,10 +472,15 @@ public final class WatchEngine: Sendable {
       let find = { (uuid: String) throws in try Self.characteristic(uuid, of: "AMS", in: characteristics) }
       let remoteCommand = try find(AMSUUID.remoteCommand)
       let entityUpdate = try find(AMSUUID.entityUpdate)
+      let entityAttribute = try find(AMSUUID.entityAttribute)
+      let commandOnly = [remoteCommand, entityUpdate, entityAttribute].filter {
+        !$0.properties.contains(.write) && $0.properties.contains(.writeWithoutResponse)
+      }
       return MediaHandles(
         remoteCommand: remoteCommand.valueHandle, entityUpdate: entityUpdate.valueHandle,
-        entityAttribute: try find(AMSUUID.entityAttribute).valueHandle,
-        cccds: [try await cccd(of: remoteCommand, client), try await cccd(of: entityUpdate, client)])
+        entityAttribute: entityAttribute.valueHandle,
+        cccds: [try await cccd(of: remoteCommand, client), try await cccd(of: entityUpdate, client)],
+        commandOnly: Set(commandOnly.map(\.valueHandle)))
     } catch {
       emit(.error("the phone's Apple Media Service cannot be used: \(error)"))
       return nil
@@ -665,14 +676,25 @@ public final class WatchEngine: Sendable {
       await submit(.input(.media(.answered(request, failure)), from: tag))
     }
     let client = session.client
+    // With response; with a Write Command where the characteristic takes only that, answered
+    // once sent (the phone says nothing) and still ahead of any request sent after it.
+    let write = { (handle: UInt16, value: [UInt8], then: @escaping @Sendable (Result<Void, ATTError>) async -> Void) in
+      guard media.commandOnly.contains(handle) else { return await client.startWrite(handle, value, onAnswer: then) }
+      do throws(ATTError) {
+        try await client.writeWithoutResponse(handle, value)
+        await then(.success(()))
+      } catch {
+        await then(.failure(error))
+      }
+    }
     switch request {
     case .register(let registration):
-      await client.startWrite(media.entityUpdate, registration.encoded()) { await answer($0.map { [] }) }
+      await write(media.entityUpdate, registration.encoded()) { await answer($0.map { [] }) }
     case .remote(let command):
-      await client.startWrite(media.remoteCommand, RemoteCommand(command).encoded()) { await answer($0.map { [] }) }
+      await write(media.remoteCommand, RemoteCommand(command).encoded()) { await answer($0.map { [] }) }
     case .readWhole(let attribute):
       // Select, then read: the loop has one such pair in flight at a time.
-      await client.startWrite(media.entityAttribute, EntityAttributeSelection(attribute).encoded()) { result in
+      await write(media.entityAttribute, EntityAttributeSelection(attribute).encoded()) { result in
         switch result {
         case .success: await client.startRead(media.entityAttribute, onAnswer: answer)
         case .failure(let error): await answer(.failure(error))
