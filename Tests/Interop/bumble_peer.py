@@ -47,6 +47,26 @@ one line per step ("found ...", "mtu ...", "read ...", "disconnected ..."), and 
                                        on the first, a negative one on the second ("action",
                                        then each one's Removed event), and "refused {JSON}"
                                        for the attributes of the removed first one.
+    python bumble_peer.py ams-client   Bumble's own AmsClient (bumble.profiles.ams) on a device
+                                       that advertises the AMS solicitation (not ANCS's):
+                                       pairs on its Security Request once the Swift phone
+                                       connects, subscribes and registers for every attribute,
+                                       prints each Entity Update as notified
+                                       ("update {JSON}", with its Truncated flag) and the
+                                       client's whole state after each of its events
+                                       ("state {JSON}"); takes `command NAME` (a
+                                       RemoteCommandId name: "sent NAME" once written) and
+                                       `quit` on standard input.
+    python bumble_peer.py ams-phone    A phone built on Bumble's Ams (and Ancs) template
+                                       services: scans for the Swift watch's ANCS
+                                       solicitation, connects, pairs on its Security Request,
+                                       and plays a media player behind the template's
+                                       characteristics (ATT_MTU 185 at most): prints
+                                       "registered {JSON}", "notified {JSON}",
+                                       "selected {JSON}", "read {JSON}" and "command {JSON}"
+                                       (a Remote Command obeyed) as the watch uses it, each
+                                       write with the ATT PDU that carried it (Write Request
+                                       or Write Command); runs until the watch disconnects.
     python bumble_peer.py ancs-accessory TRANSPORT
                                        An ANCS accessory built on Bumble's AncsClient, as a
                                        Bumble host on the controller at TRANSPORT (e.g.
@@ -67,12 +87,24 @@ import tempfile
 from bumble.controller import Controller
 from bumble.core import UUID
 from bumble.device import Device, Peer
-from bumble.gatt import Characteristic, Service
+from bumble.gatt import Characteristic, CharacteristicValue, Service
 from bumble.hci import Address
 from bumble.link import LocalLink
 from bumble.pairing import PairingConfig, PairingDelegate
+from bumble.profiles.ams import (
+    Ams,
+    AmsClient,
+    AmsProxy,
+    EntityId,
+    EntityUpdateFlags,
+    PlayerAttributeId,
+    QueueAttributeId,
+    RemoteCommandId,
+    TrackAttributeId,
+)
 from bumble.profiles.ancs import (
     ActionId,
+    Ancs,
     AncsClient,
     AppAttributeId,
     CommandError,
@@ -84,6 +116,7 @@ from bumble.transport.pty import open_pty_transport
 from bumble.transport.tcp_server import open_tcp_server_transport_with_socket
 
 ANCS = UUID('7905F431-B5CE-4E99-A40F-4B1E122D00D0')
+AMS = UUID('89D3502B-0F36-433A-8EF4-C502AD55F8DC')
 TEST_SERVICE = UUID('A0B40001-926D-4D61-98DF-8C5C62EE53B3')
 TEST_CHARACTERISTIC = UUID('A0B40002-926D-4D61-98DF-8C5C62EE53B3')
 TEST_VALUE = 'hello from bumble'.encode()
@@ -168,14 +201,14 @@ async def bumble_central(device: Device):
     await disconnect(connection)
 
 
-async def advertise_until_connected(device: Device, name: str, attempt: int = 0):
-    """Advertise connectable with flags, the ANCS solicitation and `name` (every 20 ms) until
-    a central connects; the connection."""
+async def advertise_until_connected(device: Device, name: str, attempt: int = 0, service: UUID = ANCS):
+    """Advertise connectable with flags, the solicitation of `service` (ANCS unless told) and
+    `name` (every 20 ms) until a central connects; the connection."""
     encoded = name.encode()
     data = (
         bytes([2, 0x01, 0x06])
         + bytes([17, AD_SOLICITATION_128])
-        + bytes(ANCS)
+        + bytes(service)
         + bytes([len(encoded) + 1, AD_COMPLETE_NAME])
         + encoded
     )
@@ -398,6 +431,260 @@ async def bumble_ancs_client(device: Device, count: int):
     await disconnect(connection)
 
 
+def ams_state(client: AmsClient) -> dict:
+    """Everything an AmsClient holds, as JSON fields."""
+    info = client.player_playback_info
+    return dict(
+        name=client.player_name,
+        playbackState=info.playback_state.name,
+        playbackRate=info.playback_rate,
+        elapsed=info.elapsed_time,
+        volume=client.player_volume,
+        index=client.queue_index,
+        count=client.queue_count,
+        shuffle=client.queue_shuffle_mode.name,
+        repeat=client.queue_repeat_mode.name,
+        artist=client.track_artist,
+        album=client.track_album,
+        title=client.track_title,
+        duration=client.track_duration,
+        commands=sorted(command.name for command in client.supported_commands),
+    )
+
+
+def stdin_lines() -> asyncio.Queue:
+    """Standard input's lines, as they come; an empty string at its end."""
+    loop = asyncio.get_running_loop()
+    lines = asyncio.Queue()
+
+    def read_line():
+        line = sys.stdin.readline()
+        if not line:
+            loop.remove_reader(sys.stdin.fileno())
+        lines.put_nowait(line.strip())
+
+    loop.add_reader(sys.stdin.fileno(), read_line)
+    return lines
+
+
+async def bumble_ams_client(device: Device):
+    """Bumble's own AmsClient against the Swift phone: advertise the AMS solicitation, pair
+    on our Security Request, subscribe (AmsClient.start) and register for every attribute
+    of the player, the queue and the track (AmsClient.observe). Print each Entity Update as
+    it is notified, Truncated flag included, and the client's state after each of its
+    events (a truncated value is read whole by the client before its event); then send the
+    Remote Commands named on standard input until `quit`."""
+    use_just_works(device, sc=True)
+    device.gatt_server.max_mtu = 185  # as an iPhone's ATT_MTU often is: a long title is cut
+    commands = stdin_lines()
+    connection = await advertise_until_connected(device, 'Bumble AMS client', service=AMS)
+    say('connected', connection.peer_address)
+    report_security(connection)
+    await pair_on_own_request(connection)
+    proxy = await Peer(connection).discover_service_and_create_proxy(AmsProxy)
+    if proxy is None:
+        raise RuntimeError('no AMS service found')
+    client = AmsClient(proxy)
+
+    def on_update(data: bytes):
+        say_json(
+            'update',
+            entity=EntityId(data[0]).name,
+            attribute=data[1],
+            truncated=bool(data[2] & EntityUpdateFlags.TRUNCATED),
+            value=data[3:].decode(errors='replace'),
+        )
+
+    proxy.entity_update.on(proxy.entity_update.EVENT_UPDATE, on_update)
+    for event in (name for name in dir(AmsClient) if name.startswith('EVENT_')):
+        kind = getattr(AmsClient, event)
+        client.on(kind, lambda kind=kind: say_json('state', event=kind, **ams_state(client)))
+    await client.start()
+    await client.observe(EntityId.PLAYER, list(PlayerAttributeId))
+    await client.observe(EntityId.QUEUE, list(QueueAttributeId))
+    await client.observe(EntityId.TRACK, list(TrackAttributeId))
+    say('observing', connection.att_mtu)
+    while True:
+        words = (await commands.get()).split()
+        if words in ([], ['quit']):
+            break
+        if len(words) == 2 and words[0] == 'command':
+            await client.command(RemoteCommandId[words[1]])
+            say('sent', words[1])
+    await disconnect(connection)
+
+
+# What the Bumble phone plays: two tracks, the second's title longer than one Entity Update
+# notification at ATT_MTU 185 (179 bytes of value): 2-, 3- and 4-byte UTF-8, 312 bytes.
+AMS_PHONE_TRACKS = [
+    dict(artist='Björk', album='Homogenic', title='Jóga — 東京 🚄', duration='305.0'),
+    dict(artist='Sigur Rós', album='( )', title='Ünïcødé 京都 🍜 ' * 12, duration='431.5'),
+]
+AMS_PHONE_COMMANDS = [
+    RemoteCommandId.PLAY,
+    RemoteCommandId.PAUSE,
+    RemoteCommandId.TOGGLE_PLAY_PAUSE,
+    RemoteCommandId.NEXT_TRACK,
+    RemoteCommandId.PREVIOUS_TRACK,
+    RemoteCommandId.VOLUME_UP,
+    RemoteCommandId.VOLUME_DOWN,
+]
+
+
+class BumbleMediaSource:
+    """A media player behind Bumble's Ams template service, its behaviour on the
+    template's characteristics (CharacteristicValue callbacks): registrations on Entity
+    Update (answered with the current values, then each change), a selection on Entity
+    Attribute (read whole), and Remote Commands, which it obeys. Values longer than one
+    notification are cut on a character boundary and flagged Truncated."""
+
+    def __init__(self, device: Device):
+        self.device = device
+        self.ams = Ams()
+        self.index = 0
+        self.playing = True
+        self.volume = 0.75
+        self.registered = {}
+        self.selected = None
+        self.tasks = set()
+        self.writes = {}  # value handle: how it was last written (the ATT PDU's name)
+        server = device.gatt_server
+        handle_pdu = server.on_gatt_pdu
+
+        def note_write(bearer, pdu):
+            if pdu.name in ('ATT_WRITE_REQUEST', 'ATT_WRITE_COMMAND'):
+                self.writes[pdu.attribute_handle] = pdu.name
+            handle_pdu(bearer, pdu)
+
+        server.on_gatt_pdu = note_write  # only to tell Write Request from Write Command
+        self.ams.remote_command_characteristic.value = CharacteristicValue(write=self.on_remote_command)
+        self.ams.entity_update_characteristic.value = CharacteristicValue(write=self.on_entity_update)
+        self.ams.entity_attribute_characteristic.value = CharacteristicValue(
+            read=self.on_read, write=self.on_select
+        )
+        device.add_service(Ancs())  # the watch starts AMS after its ANCS subscriptions
+        device.add_service(self.ams)
+        device.on('characteristic_subscription', self.on_subscription)
+
+    def value(self, entity: int, attribute: int) -> str:
+        track = AMS_PHONE_TRACKS[self.index]
+        if entity == EntityId.PLAYER:
+            playback = f'{int(self.playing)},{float(self.playing)},12.5'
+            return ['Bumble Player', playback, str(self.volume)][attribute]
+        if entity == EntityId.QUEUE:
+            return [str(self.index), str(len(AMS_PHONE_TRACKS)), '0', '0'][attribute]
+        return track[TrackAttributeId(attribute).name.lower()]
+
+    def later(self, work):
+        """Runs `work` (a coroutine) after the write being answered now."""
+        task = asyncio.ensure_future(work)
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
+
+    def on_subscription(self, connection, characteristic, notify_enabled, indicate_enabled):
+        if characteristic is self.ams.remote_command_characteristic and notify_enabled:
+            self.later(
+                self.device.notify_subscriber(
+                    connection, characteristic, bytes(AMS_PHONE_COMMANDS), force=True
+                )
+            )
+
+    def on_entity_update(self, connection, value: bytes):
+        entity = EntityId(value[0])
+        self.registered[entity] = list(value[1:])
+        say_json(
+            'registered',
+            entity=entity.name,
+            attributes=list(value[1:]),
+            write=self.writes.get(self.ams.entity_update_characteristic.handle),
+        )
+        self.later(self.notify(connection, [(entity, attribute) for attribute in value[1:]]))
+
+    async def notify(self, connection, changed):
+        """One Entity Update per registered attribute in `changed`."""
+        capacity = connection.att_mtu - 6
+        for entity, attribute in changed:
+            if attribute not in self.registered.get(entity, []):
+                continue
+            whole = self.value(entity, attribute).encode()
+            sent = whole[:capacity].decode(errors='ignore').encode()  # whole characters
+            truncated = len(sent) < len(whole)
+            flags = EntityUpdateFlags.TRUNCATED if truncated else 0
+            await self.device.notify_subscriber(
+                connection, self.ams.entity_update_characteristic, bytes([entity, attribute, flags]) + sent
+            )
+            say_json(
+                'notified',
+                entity=entity.name,
+                attribute=attribute,
+                truncated=truncated,
+                value=sent.decode(),
+            )
+
+    def on_select(self, connection, value: bytes):
+        self.selected = (value[0], value[1])
+        say_json(
+            'selected',
+            entity=EntityId(value[0]).name,
+            attribute=value[1],
+            write=self.writes.get(self.ams.entity_attribute_characteristic.handle),
+        )
+
+    def on_read(self, connection) -> bytes:
+        whole = self.value(*self.selected) if self.selected else ''
+        say_json('read', size=len(whole.encode()))
+        return whole.encode()
+
+    def on_remote_command(self, connection, value: bytes):
+        command = RemoteCommandId(value[0])
+        say_json(
+            'command',
+            command=command.name,
+            write=self.writes.get(self.ams.remote_command_characteristic.handle),
+        )
+        playback = [(EntityId.PLAYER, PlayerAttributeId.PLAYBACK_INFO)]
+        changed = []
+        if command in (RemoteCommandId.PLAY, RemoteCommandId.PAUSE, RemoteCommandId.TOGGLE_PLAY_PAUSE):
+            wanted = {RemoteCommandId.PLAY: True, RemoteCommandId.PAUSE: False}
+            self.playing = wanted.get(command, not self.playing)
+            changed = playback
+        elif command in (RemoteCommandId.NEXT_TRACK, RemoteCommandId.PREVIOUS_TRACK):
+            step = 1 if command == RemoteCommandId.NEXT_TRACK else -1
+            self.index = min(max(self.index + step, 0), len(AMS_PHONE_TRACKS) - 1)
+            changed = [(EntityId.QUEUE, QueueAttributeId.INDEX)]
+            changed += [(EntityId.TRACK, attribute) for attribute in TrackAttributeId] + playback
+        elif command in (RemoteCommandId.VOLUME_UP, RemoteCommandId.VOLUME_DOWN):
+            step = 0.0625 if command == RemoteCommandId.VOLUME_UP else -0.0625
+            self.volume = min(max(self.volume + step, 0.0), 1.0)
+            changed = [(EntityId.PLAYER, PlayerAttributeId.VOLUME)]
+        self.later(self.notify(connection, changed))
+
+
+async def bumble_ams_phone(device: Device):
+    """A phone built on Bumble's Ams template: find the Swift watch by its ANCS
+    solicitation, connect, pair when it sends a Security Request, and serve the media
+    player (BumbleMediaSource) until the watch disconnects."""
+    use_just_works(device, sc=True)
+    device.gatt_server.max_mtu = 185  # as an iPhone's ATT_MTU often is: a long title is cut
+    BumbleMediaSource(device)
+    address, name = await find_ancs_advertiser(device)
+    say('found', address, name)
+    connection = await device.connect(address)
+    say('connected', connection.peer_address)
+    report_security(connection)
+    disconnected = asyncio.get_running_loop().create_future()
+    connection.on('disconnection', lambda reason: disconnected.done() or disconnected.set_result(reason))
+
+    async def on_security_request(auth_req):
+        try:
+            await device.pair(connection)
+        except Exception as error:
+            say('pairing-failed', error)
+
+    connection.on('security_request', lambda auth_req: asyncio.ensure_future(on_security_request(auth_req)))
+    say('disconnected', await disconnected)
+
+
 async def secure(connection):
     """Send a Security Request and wait until the link is encrypted: the central pairs, or
     encrypts with the bond of an earlier connection."""
@@ -593,6 +880,10 @@ async def main(role: str, mode: str | None, forget: bool = False):
             await bumble_parameters_peripheral(device)
         elif role == 'ancs-client':
             await bumble_ancs_client(device, int(mode))
+        elif role == 'ams-client':
+            await bumble_ams_client(device)
+        elif role == 'ams-phone':
+            await bumble_ams_phone(device)
         elif role == 'pair-peripheral':
             use_just_works(device, mode == 'sc')
             await bumble_peripheral(
@@ -614,6 +905,8 @@ if __name__ == '__main__':
         'peripheral',
         'parameters-peripheral',
         'radio',
+        'ams-client',
+        'ams-phone',
     )
     uart = arguments == ['radio', 'uart']
     pairing = (
@@ -628,6 +921,6 @@ if __name__ == '__main__':
         sys.exit(
             'usage: bumble_peer.py central|peripheral|parameters-peripheral|radio [uart]'
             '|pair-central MODE [forget]|pair-peripheral MODE [forget]'
-            '|ancs-client COUNT|ancs-accessory TRANSPORT'
+            '|ancs-client COUNT|ams-client|ams-phone|ancs-accessory TRANSPORT'
         )
     asyncio.run(main(arguments[0], arguments[1] if len(arguments) >= 2 else None, arguments[2:] == ['forget']))

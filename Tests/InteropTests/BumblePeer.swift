@@ -25,9 +25,10 @@ let bumblePython: String? = {
 
 /// Tests/Interop/bumble_peer.py running in its own process: two virtual controllers, one
 /// served to the Swift host over TCP, a Bumble device on the other. Its stdout is read line by
-/// line; it is killed when the test ends or is cancelled.
+/// line, lines go to its stdin (`send`); it is killed when the test ends or is cancelled.
 final class BumblePeer: @unchecked Sendable {
   let process = Process()
+  private let input = Pipe()
   private let output = Pipe()
   private let errors = Pipe()
   private var lines: AsyncStream<String>.Iterator
@@ -40,7 +41,7 @@ final class BumblePeer: @unchecked Sendable {
     process.arguments =
       ["-u", repositoryRoot.appendingPathComponent("Tests/Interop/bumble_peer.py").path]
       + role.split(separator: " ").map(String.init)
-    process.standardInput = FileHandle.nullDevice
+    process.standardInput = input
     process.standardOutput = output
     process.standardError = errors
     lines = TestSupport.lines(of: output.fileHandleForReading).makeAsyncIterator()
@@ -49,6 +50,11 @@ final class BumblePeer: @unchecked Sendable {
   }
 
   var stderr: String { stderrText.value }
+
+  /// Writes `line` to the peer's standard input (the roles that take commands).
+  func send(_ line: String) {
+    input.fileHandleForWriting.write(Data((line + "\n").utf8))
+  }
 
   /// Reads lines until one starts with `prefix` and returns it; an "error" line or the end of
   /// the output fails the test and returns nil.
