@@ -49,8 +49,12 @@ public struct EntityRegistration: Hashable, Sendable {
 
   public func encoded() -> [UInt8] { [entity.rawValue] + attributes }
 
-  /// The entity-attribute pairs asked for, in order.
-  public var pairs: [EntityAttribute] { attributes.map { EntityAttribute(entity, $0) } }
+  /// The entity-attribute pairs asked for, each once, in the order first asked: a write that
+  /// names an AttributeID twice asks for it once (Protocol/AMS.md).
+  public var pairs: [EntityAttribute] {
+    var seen: Set<UInt8> = []
+    return attributes.filter { seen.insert($0).inserted }.map { EntityAttribute(entity, $0) }
+  }
 }
 
 /// An Entity Update notification: EntityID(1) AttributeID(1) EntityUpdateFlags(1) Value, the

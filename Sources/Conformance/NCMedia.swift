@@ -120,7 +120,7 @@ final class NCMedia: Sendable {
     activity.push(.wrote(.entityUpdate, bytes, refused: nil))
     // Taken in after the Write Response; the current values follow, as an iPhone's do.
     return .accepted(then: { [self] in
-      state.withLock { $0.registrations[registration.entity] = registration.attributes }
+      state.withLock { $0.registrations[registration.entity] = registration.pairs.map(\.attribute) }
       await tellValues(registration.pairs, to: gatt)
     })
   }

@@ -45,7 +45,7 @@ extension PhoneCommand {
   /// first word is a command (`commandNames`); after `post`, the app (a registered app's
   /// name in lower case, or its id), then keys (`subtitle=`) and the values of `category=`,
   /// `flags=` and `app=`; after `modify` a UID then its keys; after `remove` a UID; after
-  /// `shuffle` and `repeat` their modes; after `play`, `duration=`.
+  /// `shuffle` and `repeat` their modes; after `play` and its title, `duration=`.
   /// Matching ignores case. Text in quotes is not completed.
   public static func completion(
     of line: String, cursor: Int, apps: [String: String], uids: [UInt32] = []
@@ -126,7 +126,8 @@ extension PhoneCommand {
     case "shuffle", "repeat":
       return matching(position == 1 ? ShuffleMode.names.sorted { $0.key < $1.key }.map(\.value) : [])
     case "play":
-      return matching(["duration="])
+      // The title comes first (`play` alone resumes): a key only after it.
+      return matching(position >= 2 ? ["duration="] : [])
     default:
       return matching([])
     }

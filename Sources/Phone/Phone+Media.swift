@@ -162,7 +162,8 @@ extension Phone {
       // current values follow.
       .accepted(then: { [self] in
         state.withLock {
-          $0.sessions[ObjectIdentifier(gatt)]?.media.registrations[registration.entity] = registration.attributes
+          $0.sessions[ObjectIdentifier(gatt)]?.media.registrations[registration.entity] =
+            registration.pairs.map(\.attribute)
         }
         if policy.tellsCurrentValues { await tellValues(registration.pairs, to: gatt, at: mediaNow) }
       })

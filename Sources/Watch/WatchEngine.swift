@@ -371,6 +371,8 @@ public final class WatchEngine: Sendable {
           await startMedia(next)
         } catch {
           emit(.error("rediscovery failed: \(error)"))
+          // AMS is not set up again either: what it had in flight is dropped with it.
+          if let current { await submit(.input(.media(.started(available: false)), from: current.tag)) }
         }
       }
     }

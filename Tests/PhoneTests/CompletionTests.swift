@@ -87,6 +87,8 @@ import Wire
     #expect(complete("repeat a") == (["all"], "all "))
     #expect(complete("shuffle all o") == ([], nil))
     #expect(complete(#"play "Tall Bird" d"#) == (["duration="], "duration="))
+    #expect(complete("play d") == ([], nil), "the title comes first")
+    #expect(complete("play ") == ([], nil))
   }
 
   /// Any line, the cursor anywhere: the word ends at the cursor, and every candidate (and

@@ -88,6 +88,27 @@ import Testing
     await remote.accessory.close()
   }
 
+  /// A registration that names an AttributeID twice asks for it once: its value is told
+  /// once, at once and on each change.
+  @Test func anAttributeNamedTwiceIsToldOnce() async throws {
+    let (phone, _) = try Self.phone()
+    await phone.changeMedia { player, now in player.play(Self.song, at: now) }
+    let remote = try MediaRemote(phone)
+    try await remote.subscribe()
+    #expect(await remote.write(remote.entityUpdate, [2, 2, 2, 0, 2]) == nil)
+    var updates = remote.updates.makeAsyncIterator()
+    func nextTwo() async throws -> [EntityAttribute] {
+      [
+        try Self.update(await updates.next(isolation: nil)).attribute,
+        try Self.update(await updates.next(isolation: nil)).attribute,
+      ]
+    }
+    #expect(try await nextTwo() == [.title, .artist])
+    await phone.changeMedia { player, now in player.play(MediaPlayer.Track(title: "Next", artist: "Someone"), at: now) }
+    #expect(try await nextTwo() == [.title, .artist])
+    await remote.accessory.close()
+  }
+
   @Test func aLongTitleIsCutToTheNotificationAndReadWholeThroughEntityAttribute() async throws {
     let (phone, _) = try Self.phone()
     let title = "A title much longer than one notification at the smallest MTU: Für Élise ♪"
