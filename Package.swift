@@ -3,6 +3,7 @@
 // Layers, dependencies pointing down only (README.md, "Architecture"):
 //   ancs                              the command
 //   Conformance, HCI, WatchDisplay    the harness; the Bluetooth host; the terminal face (-> Watch)
+//   Capture                           reading field captures: btsnoop, PacketLogger (-> HCI, ANCS, AMS)
 //   Phone, Watch                      the ANCS and AMS server and client (-> ANCS, AMS, GATT)
 //   Sockets                           the POSIX pieces: socket links, event loops (-> Links)
 //   Links                             simulated links, framing, pairing, captures, air (-> ATT)
@@ -50,10 +51,12 @@ let package = Package(
     .systemLibrary(
       name: "CBluetooth", path: "Sources/CBluetooth", providers: [.apt(["libbluetooth-dev"])]),
     .target(name: "HCI", dependencies: ["ATT", "CBluetooth", "COpenSSL", "Links", "Runtime", "Sockets", "Wire"]),
+    .target(name: "Capture", dependencies: ["AMS", "ANCS", "ATT", "HCI", "Wire"]),
     .executableTarget(
       name: "ancs",
       dependencies: [
-        "AMS", "ANCS", "ATT", "CEdit", "GATT", "HCI", "Links", "Phone", "Runtime", "Sockets", "Watch", "WatchDisplay",
+        "AMS", "ANCS", "ATT", "Capture", "CEdit", "GATT", "HCI", "Links", "Phone", "Runtime", "Sockets", "Watch",
+        "WatchDisplay",
         "Wire",
         "Conformance",
       ]),
@@ -64,6 +67,7 @@ let package = Package(
     .testTarget(name: "RuntimeTests", dependencies: ["Runtime"]),
     .testTarget(name: "ANCSTests", dependencies: ["TestSupport", "ANCS", "Wire"]),
     .testTarget(name: "AMSTests", dependencies: ["TestSupport", "AMS", "Wire"]),
+    .testTarget(name: "CaptureTests", dependencies: ["TestSupport", "Capture", "AMS", "ANCS", "ATT", "Links", "Wire"]),
     .testTarget(name: "ATTTests", dependencies: ["TestSupport", "ATT", "Links", "Wire", "Runtime"]),
     .testTarget(
       name: "GATTTests", dependencies: ["TestSupport", "GATT", "ATT", "Links", "Wire", "Runtime", "Sockets"]),

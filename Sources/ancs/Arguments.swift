@@ -89,6 +89,13 @@ struct Arguments {
     return Logger(level: level) { _, message in printError(message) }
   }
 
+  /// The arguments that are not options (do not start with "-"), taken.
+  mutating func positionals() -> [String] {
+    let found = items.filter { !$0.hasPrefix("-") }
+    items.removeAll { !$0.hasPrefix("-") }
+    return found
+  }
+
   /// Fails on anything not taken.
   func finish() throws(UsageError) {
     if let missing { throw UsageError("\(missing) needs a value; try 'ancs \(command) --help'") }

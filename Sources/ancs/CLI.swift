@@ -26,6 +26,7 @@ enum CLI {
       conform    judge a phone or an accessory against the conformance catalog
                  (Protocol/conformance.md)
       bench      measure codec, reassembly and GATT throughput; predict air time (--air)
+      inspect    read a capture (btsnoop, PacketLogger): the ANCS and AMS timeline in it
 
     options:
       --help     show help (also after a subcommand)
@@ -116,6 +117,8 @@ enum CLI {
       case "conform": return try await ConformCommand.run(Array(arguments.dropFirst()), loops: loops)
       case "watch":
         return try await WatchCommand.run(Array(arguments.dropFirst()), loops: loops)
+      case "inspect":
+        return try InspectCommand.run(Array(arguments.dropFirst()))
       default:
         throw UsageError("unknown subcommand '\(first)'; try 'ancs --help'")
       }

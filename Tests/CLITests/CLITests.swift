@@ -9,7 +9,7 @@ struct CLITests {
     #expect(status == 0 && out.contains("usage: ancs"))
     let (vStatus, version, _) = try await runAncs(["--version"])
     #expect(vStatus == 0 && version.hasPrefix("ancs "))
-    for command in ["phone", "watch", "demo", "bench"] {
+    for command in ["phone", "watch", "demo", "bench", "inspect"] {
       let (code, text, _) = try await runAncs([command, "--help"])
       #expect(code == 0, "\(command) --help")
       #expect(text.contains("example"), "\(command) --help shows an example")
@@ -250,13 +250,10 @@ struct CLITests {
   /// Issue #13 (3): two watches in one phone capture are two links, each with its own
   /// handle, connected when it connects and disconnected when it goes.
   @Test func phoneCaptureKeepsEachWatchApart() async throws {
-    let path = temporaryPath("phone.sock")
-    let capture = temporaryPath("phone.btsnoop")
-    defer { try? FileManager.default.removeItem(atPath: capture) }
-    let phone = try Command(["phone", "--listen", "unix:\(path)", "--commands", "jsonl", "--capture", capture])
-    defer { phone.terminate() }
-    try await offThread {
-      for _ in 0..<200 where !FileManager.default.fileExists(atPath: path) { usleep(10_000) }
+    let (phone, path, capture) = try await capturingPhone("phone")
+    defer {
+      phone.terminate()
+      try? FileManager.default.removeItem(atPath: capture)
     }
     for _ in 0..<2 {
       let watch = try Command(["watch", "--connect", "unix:\(path)", "--headless"])
@@ -359,4 +356,79 @@ struct CLITests {
     #expect(events.contains { $0.contains(#""event":"removed""#) })
     #expect(events.contains { $0.contains(#""level":42"#) })
   }
+}
+
+/// Issue #18 (1): `ancs inspect` tells the story of a session the phone captured: ANCS and
+/// AMS found by discovery, the notification added and fetched, the remote command.
+@Suite(.enabled(if: ancsBuilt, "the ancs binary is not built (run swift build first)"), .timeLimit(.minutes(2)))
+struct InspectCommandTests {
+  @Test func inspectTellsACapturedSession() async throws {
+    let (phone, path, capture) = try await capturingPhone("inspect")
+    defer {
+      phone.terminate()
+      try? FileManager.default.removeItem(atPath: capture)
+    }
+    let watch = try Command(["watch", "--connect", "unix:\(path)", "--headless"])
+    defer { watch.terminate() }
+    await phone.line(containing: #""event":"sessionStarted""#)
+    phone.send(#"{"cmd":"post","app":"com.example.chat","title":"Hello Ada","message":"Über 🚀 ça va"}"#)
+    phone.send(#"{"cmd":"play","title":"Clair de Lune","artist":"Debussy","duration":300}"#)
+    await watch.line(containing: #""title":"Hello Ada""#)
+    await watch.line(containing: #""attribute":"title","value":"Clair de Lune""#)
+    watch.send("media pause")
+    await phone.line(containing: #""event":"remoteCommand""#)
+    watch.send("quit")
+    #expect(try await watch.exitCode() == 0)
+    await phone.line(containing: #""event":"disconnected""#)
+    phone.send(#"{"cmd":"quit"}"#)
+    #expect(try await phone.exitCode() == 0)
+
+    let (status, out, err) = try await runAncs(["inspect", capture])
+    #expect(status == 0, "\(err)")
+    for expected in [
+      "btsnoop, H4", "connected to", "ANCS found by discovery", "AMS found by discovery",
+      "Notification Source: notifications",
+      "Added UID 1", #"title="Hello Ada""#, #"message="Über 🚀 ça va""#, #"track.title = "Clair de Lune""#,
+      "remote command pause", "disconnected",
+    ] {
+      #expect(out.contains(expected), "\(expected) in \(out)")
+    }
+    #expect(!out.contains("no ANCS traffic found"))
+    let (jsonStatus, json, _) = try await runAncs(["inspect", "--json", capture])
+    #expect(jsonStatus == 0)
+    let lines = try json.split(separator: "\n").map {
+      try #require(try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any])
+    }
+    let answer = try #require(lines.first { $0["event"] as? String == "answer" })
+    #expect(answer["title"] as? String == "Hello Ada" && answer["uid"] as? Int == 1)
+  }
+
+  /// What is not a capture ends in one line and exit code 2.
+  @Test func notACaptureIsOneLineAndExit2() async throws {
+    let garbage = temporaryPath("garbage.bin")
+    defer { try? FileManager.default.removeItem(atPath: garbage) }
+    try Data("hello, this is not a capture".utf8).write(to: URL(fileURLWithPath: garbage))
+    for (arguments, message) in [
+      (["inspect", garbage], "not a capture this tool reads"),
+      (["inspect", "/nonexistent/x.btsnoop"], "cannot read it"),
+      (["inspect"], "inspect needs a capture FILE"),
+    ] {
+      let (status, out, err) = try await runAncs(arguments)
+      #expect(status == 2 && out.isEmpty, "\(arguments)")
+      #expect(err.split(separator: "\n").count == 1 && err.contains(message), "\(err)")
+    }
+  }
+}
+
+/// `ancs phone` listening on a fresh Unix socket (NAME.sock) with `--capture NAME.btsnoop`
+/// and JSON-line commands, once its socket is there: the phone, the socket's path and the
+/// capture's.
+func capturingPhone(_ name: String) async throws -> (Command, String, String) {
+  let path = temporaryPath("\(name).sock")
+  let capture = temporaryPath("\(name).btsnoop")
+  let phone = try Command(["phone", "--listen", "unix:\(path)", "--commands", "jsonl", "--capture", capture])
+  try await offThread {
+    for _ in 0..<200 where !FileManager.default.fileExists(atPath: path) { usleep(10_000) }
+  }
+  return (phone, path, capture)
 }

@@ -1,0 +1,68 @@
+import Capture
+import Foundation
+import Wire
+
+/// `ancs inspect FILE`: the ANCS and AMS story in a field capture.
+enum InspectCommand {
+  static let usage = """
+    usage: ancs inspect FILE [--json]
+
+    Reads a capture of Bluetooth HCI traffic and prints what happened on ANCS and the Apple
+    Media Service, one line per event with its record number (as Wireshark numbers them) and
+    its time from the first record: connections, encryption, ATT_MTU, where ANCS and AMS
+    were found, subscriptions, each notification's life (Added, Modified, Removed with
+    category and flags), the Control Point commands and their answers reassembled from the
+    Data Source, app names, actions, refusals, the media player's updates, registrations,
+    commands and whole reads.
+
+    FILE is btsnoop (ancs's own --capture, Android's HCI snoop log, btmon -w) or an Apple
+    PacketLogger file (.pklg); the format is told from the content (Protocol/captures.md).
+    ANCS is found from the GATT discovery in the capture, or from its traffic when the
+    capture starts after discovery (the output says which).
+
+    options:
+      --json    one JSON object per line instead (Protocol/captures.md lists the events)
+
+    example:
+      ancs phone --listen unix:/tmp/p.sock --capture session.btsnoop
+      ancs inspect session.btsnoop
+    """
+
+  static func run(_ arguments: [String]) throws -> Int32 {
+    var args = Arguments(arguments, command: "inspect")
+    if args.flag("--help", "-h") {
+      print(usage)
+      return 0
+    }
+    let json = args.flag("--json")
+    let files = args.positionals()
+    try args.finish()
+    guard files.count == 1, let path = files.first else {
+      throw UsageError(
+        files.isEmpty ? "inspect needs a capture FILE; try 'ancs inspect --help'" : "inspect reads one FILE")
+    }
+    let bytes: [UInt8]
+    do { bytes = Array(try Data(contentsOf: URL(fileURLWithPath: path))) } catch {
+      throw UsageError("\(path): cannot read it (\((error as NSError).localizedDescription))")
+    }
+    let format: String
+    let records: [HCIRecord]
+    do { (format, records) = try CaptureFormat.read(bytes) } catch { throw UsageError("\(path): \(error)") }
+    var inspector = CaptureInspector()
+    for record in records { inspector.take(record) }
+    let timeline = inspector.timeline
+    if json {
+      for event in timeline { printLine(event.json.description) }
+      return 0
+    }
+    printLine("\(path): \(format), \(records.count) records")
+    for event in timeline {
+      let time = String(format: "%9.3f", event.time)
+      let record = String(format: "#%-6d", event.record)
+      let link = event.connection.map { String(format: "0x%04X", $0) } ?? "      "
+      printLine("\(time)  \(record) \(link)  \(event.text)")
+    }
+    if inspector.foundANCS.isEmpty { printLine("no ANCS traffic found") }
+    return 0
+  }
+}

@@ -1,0 +1,296 @@
+import AMS
+import ANCS
+import ATT
+import Capture
+import Links
+import Testing
+import Wire
+
+/// An ANCS and AMS session as the watch's HCI log holds it: the connection, Exchange MTU,
+/// discovery, subscriptions, a notification fetched over three Data Source notifications, its
+/// app's name, an action, its removal, and the media player's updates.
+struct Session {
+  /// Each packet as H4 (indicator first), and whether the watch's host sent it.
+  var packets: [(h4: [UInt8], sent: Bool)] = []
+  let ns: UInt16 = 0x000B
+  let cp: UInt16 = 0x000E
+  let ds: UInt16 = 0x0010
+  let rc: UInt16 = 0x0014
+  let eu: UInt16 = 0x0017
+
+  mutating func att(_ pdu: ATTPDU, sent: Bool) { packets.append((Btsnoop.h4Packet(attPDU: pdu.encoded()), sent)) }
+
+  /// A request from the watch and the phone's answer.
+  mutating func exchange(_ request: ATTPDU, _ response: ATTPDU) {
+    att(request, sent: true)
+    att(response, sent: false)
+  }
+
+  /// Discovers the characteristics in `range`: these declarations answer.
+  mutating func characteristics(_ range: HandleRange, _ declarations: [HandleValue]) {
+    exchange(
+      .readByTypeRequest(ReadByTypeRequest(range: range, type: 0x2803)),
+      .readByTypeResponse(ReadByTypeResponse(entries: declarations)))
+  }
+
+  /// A Write Request from the watch, answered.
+  mutating func write(_ handle: UInt16, _ value: [UInt8]) {
+    exchange(.writeRequest(WriteRequest(handle: handle, value: value)), .writeResponse(WriteResponse()))
+  }
+
+  /// Finds the CCCD at `handle`.
+  mutating func cccd(_ handle: UInt16) {
+    exchange(
+      .findInformationRequest(FindInformationRequest(range: HandleRange(handle, handle))),
+      .findInformationResponse(FindInformationResponse(entries: [.init(handle: handle, type: 0x2902)])))
+  }
+
+  static func declaration(_ handle: UInt16, value: UInt16, properties: UInt8, _ uuid: String) -> HandleValue {
+    HandleValue(
+      handle: handle,
+      value: [properties, UInt8(value & 0xFF), UInt8(value >> 8)] + BluetoothUUID(uuid)!.littleEndian)
+  }
+
+  static let title = "Über 🚀 Ada"
+  static let message = "ça va? 日本 🙂 — a message long enough to need three notifications at ATT_MTU 23"
+  static let uid: UInt32 = 42
+  /// The packet index of the Added event, and how many notifications the answer took.
+  var addedIndex = 0
+  var answerFragments = 0
+
+  /// `discovery`: whether the capture starts early enough to hold the discovery.
+  init(discovery: Bool = true) {
+    packets.append((Btsnoop.h4ConnectionComplete(.init(role: .peripheral)), false))
+    if discovery {
+      exchange(
+        .exchangeMTURequest(ExchangeMTURequest(clientRxMTU: 185)),
+        .exchangeMTUResponse(ExchangeMTUResponse(serverRxMTU: 247)))
+      characteristics(
+        HandleRange(0x000A, 0x0011),
+        [
+          Self.declaration(0x000A, value: ns, properties: 0x10, ANCSUUID.notificationSource),
+          Self.declaration(0x000D, value: cp, properties: 0x08, ANCSUUID.controlPoint),
+          Self.declaration(0x000F, value: ds, properties: 0x10, ANCSUUID.dataSource),
+        ])
+      cccd(0x000C)
+      cccd(0x0011)
+      characteristics(
+        HandleRange(0x0012, 0x0019),
+        [
+          Self.declaration(0x0013, value: rc, properties: 0x18, AMSUUID.remoteCommand),
+          Self.declaration(0x0016, value: eu, properties: 0x18, AMSUUID.entityUpdate),
+          Self.declaration(0x0018, value: 0x0019, properties: 0x0A, AMSUUID.entityAttribute),
+        ])
+      packets.append(([0x04, 0x08, 0x04, 0x00, 0x40, 0x00, 0x01], false))  // Encryption Change: on
+      write(0x000C, [1, 0])
+      write(0x0011, [1, 0])
+    }
+    let added = NotificationSourceEvent(
+      eventID: .added, eventFlags: [.positiveAction, .negativeAction], categoryID: .social, categoryCount: 1,
+      notificationUID: Self.uid)
+    addedIndex = packets.count
+    att(.handleValueNotification(HandleValueNotification(handle: ns, value: added.encoded())), sent: false)
+    let get = GetNotificationAttributesCommand(
+      notificationUID: Self.uid,
+      attributes: [.init(.appIdentifier), .init(.title, maxLength: 64), .init(.message, maxLength: 200)])
+    att(
+      .writeRequest(WriteRequest(handle: cp, value: ControlPointCommand.getNotificationAttributes(get).encoded())),
+      sent: true)
+    att(.writeResponse(WriteResponse()), sent: false)
+    let answer = DataSourceResponse.notificationAttributes(
+      NotificationAttributesResponse(
+        notificationUID: Self.uid,
+        attributes: [
+          NotificationAttribute(.appIdentifier, text: "com.example.chat"),
+          NotificationAttribute(.title, text: Self.title),
+          NotificationAttribute(.message, text: Self.message),
+        ]))
+    answerFragments = dataSourceFragments(answer.encoded(), maximumSize: 20).count
+    for fragment in dataSourceFragments(answer.encoded(), maximumSize: 20) {
+      att(.handleValueNotification(HandleValueNotification(handle: ds, value: Array(fragment))), sent: false)
+    }
+    let action = ControlPointCommand.performNotificationAction(
+      PerformNotificationActionCommand(notificationUID: Self.uid, actionID: .positive))
+    write(cp, action.encoded())
+    let removed = NotificationSourceEvent(
+      eventID: .removed, eventFlags: [], categoryID: .social, categoryCount: 0, notificationUID: Self.uid)
+    att(.handleValueNotification(HandleValueNotification(handle: ns, value: removed.encoded())), sent: false)
+    write(eu, EntityRegistration(.track, [2]).encoded())
+    let update = EntityUpdate(.title, text: "Clair de Lune", capacity: 182)
+    att(.handleValueNotification(HandleValueNotification(handle: eu, value: update.encoded())), sent: false)
+    write(rc, RemoteCommand(.pause).encoded())
+    packets.append((Btsnoop.h4DisconnectionComplete(handle: Btsnoop.aclHandle, reason: 0x13), false))
+  }
+
+  static let start: Int64 = 1_764_590_400_000_000
+
+  /// As btsnoop with datalink 1002 (H4), records 10 ms apart.
+  var h4: [UInt8] {
+    var file = Btsnoop.fileHeader
+    for (index, packet) in packets.enumerated() {
+      file += Btsnoop.record(
+        packet.h4, direction: packet.sent ? .sent : .received, isEvent: packet.h4.first == 4,
+        unixMicroseconds: Self.start + Int64(index) * 10_000)
+    }
+    return file
+  }
+
+  /// As btsnoop with datalink 1001 (no indicator; the flags say command/event or data).
+  var hci: [UInt8] {
+    var file = Array(Btsnoop.fileHeader.prefix(12)) + [0, 0, 0x03, 0xE9]
+    for (index, packet) in packets.enumerated() {
+      file += Btsnoop.record(
+        Array(packet.h4.dropFirst()), direction: packet.sent ? .sent : .received, isEvent: packet.h4.first != 2,
+        unixMicroseconds: Self.start + Int64(index) * 10_000)
+    }
+    return file
+  }
+
+  /// As btmon writes it: datalink 2001, the monitor opcode in the flags.
+  var monitor: [UInt8] {
+    var file = Array(Btsnoop.fileHeader.prefix(12)) + [0, 0, 0x07, 0xD1]
+    for (index, packet) in packets.enumerated() {
+      let opcode: UInt32 = packet.h4.first == 4 ? 3 : packet.h4.first == 1 ? 2 : packet.sent ? 4 : 5
+      let data = Array(packet.h4.dropFirst())
+      file += Self.bigEndian(UInt32(data.count)) + Self.bigEndian(UInt32(data.count)) + Self.bigEndian(opcode)
+      file += Self.bigEndian(UInt32(0))
+      file += Self.bigEndian(UInt64(Self.start + Int64(index) * 10_000 + 0x00DC_DDB3_0F2F_8000))
+      file += data
+    }
+    return file
+  }
+
+  /// As PacketLogger writes it, big- or little-endian.
+  func packetLogger(littleEndian: Bool) -> [UInt8] {
+    var file: [UInt8] = []
+    func integer(_ value: UInt32) -> [UInt8] { littleEndian ? Self.bigEndian(value).reversed() : Self.bigEndian(value) }
+    for (index, packet) in packets.enumerated() {
+      let type: UInt8 = packet.h4.first == 4 ? 0x01 : packet.h4.first == 1 ? 0x00 : packet.sent ? 0x02 : 0x03
+      let data = Array(packet.h4.dropFirst())
+      let micros = Self.start + Int64(index) * 10_000
+      file += integer(UInt32(data.count + 9)) + integer(UInt32(micros / 1_000_000))
+      file += integer(UInt32(micros % 1_000_000)) + [type] + data
+    }
+    return file
+  }
+
+  static func bigEndian<T: FixedWidthInteger>(_ value: T) -> [UInt8] {
+    (0..<T.bitWidth / 8).reversed().map { UInt8(truncatingIfNeeded: value >> ($0 * 8)) }
+  }
+}
+
+func timeline(_ bytes: [UInt8]) throws -> [CaptureEvent] {
+  var inspector = CaptureInspector()
+  for record in try CaptureFormat.read(bytes).records { inspector.take(record) }
+  return inspector.timeline
+}
+
+@Suite struct CaptureInspectorTests {
+  @Test func theSessionsStoryIsTold() throws {
+    let events = try timeline(Session().h4)
+    let kinds = events.map(\.event)
+    #expect(
+      kinds == [
+        "connected", "mtu", "found", "found", "encrypted", "subscribed", "subscribed", "added", "fetch", "answer",
+        "action", "removed", "mediaRegistration", "media", "remoteCommand", "disconnected",
+      ], "\(events.map(\.text))")
+    let answer = try #require(events.first { $0.event == "answer" })
+    #expect(answer.text.contains("title=\"\(Session.title)\"") && answer.text.hasSuffix(" notifications)"))
+    #expect(answer.json["notifications"]?.integer == Session().answerFragments && Session().answerFragments > 2)
+    #expect(answer.json["message"]?.string == Session.message)
+    #expect(events.first { $0.event == "mtu" }?.text == "ATT_MTU 185")
+    #expect(
+      events.first { $0.event == "added" }?.text
+        == "Added UID 42 (social, 1 in category, positiveAction negativeAction)")
+    #expect(events.first { $0.event == "subscribed" }?.text == "Notification Source: notifications")
+    #expect(events.first { $0.event == "media" }?.text == "track.title = \"Clair de Lune\"")
+    #expect(events.first { $0.event == "remoteCommand" }?.text == "remote command pause")
+    // Numbered as the file's records, 10 ms apart.
+    let added = try #require(events.first { $0.event == "added" })
+    let index = Session().addedIndex
+    #expect(added.record == index + 1 && abs(added.time - Double(index) * 0.01) < 1e-9)
+  }
+
+  /// The same session in every container gives the same timeline.
+  @Test func everyFormatGivesTheSameTimeline() throws {
+    let session = Session()
+    let expected = try timeline(session.h4).map { "\($0.record) \($0.time) \($0.text)" }
+    for (name, bytes) in [
+      ("1001", session.hci), ("2001", session.monitor), ("pklg big", session.packetLogger(littleEndian: false)),
+      ("pklg little", session.packetLogger(littleEndian: true)),
+    ] {
+      #expect(try timeline(bytes).map { "\($0.record) \($0.time) \($0.text)" } == expected, "\(name)")
+    }
+    #expect(try CaptureFormat.read(session.monitor).format == "btsnoop, Linux monitor (btmon)")
+    #expect(try CaptureFormat.read(session.packetLogger(littleEndian: true)).format == "PacketLogger, little-endian")
+  }
+
+  /// A capture that starts after discovery: ANCS is found by its traffic, and the
+  /// notification announced before that is still told.
+  @Test func withoutDiscoveryANCSIsFoundByItsTraffic() throws {
+    let events = try timeline(Session(discovery: false).h4)
+    #expect(
+      events.filter { $0.event == "found" }.map(\.text) == [
+        "ANCS found by its traffic (the capture starts after discovery): Notification Source 0x000B, Control Point 0x000E",
+        "Data Source found by its traffic: 0x0010",
+      ])
+    #expect(
+      events.map(\.event).starts(with: ["connected", "added", "found", "fetch", "found", "answer", "action", "removed"])
+    )
+    #expect(events.first { $0.event == "answer" }?.json["title"]?.string == Session.title)
+  }
+
+  /// Nothing in a file can crash the reader: every cut of a capture, and garbage, end in a
+  /// typed error or in fewer records.
+  @Test func truncatedAndMalformedFilesGiveOneError() throws {
+    let session = Session()
+    for bytes in [session.h4, session.monitor, session.packetLogger(littleEndian: false)] {
+      for cut in stride(from: 0, to: bytes.count, by: 7) {
+        do { _ = try timeline(Array(bytes.prefix(cut))) } catch let error as CaptureError {
+          #expect(!error.message.isEmpty && !error.message.contains("\n"))
+        }
+      }
+    }
+    #expect(throws: CaptureError.self) { try CaptureFormat.read([]) }
+    #expect(throws: CaptureError.self) { try CaptureFormat.read(Array("hello, world".utf8)) }
+    var wrongVersion = session.h4
+    wrongVersion[11] = 2
+    #expect(throws: CaptureError("btsnoop version 2: only version 1 is defined")) {
+      try CaptureFormat.read(wrongVersion)
+    }
+    let cut = Array(session.h4.prefix(16 + 24 + 3))
+    do {
+      _ = try CaptureFormat.read(cut)
+      Issue.record("a record cut short was read")
+    } catch {
+      #expect(error.message.hasPrefix("the file ends inside record 1's "), "\(error)")
+      #expect(error.message.contains("at byte 40") && error.message.hasSuffix(", 3 left)"), "\(error)")
+    }
+  }
+
+  /// Mutated captures (bytes changed at random in every format, seeded): reading and
+  /// inspecting them never crashes; each ends in a timeline or a one-line error.
+  @Test func mutatedCapturesNeverCrash() {
+    let session = Session()
+    var random = SplitMix64(seed: 18)
+    var read = 0
+    for original in [session.h4, session.hci, session.monitor, session.packetLogger(littleEndian: true)] {
+      for _ in 0..<400 {
+        var bytes = original
+        for _ in 0..<(1 + Int(random.next() % 6)) {
+          let index = Int(random.next() % UInt64(bytes.count))
+          bytes[index] = UInt8(truncatingIfNeeded: random.next())
+        }
+        do {
+          _ = try timeline(bytes)
+          read += 1
+        } catch let error as CaptureError {
+          #expect(!error.message.isEmpty && !error.message.contains("\n"))
+        } catch {
+          Issue.record("an error that is not a CaptureError: \(error)")
+        }
+      }
+    }
+    #expect(read > 800, "most mutations leave a readable file: \(read) of 1600")
+  }
+}
