@@ -3,7 +3,7 @@
 // Layers, dependencies pointing down only (README.md, "Architecture"):
 //   ancs                              the command
 //   Conformance, HCI, WatchDisplay    the harness; the Bluetooth host; the terminal face (-> Watch)
-//   Capture                           reading field captures: btsnoop, PacketLogger (-> HCI, ANCS, AMS)
+//   Capture                           reading field captures: btsnoop, PacketLogger, pcap (-> HCI, ANCS, AMS)
 //   Phone, Watch                      the ANCS and AMS server and client (-> ANCS, AMS, GATT)
 //   Sockets                           the POSIX pieces: socket links, event loops (-> Links)
 //   Links                             simulated links, framing, pairing, captures, air (-> ATT)

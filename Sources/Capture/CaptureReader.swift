@@ -39,14 +39,19 @@ public enum CaptureFormat: String, Hashable, Sendable {
   /// Apple's PacketLogger (.pklg), with its lengths big-endian (macOS) or little-endian
   /// (iOS sysdiagnose).
   case packetLogger = "PacketLogger"
+  /// pcap and pcapng with the Bluetooth HCI H4 link types (with and without the direction
+  /// header) or the Linux monitor's.
+  case pcap
 
   /// The records of `bytes`, and a description of the container ("btsnoop, H4").
   public static func read(_ bytes: [UInt8]) throws(CaptureError) -> (format: String, records: [HCIRecord]) {
     if bytes.starts(with: BtsnoopFile.magic) { return try BtsnoopFile.read(bytes) }
+    if Pcap.classic(bytes) != nil { return try Pcap.readClassic(bytes) }
+    if Pcap.isNextGeneration(bytes) { return try Pcap.readNextGeneration(bytes) }
     if let endian = PacketLogger.endianness(of: bytes) { return try PacketLogger.read(bytes, littleEndian: endian) }
     if bytes.isEmpty { throw CaptureError("the file is empty") }
     throw CaptureError(
-      "not a capture this tool reads: neither btsnoop (it starts \"btsnoop\\0\") nor PacketLogger records "
+      "not a capture this tool reads: neither btsnoop (it starts \"btsnoop\\0\"), pcap, pcapng nor PacketLogger records "
         + "(it starts \(bytes.prefix(8).map { hexByte($0) }.joined(separator: " ")))")
   }
 }

@@ -78,7 +78,9 @@ struct Link: Sendable {
       clientMTU[sent] = request.clientRxMTU
     case .exchangeMTUResponse(let response):
       // Both sides may exchange; the MTU is told when it changes.
-      if let client = clientMTU[!sent], Int(max(23, min(client, response.serverRxMTU))) != mtu || !mtuTold {
+      if let client = clientMTU[!sent] ?? clientMTU[sent],
+        Int(max(23, min(client, response.serverRxMTU))) != mtu || !mtuTold
+      {
         mtu = Int(max(23, min(client, response.serverRxMTU)))
         mtuTold = true
         out.append(("mtu", "ATT_MTU \(mtu)", [("mtu", .number(Double(mtu)))]))
@@ -87,7 +89,7 @@ struct Link: Sendable {
       .readRequest, .readBlobRequest:
       pending[sent] = pdu
     case .readByTypeResponse(let response):
-      guard case .readByTypeRequest(let request)? = pending.removeValue(forKey: !sent),
+      guard case .readByTypeRequest(let request)? = answered(sent),
         request.type == BluetoothUUID(0x2803)
       else { return }
       for entry in response.entries where entry.value.count >= 5 {
@@ -106,16 +108,16 @@ struct Link: Sendable {
     case .writeCommand(let write):
       written(write.handle, write.value, withResponse: false, &out)
     case .errorResponse(let error):
-      pending[!sent] = nil
+      _ = answered(sent)
       // Discovery ends with an error (Attribute Not Found): only other refusals are news.
       let discovery: [ATTOpcode] = [
         .readByGroupTypeRequest, .readByTypeRequest, .findInformationRequest, .findByTypeValueRequest,
       ]
       if !discovery.contains(error.requestOpcode) { refused(error, &out) }
     case .readResponse(let response):
-      readAnswer(response.value, request: pending.removeValue(forKey: !sent), &out)
+      readAnswer(response.value, request: answered(sent), &out)
     case .readBlobResponse(let response):
-      readAnswer(response.value, request: pending.removeValue(forKey: !sent), &out)
+      readAnswer(response.value, request: answered(sent), &out)
     case .handleValueNotification(let notification):
       notified(notification.handle, notification.value, &out)
     case .handleValueIndication(let indication) where roles[indication.handle] == .serviceChanged:
@@ -125,6 +127,12 @@ struct Link: Sendable {
     default:
       break
     }
+  }
+
+  /// The request a response sent by `sent` answers: the other side's, or, in a capture that
+  /// cannot tell directions apart (pcap's plain H4), the only one pending.
+  private mutating func answered(_ sent: Bool) -> ATTPDU? {
+    pending.removeValue(forKey: !sent) ?? pending.removeValue(forKey: sent)
   }
 
   private mutating func learn(_ role: Role, at value: UInt16, _ out: inout Output) {

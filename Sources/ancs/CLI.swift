@@ -26,7 +26,7 @@ enum CLI {
       conform    judge a phone or an accessory against the conformance catalog
                  (Protocol/conformance.md)
       bench      measure codec, reassembly and GATT throughput; predict air time (--air)
-      inspect    read a capture (btsnoop, PacketLogger): the ANCS and AMS timeline in it
+      inspect    read a capture (btsnoop, PacketLogger, pcap): the ANCS and AMS timeline in it
 
     options:
       --help     show help (also after a subcommand)

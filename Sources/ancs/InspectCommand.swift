@@ -15,8 +15,10 @@ enum InspectCommand {
     Data Source, app names, actions, refusals, the media player's updates, registrations,
     commands and whole reads.
 
-    FILE is btsnoop (ancs's own --capture, Android's HCI snoop log, btmon -w) or an Apple
-    PacketLogger file (.pklg); the format is told from the content (Protocol/captures.md).
+    FILE is btsnoop (ancs's own --capture, Android's HCI snoop log, btmon -w), an Apple
+    PacketLogger file (.pklg), or pcap/pcapng with the Bluetooth HCI H4 link types (with or
+    without the direction header) or the Linux monitor's; the format is told from the
+    content (Protocol/captures.md).
     ANCS is found from the GATT discovery in the capture, or from its traffic when the
     capture starts after discovery (the output says which).
 

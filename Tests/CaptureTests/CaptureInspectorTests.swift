@@ -2,7 +2,9 @@ import AMS
 import ANCS
 import ATT
 import Capture
+import Foundation
 import Links
+import TestSupport
 import Testing
 import Wire
 
@@ -174,6 +176,44 @@ struct Session {
     return file
   }
 
+  /// As classic pcap: link type 201 (a big-endian direction header, bit 0 set when
+  /// received) or 187 (H4 alone); timestamps in micro- or nanoseconds.
+  func pcap(linktype: UInt32 = 201, littleEndian: Bool = true, nanoseconds: Bool = false) -> [UInt8] {
+    func integer(_ value: UInt32) -> [UInt8] { littleEndian ? Self.bigEndian(value).reversed() : Self.bigEndian(value) }
+    let magic: UInt32 = nanoseconds ? 0xA1B2_3C4D : 0xA1B2_C3D4
+    var file = integer(magic) + (littleEndian ? [2, 0, 4, 0] : [0, 2, 0, 4]) + integer(0) + integer(0)
+    file += integer(65_535) + integer(linktype)
+    for (index, packet) in packets.enumerated() {
+      let data = (linktype == 201 ? Self.bigEndian(UInt32(packet.sent ? 0 : 1)) : []) + packet.h4
+      let micros = Self.start + Int64(index) * 10_000
+      file += integer(UInt32(micros / 1_000_000))
+      file += integer(UInt32(micros % 1_000_000 * (nanoseconds ? 1000 : 1)))
+      file += integer(UInt32(data.count)) + integer(UInt32(data.count)) + data
+    }
+    return file
+  }
+
+  /// As pcapng: a Section Header, an Interface Description (link type 201, if_tsresol 9:
+  /// nanoseconds), then an Enhanced Packet Block each.
+  func pcapng(littleEndian: Bool = true) -> [UInt8] {
+    func u32(_ value: UInt32) -> [UInt8] { littleEndian ? Self.bigEndian(value).reversed() : Self.bigEndian(value) }
+    func u16(_ value: UInt16) -> [UInt8] { littleEndian ? Self.bigEndian(value).reversed() : Self.bigEndian(value) }
+    func block(_ type: UInt32, _ body: [UInt8]) -> [UInt8] {
+      let padded = body + [UInt8](repeating: 0, count: (4 - body.count % 4) % 4)
+      return u32(type) + u32(UInt32(padded.count + 12)) + padded + u32(UInt32(padded.count + 12))
+    }
+    var file = block(0x0A0D_0D0A, u32(0x1A2B_3C4D) + u16(1) + u16(0) + u32(0xFFFF_FFFF) + u32(0xFFFF_FFFF))
+    let options = u16(9) + u16(1) + [9, 0, 0, 0] + u16(0) + u16(0)
+    file += block(1, u16(201) + u16(0) + u32(65_535) + options)
+    for (index, packet) in packets.enumerated() {
+      let data = Self.bigEndian(UInt32(packet.sent ? 0 : 1)) + packet.h4
+      let nanos = UInt64(Self.start + Int64(index) * 10_000) * 1000
+      let body = u32(0) + u32(UInt32(nanos >> 32)) + u32(UInt32(nanos & 0xFFFF_FFFF)) + u32(UInt32(data.count))
+      file += block(6, body + u32(UInt32(data.count)) + data)
+    }
+    return file
+  }
+
   static func bigEndian<T: FixedWidthInteger>(_ value: T) -> [UInt8] {
     (0..<T.bitWidth / 8).reversed().map { UInt8(truncatingIfNeeded: value >> ($0 * 8)) }
   }
@@ -217,12 +257,24 @@ func timeline(_ bytes: [UInt8]) throws -> [CaptureEvent] {
     let expected = try timeline(session.h4).map { "\($0.record) \($0.time) \($0.text)" }
     for (name, bytes) in [
       ("1001", session.hci), ("2001", session.monitor), ("pklg big", session.packetLogger(littleEndian: false)),
-      ("pklg little", session.packetLogger(littleEndian: true)),
+      ("pklg little", session.packetLogger(littleEndian: true)), ("pcap 201", session.pcap()),
+      ("pcap 201 big ns", session.pcap(littleEndian: false, nanoseconds: true)),
+      ("pcap 187", session.pcap(linktype: 187)),
+      ("pcapng", session.pcapng()), ("pcapng big", session.pcapng(littleEndian: false)),
     ] {
       #expect(try timeline(bytes).map { "\($0.record) \($0.time) \($0.text)" } == expected, "\(name)")
     }
     #expect(try CaptureFormat.read(session.monitor).format == "btsnoop, Linux monitor (btmon)")
     #expect(try CaptureFormat.read(session.packetLogger(littleEndian: true)).format == "PacketLogger, little-endian")
+    #expect(try CaptureFormat.read(session.pcapng()).format == "pcapng, H4 with direction")
+    #expect(
+      throws: CaptureError(
+        "link type 1 is not read (187 Bluetooth HCI H4, 201 H4 with direction and 254 Linux monitor are)")
+    ) {
+      var ethernet = session.pcap()
+      ethernet[20] = 1
+      _ = try CaptureFormat.read(ethernet)
+    }
   }
 
   /// A capture that starts after discovery: ANCS is found by its traffic, and the
@@ -274,7 +326,10 @@ func timeline(_ bytes: [UInt8]) throws -> [CaptureEvent] {
     let session = Session()
     var random = SplitMix64(seed: 18)
     var read = 0
-    for original in [session.h4, session.hci, session.monitor, session.packetLogger(littleEndian: true)] {
+    for original in [
+      session.h4, session.hci, session.monitor, session.packetLogger(littleEndian: true), session.pcap(),
+      session.pcapng(),
+    ] {
       for _ in 0..<400 {
         var bytes = original
         for _ in 0..<(1 + Int(random.next() % 6)) {
@@ -291,6 +346,42 @@ func timeline(_ bytes: [UInt8]) throws -> [CaptureEvent] {
         }
       }
     }
-    #expect(read > 800, "most mutations leave a readable file: \(read) of 1600")
+    #expect(read > 1200, "most mutations leave a readable file: \(read) of 2400")
+  }
+}
+
+/// The files the tests build are real captures: Wireshark reads every one with the same
+/// frames, the directions the tests meant, and nothing malformed.
+@Suite(.enabled(if: tsharkAvailable, "tshark is not installed"))
+struct CaptureFilesAsWiresharkReadsThem {
+  @Test func tsharkReadsEachFormatAlike() async throws {
+    let tshark = try #require(tsharkPath)
+    let session = Session()
+    let directory = NSTemporaryDirectory() + "ancs-captures-\(getpid())"
+    try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(atPath: directory) }
+    let sent = session.packets.map { $0.sent ? "0x00" : "0x01" }
+    for (name, bytes, directions) in [
+      ("h4.btsnoop", session.h4, true), ("hci.btsnoop", session.hci, false),
+      ("monitor.btsnoop", session.monitor, false),
+      ("big.pklg", session.packetLogger(littleEndian: false), false), ("capture.pcap", session.pcap(), true),
+      ("capture.pcapng", session.pcapng(), true),
+    ] {
+      let path = "\(directory)/\(name)"
+      try Data(bytes).write(to: URL(fileURLWithPath: path))
+      let (status, output, error) = try await offThread {
+        try runToCompletion(tshark, ["-r", path, "-T", "fields", "-e", "hci_h4.direction", "-e", "btatt.opcode"])
+      }
+      #expect(status == 0, "\(name): \(error)")
+      let rows = output.split(separator: "\n", omittingEmptySubsequences: false).dropLast().map {
+        $0.split(separator: "\t", omittingEmptySubsequences: false).map(String.init)
+      }
+      #expect(rows.count == session.packets.count, "\(name): \(rows.count) frames")
+      #expect(
+        rows.filter { ($0.last ?? "").isEmpty == false }.count == session.packets.count { $0.h4.first == 2 }, "\(name)")
+      if directions { #expect(rows.map { $0.first ?? "" } == sent, "\(name)") }
+      let malformed = try await offThread { try runToCompletion(tshark, ["-r", path, "-Y", "_ws.malformed"]) }
+      #expect(malformed.output.isEmpty, "\(name): \(malformed.output)")
+    }
   }
 }

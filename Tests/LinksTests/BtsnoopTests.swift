@@ -195,7 +195,9 @@ struct BtsnoopTests {
     _ = writer.openConnection(role: .central)
     writer.close()
     let tshark = try #require(tsharkPath)
-    let fields = try await offThread { try run(tshark, ["-r", path, "-T", "fields", "-e", "frame.time_epoch"]) }
+    let fields = try await offThread {
+      try runToCompletion(tshark, ["-r", path, "-T", "fields", "-e", "frame.time_epoch"])
+    }
     #expect(fields.status == 0, "\(fields.error)")
     let shown = try #require(Double(fields.output.trimmingCharacters(in: .whitespacesAndNewlines)))
     #expect(abs(shown - Double(taken) / 1e6) < 60, "tshark shows \(shown), taken at \(Double(taken) / 1e6)")
@@ -264,7 +266,7 @@ struct BtsnoopTests {
     writer.close()
 
     let tshark = try #require(tsharkPath)
-    let summary = try await offThread { try run(tshark, ["-r", path]) }
+    let summary = try await offThread { try runToCompletion(tshark, ["-r", path]) }
     #expect(summary.status == 0, "\(summary.error)")
     #expect(!summary.output.contains("Malformed"), "\(summary.output)")
     // The connection event, three exchanges, a notification and the disconnection.
@@ -274,7 +276,7 @@ struct BtsnoopTests {
     #expect(summary.output.contains("Exchange MTU Request"), "\(summary.output)")
     #expect(summary.output.contains("Error Response"), "\(summary.output)")
 
-    let detail = try await offThread { try run(tshark, ["-r", path, "-V"]) }
+    let detail = try await offThread { try runToCompletion(tshark, ["-r", path, "-V"]) }
     #expect(detail.status == 0, "\(detail.error)")
     #expect(detail.output.contains("Bluetooth Attribute Protocol"))
     #expect(detail.output.contains("L2CAP"))

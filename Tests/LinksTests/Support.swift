@@ -9,17 +9,6 @@ import Wire
 @testable import Links
 @testable import Sockets
 
-/// True when tshark is on PATH; the tests that need it are skipped otherwise.
-let tsharkPath: String? = {
-  let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
-  for directory in path.split(separator: ":") {
-    let candidate = "\(directory)/tshark"
-    if access(candidate, X_OK) == 0 { return candidate }
-  }
-  return nil
-}()
-let tsharkAvailable = tsharkPath != nil
-
 /// A fresh directory under /tmp (short, so socket paths fit sun_path), removed with the value.
 final class TemporaryDirectory: Sendable {
   let path: String
@@ -164,22 +153,4 @@ final class RawSocket: Sendable {
     setsockopt(fd, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<Glibc.linger>.size))
     close()
   }
-}
-
-/// Runs a program to completion, returning its status and standard output and error.
-func run(_ executable: String, _ arguments: [String]) throws -> (status: Int32, output: String, error: String) {
-  let process = Process()
-  process.executableURL = URL(fileURLWithPath: executable)
-  process.arguments = arguments
-  let output = Pipe()
-  let error = Pipe()
-  process.standardOutput = output
-  process.standardError = error
-  try process.run()
-  let outputData = output.fileHandleForReading.readDataToEndOfFile()
-  let errorData = error.fileHandleForReading.readDataToEndOfFile()
-  process.waitUntilExit()
-  return (
-    process.terminationStatus, String(decoding: outputData, as: UTF8.self), String(decoding: errorData, as: UTF8.self)
-  )
 }
