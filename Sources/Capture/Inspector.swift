@@ -91,7 +91,7 @@ public struct CaptureInspector: Sendable {
     switch code {
     case 0x05:  // Disconnection Complete: status, handle, reason
       guard parameters.count >= 4, parameters[0] == 0, let handle = handle(at: 1) else { return }
-      links[handle] = nil
+      if let link = links.removeValue(forKey: handle) { emit(handle, link.ended(at: now.record)) }
       emit(
         handle, "disconnected", "disconnected, reason \(Self.hex(parameters[3]))",
         [("reason", .number(Double(parameters[3])))])
@@ -103,10 +103,12 @@ public struct CaptureInspector: Sendable {
           [("status", .number(Double(parameters[0])))])
       } else {
         emit(handle, "encrypted", parameters[3] != 0 ? "link encrypted" : "encryption off")
+        if parameters[3] != 0 { encryptionOn(handle) }
       }
     case 0x30:  // Encryption Key Refresh Complete: status, handle
       guard parameters.count >= 3, parameters[0] == 0, let handle = handle(at: 1) else { return }
       emit(handle, "encrypted", "link encryption refreshed")
+      encryptionOn(handle)
     case 0x3E:  // LE Meta: LE (Enhanced) Connection Complete
       guard let subevent = parameters.first, [0x01, 0x0A, 0x29].contains(subevent), parameters.count >= 12,
         parameters[1] == 0
@@ -114,13 +116,35 @@ public struct CaptureInspector: Sendable {
       let handle = UInt16(parameters[2]) | UInt16(parameters[3] & 0x0F) << 8
       let role = parameters[4] == 0 ? "central" : "peripheral"
       let address = parameters[6..<12].reversed().map(hexByte).joined(separator: ":")
-      links[handle] = Link()
+      var link = Link()
+      link.fromStart = true
+      links[handle] = link
       emit(
         handle, "connected", "connected to \(address), this host \(role)",
         [("peer", .string(address)), ("role", .string(role))])
     default: break
     }
   }
+
+  private mutating func encryptionOn(_ handle: UInt16) {
+    var link = links[handle] ?? Link()
+    var out: Link.Output = []
+    link.encryptionOn(&out)
+    links[handle] = link
+    emit(handle, out)
+  }
+
+  private mutating func emit(_ handle: UInt16, _ found: Link.Output) {
+    for event in found { emit(handle, event.event, event.text, event.fields, at: event.at) }
+  }
+
+  /// The capture ended: what the links still open owed is judged now.
+  public mutating func finish() {
+    for (handle, link) in links.sorted(by: { $0.key < $1.key }) { emit(handle, link.ended(at: now.record)) }
+  }
+
+  /// The rules broken, in record order.
+  public var findings: [CaptureEvent] { timeline.filter { $0.event == "finding" } }
 
   private mutating func acl(_ bytes: [UInt8], sent: Bool) {
     guard let packet = try? ACLPacket(decoding: bytes) else { return }
@@ -149,7 +173,7 @@ public struct CaptureInspector: Sendable {
     link.take(pdu, sent: sent, at: now, &out)
     links[handle] = link
     if let found = link.found { foundANCS[handle] = found }
-    for found in out { emit(handle, found.event, found.text, found.fields, at: found.at) }
+    emit(handle, out)
   }
 
   static func hex(_ byte: UInt8) -> String { "0x" + hexByte(byte) }

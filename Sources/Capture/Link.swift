@@ -56,12 +56,35 @@ struct Link: Sendable {
   private var candidates: [UInt16: [(NotificationSourceEvent, record: Int, time: Double)]] = [:]
   /// The record being read.
   private var now: (record: Int, time: Double) = (0, 0)
+  // What the rules need (Rules.swift).
+  /// The capture holds this connection from its start: what was not announced was not.
+  var fromStart = false
+  private var announced: Set<UInt32> = []
+  /// Removed UIDs and the record that removed each.
+  private var removed: [UInt32: Int] = [:]
+  /// Where the answer in progress began (the command's record).
+  private var commandRecord = 0
+  /// CCCD values by the value handle they configure.
+  private var subscriptions: [UInt16: UInt8] = [:]
+  /// The commands the player last listed on Remote Command.
+  private var listed: [RemoteCommandID]?
+  /// Records of ANCS and AMS use before the link was encrypted.
+  private var plainUses: [Int] = []
+  var encrypted = false
+  /// The Service Changed indication the accessory has not answered with a new subscription.
+  var unansweredServiceChanged: Int?
   /// The Control Point command whose answer the Data Source owes, and its reassembly.
   private var command: ControlPointCommand?
   private var answer: DataSourceReassembler?
   /// The Entity Attribute selection, and a whole value being read.
   private var selection: EntityAttribute?
   private var wholeValue: [UInt8] = []
+
+  /// Answers are taken as they come, to be told and then judged (Rules.swift): a value over
+  /// its maximum or cut inside a character is a finding, not a broken answer.
+  static let lenient = DataSourceReassembler.Policy(
+    optionalAttributes: DataSourceReassembler.Policy.standard.optionalAttributes, acceptPartial: true,
+    unrequested: .keep, validateUTF8: false, enforceMaximumLength: false)
 
   func handle(of role: Role) -> UInt16? { roles.first { $0.value == role }?.key }
 
@@ -124,6 +147,11 @@ struct Link: Sendable {
       let value = indication.value
       let range = value.count >= 4 ? "0x\(hex16(value[0], value[1]))-0x\(hex16(value[2], value[3]))" : "?"
       out.append(("serviceChanged", "Service Changed over \(range): the database changed there", []))
+      if value.count >= 4, let source = handle(of: .notificationSource) {
+        let start = UInt16(value[0]) | UInt16(value[1]) << 8
+        let end = UInt16(value[2]) | UInt16(value[3]) << 8
+        if (start...max(start, end)).contains(source) { unansweredServiceChanged = now.record }
+      }
     default:
       break
     }
@@ -166,14 +194,22 @@ struct Link: Sendable {
     if let owner = cccds[handle] ?? (roles[handle] == nil ? guessedCCCDOwner(handle) : nil), value.count == 2 {
       let name = self.name(owner)
       let what = value[0] & 1 != 0 ? "notifications" : value[0] & 2 != 0 ? "indications" : "off"
+      subscriptions[owner] = value[0]
+      if roles[owner] == .notificationSource && value[0] & 1 != 0 { unansweredServiceChanged = nil }
+      if let role = roles[owner], role != .serviceChanged, !encrypted { plainUses.append(now.record) }
       out.append(
         ("subscribed", "\(name): \(what)", [("characteristic", .string(name)), ("value", .string(what))]))
       return
     }
+    if let role = roles[handle], role != .serviceChanged, !encrypted { plainUses.append(now.record) }
     switch roles[handle] {
     case .controlPoint?:
       controlPoint(value, &out)
     case .entityUpdate?:
+      if fromStart, subscriptions[handle, default: 0] & 1 == 0 {
+        out.append(
+          Self.finding(.mediaBeforeSubscribing, "wrote Entity Update before subscribing to it", records: [now.record]))
+      }
       guard let registration = try? EntityRegistration(decoding: value) else {
         out.append(("mediaRegistration", "Entity Update write \(Hex.encode(value)): malformed", []))
         return
@@ -188,10 +224,15 @@ struct Link: Sendable {
     case .remoteCommand?:
       guard let command = try? RemoteCommand(decoding: value) else {
         out.append(("remoteCommand", "Remote Command write \(Hex.encode(value)): not one byte", []))
+        out.append(
+          Self.finding(.remoteCommandSize, "Remote Command written as \(Hex.encode(value))", records: [now.record]))
         return
       }
       let name = command.command.name ?? "command \(command.command.rawValue)"
       out.append(("remoteCommand", "remote command \(name)", [("command", .string(name))]))
+      if let listed, !listed.contains(command.command) {
+        out.append(Self.finding(.unlistedCommand, "sent \(name), which the player did not list", records: [now.record]))
+      }
     case .entityAttribute?:
       selection = (try? EntityAttributeSelection(decoding: value))?.attribute
       wholeValue = []
@@ -214,10 +255,24 @@ struct Link: Sendable {
       out.append(("command", "Control Point write \(Hex.encode(value)): \(error)", []))
       return
     }
+    if let previous = answer, previous.fragmentCount > 0, !previous.isComplete {
+      out.append(
+        Self.finding(
+          .commandsOverlap, "a command written while the answer to the one before was still arriving",
+          records: [commandRecord, now.record]))
+    }
     command = decoded
+    commandRecord = now.record
     switch decoded {
     case .getNotificationAttributes(let get):
-      answer = DataSourceReassembler(expecting: .notificationAttributes(get))
+      let uid = get.notificationUID
+      if let at = removed[uid] {
+        out.append(
+          Self.finding(.fetchAfterRemoved, "fetched UID \(uid) after it was Removed", records: [at, now.record]))
+      } else if fromStart && found == .discovery && uid != 0xFFFF_FFFF && !announced.contains(uid) {
+        out.append(Self.finding(.fetchNeverAnnounced, "fetched UID \(uid), never announced", records: [now.record]))
+      }
+      answer = DataSourceReassembler(expecting: .notificationAttributes(get), policy: Self.lenient)
       let asked = get.attributes.map { request in
         (request.id.name ?? "\(request.id.rawValue)") + (request.maxLength.map { "(\($0))" } ?? "")
       }
@@ -227,7 +282,7 @@ struct Link: Sendable {
           [("uid", .number(Double(get.notificationUID))), ("attributes", .array(asked.map { .string($0) }))]
         ))
     case .getAppAttributes(let get):
-      answer = DataSourceReassembler(expecting: .appAttributes(get))
+      answer = DataSourceReassembler(expecting: .appAttributes(get), policy: Self.lenient)
       out.append(("appFetch", "asks the name of \(get.appIdentifier)", [("app", .string(get.appIdentifier))]))
     case .performNotificationAction(let perform):
       answer = nil
@@ -286,7 +341,20 @@ struct Link: Sendable {
   private mutating func notified(_ handle: UInt16, _ value: [UInt8], _ out: inout Output) {
     switch roles[handle] {
     case .notificationSource?:
-      if let event = try? NotificationSourceEvent(decoding: value) { out.append(Self.describe(event)) }
+      guard let event = try? NotificationSourceEvent(decoding: value) else {
+        out.append(
+          Self.finding(
+            .malformedEvent, "a Notification Source value of \(value.count) bytes (\(Hex.encode(value)))",
+            records: [now.record]))
+        return
+      }
+      if event.eventID == .removed {
+        removed[event.notificationUID] = now.record
+      } else {
+        removed[event.notificationUID] = nil
+        announced.insert(event.notificationUID)
+      }
+      out.append(Self.describe(event))
     case .dataSource?:
       dataSource(value, &out)
     case .entityUpdate?:
@@ -300,7 +368,8 @@ struct Link: Sendable {
           ]
         ))
     case .remoteCommand?:
-      let names = SupportedCommands(decoding: value).commands.map { $0.name ?? "\($0.rawValue)" }
+      listed = SupportedCommands(decoding: value).commands
+      let names = (listed ?? []).map { $0.name ?? "\($0.rawValue)" }
       let list = names.isEmpty ? "no command" : names.joined(separator: ", ")
       out.append(("mediaCommands", "the player takes \(list)", [("commands", .array(names.map { .string($0) }))]))
     case nil:
@@ -343,6 +412,9 @@ struct Link: Sendable {
     let parts = reassembler.fragmentCount
     switch response {
     case .notificationAttributes(let attributes):
+      if case .getNotificationAttributes(let get)? = command {
+        out += Self.judge(attributes, asked: get, record: now.record)
+      }
       let shown = attributes.attributes.map { "\($0.id.name ?? "\($0.id.rawValue)")=\"\($0.text)\"" }
       var fields: [(String, JSON)] = [("uid", .number(Double(attributes.notificationUID)))]
       for tuple in attributes.attributes {
@@ -421,5 +493,28 @@ extension [Link.Event] {
   /// An event of the record being read.
   mutating func append(_ event: (String, String, [(String, JSON)])) {
     append(Link.Event(event: event.0, text: event.1, fields: event.2, at: nil))
+  }
+}
+
+extension Link {
+  /// The link got encrypted: ANCS and AMS used before it broke the security rule.
+  mutating func encryptionOn(_ out: inout Output) {
+    if !plainUses.isEmpty {
+      out.append(
+        Self.finding(
+          .plainLink, "used ANCS or AMS before the link was encrypted", records: Array(plainUses.prefix(5))))
+      plainUses = []
+    }
+    encrypted = true
+  }
+
+  /// The link ended (or the capture did): a Service Changed over ANCS never answered.
+  func ended(at record: Int) -> [Event] {
+    guard let indication = unansweredServiceChanged else { return [] }
+    return [
+      Self.finding(
+        .noRediscovery, "Service Changed over ANCS, and no new Notification Source subscription after it",
+        records: [indication, record])
+    ]
   }
 }

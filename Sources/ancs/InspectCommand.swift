@@ -13,7 +13,9 @@ enum InspectCommand {
     were found, subscriptions, each notification's life (Added, Modified, Removed with
     category and flags), the Control Point commands and their answers reassembled from the
     Data Source, app names, actions, refusals, the media player's updates, registrations,
-    commands and whole reads.
+    commands and whole reads. It judges what it sees by the rules the conformance harness
+    applies, naming the side that broke one, the rule and the records (a line "accessory
+    broke a rule: ..."), and exits 1 when one is broken.
 
     FILE is btsnoop (ancs's own --capture, Android's HCI snoop log, btmon -w), an Apple
     PacketLogger file (.pklg), or pcap/pcapng with the Bluetooth HCI H4 link types (with or
@@ -52,19 +54,26 @@ enum InspectCommand {
     do { (format, records) = try CaptureFormat.read(bytes) } catch { throw UsageError("\(path): \(error)") }
     var inspector = CaptureInspector()
     for record in records { inspector.take(record) }
+    inspector.finish()
     let timeline = inspector.timeline
+    let broken = inspector.findings.isEmpty ? 0 : 1 as Int32
     if json {
       for event in timeline { printLine(event.json.description) }
-      return 0
+      return broken
     }
     printLine("\(path): \(format), \(records.count) records")
     for event in timeline {
       let time = String(format: "%9.3f", event.time)
       let record = String(format: "#%-6d", event.record)
       let link = event.connection.map { String(format: "0x%04X", $0) } ?? "      "
-      printLine("\(time)  \(record) \(link)  \(event.text)")
+      printLine("\(time)  \(record) \(link)  \(event.event == "finding" ? "✗ " : "")\(event.text)")
     }
     if inspector.foundANCS.isEmpty { printLine("no ANCS traffic found") }
-    return 0
+    let findings = inspector.findings
+    printLine(
+      findings.isEmpty
+        ? "no rule broken" : "\(findings.count) rule\(findings.count == 1 ? "" : "s") broken (the lines marked ✗ above)"
+    )
+    return broken
   }
 }

@@ -377,11 +377,7 @@ struct InspectCommandTests {
     await watch.line(containing: #""attribute":"title","value":"Clair de Lune""#)
     watch.send("media pause")
     await phone.line(containing: #""event":"remoteCommand""#)
-    watch.send("quit")
-    #expect(try await watch.exitCode() == 0)
-    await phone.line(containing: #""event":"disconnected""#)
-    phone.send(#"{"cmd":"quit"}"#)
-    #expect(try await phone.exitCode() == 0)
+    try await quitBoth(watch, phone)
 
     let (status, out, err) = try await runAncs(["inspect", capture])
     #expect(status == 0, "\(err)")
@@ -394,6 +390,7 @@ struct InspectCommandTests {
       #expect(out.contains(expected), "\(expected) in \(out)")
     }
     #expect(!out.contains("no ANCS traffic found"))
+    #expect(out.hasSuffix("no rule broken\n"), "\(out)")
     let (jsonStatus, json, _) = try await runAncs(["inspect", "--json", capture])
     #expect(jsonStatus == 0)
     let lines = try json.split(separator: "\n").map {
@@ -401,6 +398,32 @@ struct InspectCommandTests {
     }
     let answer = try #require(lines.first { $0["event"] as? String == "answer" })
     #expect(answer["title"] as? String == "Hello Ada" && answer["uid"] as? Int == 1)
+  }
+
+  /// Issue #18 (2): the capture of a watch with a fault switch is judged with the broken
+  /// rule named, and exit code 1.
+  @Test func aFaultyWatchsCaptureNamesTheRule() async throws {
+    let (phone, path, capture) = try await capturingPhone("faulty")
+    defer {
+      phone.terminate()
+      try? FileManager.default.removeItem(atPath: capture)
+    }
+    // Something plays, so that the watch reports the commands once AMS is set up.
+    phone.send(#"{"cmd":"play","title":"Clair de Lune","duration":300}"#)
+    await phone.line(containing: #""cmd":"play""#)
+    let watch = try Command([
+      "watch", "--connect", "unix:\(path)", "--headless", "--fault", "media-register-before-subscribe",
+    ])
+    defer { watch.terminate() }
+    await watch.line(containing: #""event":"mediaCommands""#)
+    try await quitBoth(watch, phone)
+    let (status, out, err) = try await runAncs(["inspect", capture])
+    #expect(status == 1, "\(err)")
+    #expect(
+      out.contains(
+        "✗ accessory broke a rule: wrote Entity Update before subscribing to it (AMS.md, What an accessory must do, "
+          + "1: subscribe to Entity Update before writing it)"), "\(out)")
+    #expect(out.contains("rules broken (the lines marked ✗ above)") || out.contains("rule broken (the lines"))
   }
 
   /// What is not a capture ends in one line and exit code 2.
@@ -431,4 +454,14 @@ func capturingPhone(_ name: String) async throws -> (Command, String, String) {
     for _ in 0..<200 where !FileManager.default.fileExists(atPath: path) { usleep(10_000) }
   }
   return (phone, path, capture)
+}
+
+/// Ends a headless watch and then its phone (`quit` each), both with exit code 0, the
+/// phone having seen the watch go: the phone's capture is then whole.
+func quitBoth(_ watch: Command, _ phone: Command, sourceLocation: SourceLocation = #_sourceLocation) async throws {
+  watch.send("quit")
+  #expect(try await watch.exitCode() == 0, sourceLocation: sourceLocation)
+  await phone.line(containing: #""event":"disconnected""#, sourceLocation: sourceLocation)
+  phone.send(#"{"cmd":"quit"}"#)
+  #expect(try await phone.exitCode() == 0, sourceLocation: sourceLocation)
 }

@@ -60,13 +60,17 @@ struct Session {
   var addedIndex = 0
   var answerFragments = 0
 
-  /// `discovery`: whether the capture starts early enough to hold the discovery.
-  init(discovery: Bool = true) {
+  /// `discovery`: whether the capture starts early enough to hold the discovery. `faults`:
+  /// what either side does wrong (`CaptureRulesTests`).
+  init(discovery: Bool = true, faults: Set<String> = []) {
     packets.append((Btsnoop.h4ConnectionComplete(.init(role: .peripheral)), false))
     if discovery {
       exchange(
         .exchangeMTURequest(ExchangeMTURequest(clientRxMTU: 185)),
         .exchangeMTUResponse(ExchangeMTUResponse(serverRxMTU: 247)))
+      characteristics(
+        HandleRange(0x0001, 0x0004), [Self.declaration(0x0002, value: 0x0003, properties: 0x20, "2A05")])
+      cccd(0x0004)
       characteristics(
         HandleRange(0x000A, 0x0011),
         [
@@ -77,13 +81,19 @@ struct Session {
       cccd(0x000C)
       cccd(0x0011)
       characteristics(
-        HandleRange(0x0012, 0x0019),
+        HandleRange(0x0012, 0x001A),
         [
           Self.declaration(0x0013, value: rc, properties: 0x18, AMSUUID.remoteCommand),
           Self.declaration(0x0016, value: eu, properties: 0x18, AMSUUID.entityUpdate),
-          Self.declaration(0x0018, value: 0x0019, properties: 0x0A, AMSUUID.entityAttribute),
+          Self.declaration(0x0019, value: 0x001A, properties: 0x0A, AMSUUID.entityAttribute),
         ])
+      cccd(0x0015)
+      cccd(0x0018)
+      if faults.contains("plain") {
+        write(0x000C, [1, 0])
+      }
       packets.append(([0x04, 0x08, 0x04, 0x00, 0x40, 0x00, 0x01], false))  // Encryption Change: on
+      write(0x0004, [2, 0])
       write(0x000C, [1, 0])
       write(0x0011, [1, 0])
     }
@@ -92,9 +102,17 @@ struct Session {
       notificationUID: Self.uid)
     addedIndex = packets.count
     att(.handleValueNotification(HandleValueNotification(handle: ns, value: added.encoded())), sent: false)
+    if faults.contains("malformed-event") {
+      att(.handleValueNotification(HandleValueNotification(handle: ns, value: [0, 0, 1, 1, 0, 0, 0])), sent: false)
+    }
+    if faults.contains("never-announced") {
+      let get = GetNotificationAttributesCommand(notificationUID: 77, attributes: [.init(.title, maxLength: 8)])
+      write(cp, ControlPointCommand.getNotificationAttributes(get).encoded())
+    }
+    let titleMaximum: UInt16 = faults.contains("over-maximum") ? 4 : 64
     let get = GetNotificationAttributesCommand(
       notificationUID: Self.uid,
-      attributes: [.init(.appIdentifier), .init(.title, maxLength: 64), .init(.message, maxLength: 200)])
+      attributes: [.init(.appIdentifier), .init(.title, maxLength: titleMaximum), .init(.message, maxLength: 200)])
     att(
       .writeRequest(WriteRequest(handle: cp, value: ControlPointCommand.getNotificationAttributes(get).encoded())),
       sent: true)
@@ -104,23 +122,41 @@ struct Session {
         notificationUID: Self.uid,
         attributes: [
           NotificationAttribute(.appIdentifier, text: "com.example.chat"),
-          NotificationAttribute(.title, text: Self.title),
+          faults.contains("bad-answer")
+            ? NotificationAttribute(.title, [0x55, 0xC3]) : NotificationAttribute(.title, text: Self.title),
           NotificationAttribute(.message, text: Self.message),
-        ]))
-    answerFragments = dataSourceFragments(answer.encoded(), maximumSize: 20).count
-    for fragment in dataSourceFragments(answer.encoded(), maximumSize: 20) {
-      att(.handleValueNotification(HandleValueNotification(handle: ds, value: Array(fragment))), sent: false)
-    }
+        ] + (faults.contains("bad-answer") ? [NotificationAttribute(.subtitle, text: "extra")] : [])))
     let action = ControlPointCommand.performNotificationAction(
       PerformNotificationActionCommand(notificationUID: Self.uid, actionID: .positive))
-    write(cp, action.encoded())
+    let fragments = dataSourceFragments(answer.encoded(), maximumSize: 20)
+    answerFragments = fragments.count
+    for (index, fragment) in fragments.enumerated() {
+      att(.handleValueNotification(HandleValueNotification(handle: ds, value: Array(fragment))), sent: false)
+      if index == 0 && faults.contains("overlap") { write(cp, action.encoded()) }
+    }
+    if !faults.contains("overlap") { write(cp, action.encoded()) }
     let removed = NotificationSourceEvent(
       eventID: .removed, eventFlags: [], categoryID: .social, categoryCount: 0, notificationUID: Self.uid)
     att(.handleValueNotification(HandleValueNotification(handle: ns, value: removed.encoded())), sent: false)
+    if faults.contains("fetch-after-removed") {
+      write(cp, ControlPointCommand.getNotificationAttributes(get).encoded())
+    }
+    if discovery {
+      write(0x0015, [1, 0])
+      if !faults.contains("register-before-subscribe") { write(0x0018, [1, 0]) }
+    }
+    let listed: [RemoteCommandID] = faults.contains("unlisted-command") ? [.play] : [.play, .pause, .togglePlayPause]
+    att(
+      .handleValueNotification(HandleValueNotification(handle: rc, value: SupportedCommands(listed).encoded())),
+      sent: false)
     write(eu, EntityRegistration(.track, [2]).encoded())
     let update = EntityUpdate(.title, text: "Clair de Lune", capacity: 182)
     att(.handleValueNotification(HandleValueNotification(handle: eu, value: update.encoded())), sent: false)
-    write(rc, RemoteCommand(.pause).encoded())
+    write(rc, RemoteCommand(.pause).encoded() + (faults.contains("padded-command") ? [0] : []))
+    if faults.contains("service-changed") {
+      att(.handleValueIndication(HandleValueIndication(handle: 0x0003, value: [0x0A, 0x00, 0x11, 0x00])), sent: false)
+      att(.handleValueConfirmation(HandleValueConfirmation()), sent: true)
+    }
     packets.append((Btsnoop.h4DisconnectionComplete(handle: Btsnoop.aclHandle, reason: 0x13), false))
   }
 
@@ -231,8 +267,9 @@ func timeline(_ bytes: [UInt8]) throws -> [CaptureEvent] {
     let kinds = events.map(\.event)
     #expect(
       kinds == [
-        "connected", "mtu", "found", "found", "encrypted", "subscribed", "subscribed", "added", "fetch", "answer",
-        "action", "removed", "mediaRegistration", "media", "remoteCommand", "disconnected",
+        "connected", "mtu", "found", "found", "encrypted", "subscribed", "subscribed", "subscribed", "added", "fetch",
+        "answer", "action", "removed", "subscribed", "subscribed", "mediaCommands", "mediaRegistration", "media",
+        "remoteCommand", "disconnected",
       ], "\(events.map(\.text))")
     let answer = try #require(events.first { $0.event == "answer" })
     #expect(answer.text.contains("title=\"\(Session.title)\"") && answer.text.hasSuffix(" notifications)"))
@@ -242,7 +279,10 @@ func timeline(_ bytes: [UInt8]) throws -> [CaptureEvent] {
     #expect(
       events.first { $0.event == "added" }?.text
         == "Added UID 42 (social, 1 in category, positiveAction negativeAction)")
-    #expect(events.first { $0.event == "subscribed" }?.text == "Notification Source: notifications")
+    #expect(
+      events.filter { $0.event == "subscribed" }.map(\.text).prefix(3) == [
+        "Service Changed: indications", "Notification Source: notifications", "Data Source: notifications",
+      ])
     #expect(events.first { $0.event == "media" }?.text == "track.title = \"Clair de Lune\"")
     #expect(events.first { $0.event == "remoteCommand" }?.text == "remote command pause")
     // Numbered as the file's records, 10 ms apart.
@@ -383,5 +423,55 @@ struct CaptureFilesAsWiresharkReadsThem {
       let malformed = try await offThread { try runToCompletion(tshark, ["-r", path, "-Y", "_ws.malformed"]) }
       #expect(malformed.output.isEmpty, "\(name): \(malformed.output)")
     }
+  }
+}
+
+/// Issue #18 (2): what a capture shows is judged by the harness's rules; each broken rule is
+/// named with its side and records, and a capture without faults breaks none.
+@Suite struct CaptureRulesTests {
+  static func rules(_ faults: Set<String>) throws -> [String] {
+    var inspector = CaptureInspector()
+    for record in try CaptureFormat.read(Session(faults: faults).h4).records { inspector.take(record) }
+    inspector.finish()
+    return inspector.findings.map { ($0.json["side"]?.string ?? "") + ": " + ($0.json["rule"]?.string ?? "") }
+  }
+
+  @Test func aCleanSessionBreaksNoRule() throws {
+    #expect(try Self.rules([]) == [])
+  }
+
+  @Test(arguments: [
+    ("overlap", ["accessory: ANCS.md, What an accessory must do, Control Point: one command at a time"]),
+    (
+      "fetch-after-removed",
+      ["accessory: ANCS.md, What an accessory must do, Notification Source: Removed ends the notification"]
+    ),
+    ("never-announced", ["accessory: ANCS.md, Control Point: a command names a UID the phone announced"]),
+    ("plain", ["accessory: ANCS.md, What an accessory must do, Security: use ANCS over an encrypted link"]),
+    (
+      "service-changed",
+      [
+        "accessory: ANCS.md, What an accessory must do, Discovery: on Service Changed, discover again and subscribe "
+          + "at the new handles"
+      ]
+    ),
+    ("malformed-event", ["phone: ANCS.md, Notification Source: 8 bytes"]),
+    ("over-maximum", ["phone: ANCS.md, Control Point commands: a value is cut to the maximum asked"]),
+    (
+      "bad-answer",
+      [
+        "phone: ANCS.md, Text: a value is never cut inside a UTF-8 character",
+        "phone: ANCS.md, Data Source responses: the attributes asked for, no others",
+      ]
+    ),
+    (
+      "register-before-subscribe",
+      ["accessory: AMS.md, What an accessory must do, 1: subscribe to Entity Update before writing it"]
+    ),
+    ("padded-command", ["accessory: AMS.md, What an accessory must do, 5: a remote command is one byte"]),
+    ("unlisted-command", ["accessory: AMS.md, What an accessory must do, 6: only the commands the player lists now"]),
+  ])
+  func eachFaultIsNamed(_ fault: String, _ expected: [String]) throws {
+    #expect(try Self.rules([fault]) == expected)
   }
 }
