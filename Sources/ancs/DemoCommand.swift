@@ -17,7 +17,8 @@ enum DemoCommand {
       --scenario FILE    a scenario file (Protocol/scenario.md), or `demo`
       --loop             play the scenario again and again
       --duration S       stop after S seconds (default: the watch face runs until q;
-                         JSON events stop when the scenario ends, plus 2 s)
+                         JSON events stop when the scenario ends, plus 2 s; the scenario
+                         starts when the watch has subscribed)
       --headless         JSON lines instead of the watch face
       --phone-log FILE   append the phone's events as JSON lines (the actions it received)
       --air PHY,CI,MTU,DLE  delay the link as an LE link would (e.g. 2m,30ms,185,251;
@@ -61,19 +62,29 @@ enum DemoCommand {
       Task { await phone.serve(central) }
       return peripheral
     }
+    // The scenario plays to the watch: from its first session, however long the watch took
+    // to connect, pair and subscribe (a step before that could come and go unseen). Without
+    // --duration a single round ends the demo 2 s after its last step.
+    let events = phone.events()
+    let endsAfterRound = duration == nil && !loop
     let player = Task {
+      for await event in events {
+        if case .sessionStarted = event { break }
+      }
+      guard !Task.isCancelled else { return }
       try? await ScenarioPlayer(scenario, loop: loop).play(on: phone, clock: SystemClock())
+      guard endsAfterRound else { return }
+      try? await ContinuousClock().sleep(for: .seconds(2))
+      engine.stop()
     }
-    // Without --duration a single round ends the demo shortly after its last step.
-    let length =
-      duration.map { Duration.milliseconds(Int($0 * 1000)) }
-      ?? (loop ? nil : ScenarioPlayer(scenario).roundLength + .seconds(2))
+    let length = duration.map { Duration.milliseconds(Int($0 * 1000)) }
     let code: Int32
     let faceLength = duration.map { Duration.milliseconds(Int($0 * 1000)) }
     if !headless && stdoutIsTerminal, let shown = await FaceCommandLine.run(engine, face, until: faceLength) {
       code = shown
     } else {
-      code = await WatchCommand.runHeadless(engine, expectReconnect: true, until: length)
+      code = await WatchCommand.runHeadless(
+        engine, expectReconnect: true, until: length, endOfInputStops: !endsAfterRound)
     }
     player.cancel()
     phone.disconnectAll()

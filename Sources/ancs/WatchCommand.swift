@@ -210,8 +210,11 @@ enum WatchCommand {
   /// Prints events as JSON lines and takes `positive UID`, `negative UID`, `media COMMAND`,
   /// `forget`, `quit` on stdin.
   /// End of input stops the watch, as `quit` does, unless a `deadline` ends it (the demo).
-  static func runHeadless(_ engine: WatchEngine, expectReconnect: Bool, until deadline: Duration? = nil) async -> Int32
-  {
+  /// `deadline`: stop then (standard input's end does not stop it); without one, the end of
+  /// standard input stops it unless `endOfInputStops` is false (someone else stops it).
+  static func runHeadless(
+    _ engine: WatchEngine, expectReconnect: Bool, until deadline: Duration? = nil, endOfInputStops: Bool = true
+  ) async -> Int32 {
     let events = engine.events()
     let running = Task { await engine.run() }
     // Nobody reads the events any more (`ancs watch --headless | tool` and the tool ended):
@@ -229,7 +232,7 @@ enum WatchCommand {
       return lost || !connected
     }
     let input = Task {
-      defer { if deadline == nil { engine.stop() } }
+      defer { if deadline == nil && endOfInputStops { engine.stop() } }
       for await line in standardInputLines() {
         let words = line.split(separator: " ").map(String.init)
         switch words.first {
