@@ -475,3 +475,71 @@ struct CaptureFilesAsWiresharkReadsThem {
     #expect(try Self.rules([fault]) == expected)
   }
 }
+
+/// Issue #18 (4): the project's Wireshark dissector (Wireshark/ancs.lua) decodes ANCS and AMS
+/// inside captures of every container, with display filter fields, and nothing malformed.
+@Suite(.enabled(if: tsharkAvailable, "tshark is not installed"))
+struct WiresharkDissectorTests {
+  static let plugin = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+    .deletingLastPathComponent().appendingPathComponent("Wireshark/ancs.lua").path
+
+  @Test func tsharkShowsANCSTitlesAndAMSValues() async throws {
+    let tshark = try #require(tsharkPath)
+    let session = Session()
+    let directory = NSTemporaryDirectory() + "ancs-dissector-\(getpid())"
+    try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(atPath: directory) }
+    for (name, bytes) in [("h4.btsnoop", session.h4), ("capture.pcapng", session.pcapng())] {
+      let path = "\(directory)/\(name)"
+      try Data(bytes).write(to: URL(fileURLWithPath: path))
+      let fields = [
+        "ancs.event", "ancs.uid", "ancs.command", "ancs.title", "ancs.message", "ancs.fragments", "ancs.action",
+        "apple_ams.command", "apple_ams.value",
+      ]
+      let (status, output, error) = try await offThread {
+        try runToCompletion(
+          tshark,
+          [
+            "-X", "lua_script:\(Self.plugin)", "-r", path, "-Y", "ancs || apple_ams", "-T", "fields", "-E",
+            "separator=|",
+          ]
+            + fields.flatMap { ["-e", $0] })
+      }
+      #expect(status == 0, "\(name): \(error)")
+      #expect(!error.contains("Lua") && !error.contains("rror"), "\(name): \(error)")
+      let rows = output.split(separator: "\n").map { $0.split(separator: "|", omittingEmptySubsequences: false) }
+      func column(_ field: String) -> [String] {
+        let index = fields.firstIndex(of: field)!
+        return rows.map { String($0[index]) }.filter { !$0.isEmpty }
+      }
+      #expect(column("ancs.event") == ["0", "2"], "\(name): \(output)")
+      #expect(column("ancs.title") == [Session.title], "\(name)")
+      #expect(column("ancs.message") == [Session.message], "\(name)")
+      #expect(column("ancs.fragments") == ["\(session.answerFragments)"], "\(name)")
+      #expect(column("ancs.action") == ["0"], "\(name)")
+      #expect(column("apple_ams.value") == ["Clair de Lune"], "\(name)")
+      #expect(column("apple_ams.command").last == "1", "\(name): the pause")
+      let malformed = try await offThread {
+        try runToCompletion(tshark, ["-X", "lua_script:\(Self.plugin)", "-r", path, "-Y", "_ws.malformed"])
+      }
+      #expect(malformed.output.isEmpty, "\(name): \(malformed.output)")
+    }
+  }
+
+  /// What a faulty phone or accessory sends (a 7-byte event, a value cut inside a
+  /// character, an unrequested tuple, overlapping commands, a two-byte remote command) is
+  /// shown as it is, never a Lua error.
+  @Test func faultyTrafficNeverBreaksTheDissector() async throws {
+    let tshark = try #require(tsharkPath)
+    let session = Session(faults: ["malformed-event", "bad-answer", "overlap", "padded-command", "never-announced"])
+    let path = NSTemporaryDirectory() + "ancs-dissector-faults-\(getpid()).btsnoop"
+    try Data(session.h4).write(to: URL(fileURLWithPath: path))
+    defer { try? FileManager.default.removeItem(atPath: path) }
+    let (status, output, error) = try await offThread {
+      try runToCompletion(tshark, ["-X", "lua_script:\(Self.plugin)", "-r", path, "-V"])
+    }
+    #expect(status == 0, "\(error)")
+    #expect(output.contains("ANCS Notification Source") && !output.contains("Lua Error"), "\(output)")
+    #expect(output.contains("(not 8 bytes)"))
+  }
+}
