@@ -57,6 +57,20 @@ final class Command: @unchecked Sendable {
     return nil
   }
 
+  /// Reads stdout until every one of `texts` has been in some line, in any order (events of
+  /// two services may come either way round); fails the test at end of output.
+  func eachLine(containingAll texts: [String], sourceLocation: SourceLocation = #_sourceLocation) async {
+    var missing = texts
+    var seen: [String] = []
+    while !missing.isEmpty, let line = await nextLine() {
+      missing.removeAll { line.contains($0) }
+      seen.append(line)
+    }
+    if !missing.isEmpty {
+      Issue.record("no lines with \(missing) in output: \(seen); stderr: \(stderr)", sourceLocation: sourceLocation)
+    }
+  }
+
   var stderr: String { stderrText.value }
 
   /// Everything the process wrote on stderr, once it has exited.
