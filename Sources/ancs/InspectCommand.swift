@@ -5,7 +5,7 @@ import Wire
 /// `ancs inspect FILE`: the ANCS and AMS story in a field capture.
 enum InspectCommand {
   static let usage = """
-    usage: ancs inspect FILE [--json]
+    usage: ancs inspect FILE [--json] [--scenario OUT.json]
 
     Reads a capture of Bluetooth HCI traffic and prints what happened on ANCS and the Apple
     Media Service, one line per event with its record number (as Wireshark numbers them) and
@@ -25,11 +25,16 @@ enum InspectCommand {
     capture starts after discovery (the output says which).
 
     options:
-      --json    one JSON object per line instead (Protocol/captures.md lists the events)
+      --json              one JSON object per line instead (Protocol/captures.md lists the events)
+      --scenario OUT.json write a scenario (Protocol/scenario.md) that makes `ancs phone` do
+                          what the captured phone did: its notifications as the accessory
+                          fetched them, posted, modified and removed at their times, and the
+                          tracks it played
 
     example:
       ancs phone --listen unix:/tmp/p.sock --capture session.btsnoop
       ancs inspect session.btsnoop
+      ancs inspect session.btsnoop --scenario replay.json && ancs phone --scenario replay.json
     """
 
   static func run(_ arguments: [String]) throws -> Int32 {
@@ -39,6 +44,7 @@ enum InspectCommand {
       return 0
     }
     let json = args.flag("--json")
+    let scenarioPath = try args.value("--scenario")
     let files = args.positionals()
     try args.finish()
     guard files.count == 1, let path = files.first else {
@@ -56,6 +62,7 @@ enum InspectCommand {
     for record in records { inspector.take(record) }
     inspector.finish()
     let timeline = inspector.timeline
+    if let scenarioPath { try writeScenario(timeline, to: scenarioPath, from: path) }
     let broken = inspector.findings.isEmpty ? 0 : 1 as Int32
     if json {
       for event in timeline { printLine(event.json.description) }
@@ -75,5 +82,18 @@ enum InspectCommand {
         ? "no rule broken" : "\(findings.count) rule\(findings.count == 1 ? "" : "s") broken (the lines marked ✗ above)"
     )
     return broken
+  }
+
+  /// Writes the capture's scenario and checks that `ancs phone` takes it.
+  static func writeScenario(_ timeline: [CaptureEvent], to output: String, from capture: String) throws {
+    let scenario = CapturedScenario(timeline, name: "replay of \(URL(fileURLWithPath: capture).lastPathComponent)")
+    let text = scenario.json.description + "\n"
+    do { try Data(text.utf8).write(to: URL(fileURLWithPath: output)) } catch {
+      throw UsageError("--scenario \(output): cannot write it (\((error as NSError).localizedDescription))")
+    }
+    let loaded = try PhoneCommandLine.loadScenario(output)
+    printError(
+      "ancs: wrote \(output): \(scenario.notifications) notifications, \(loaded.steps.count) steps"
+        + (scenario.unfetched > 0 ? " (\(scenario.unfetched) never fetched: their text is unknown)" : ""))
   }
 }

@@ -399,6 +399,24 @@ struct InspectCommandTests {
     }
     let answer = try #require(lines.first { $0["event"] as? String == "answer" })
     #expect(answer["title"] as? String == "Hello Ada" && answer["uid"] as? Int == 1)
+
+    // Issue #18 (3): the capture becomes a scenario that makes ancs phone do it again.
+    let replay = temporaryPath("replay.json")
+    defer { try? FileManager.default.removeItem(atPath: replay) }
+    let (scenarioStatus, _, scenarioErr) = try await runAncs(["inspect", capture, "--scenario", replay])
+    #expect(scenarioStatus == 0 && scenarioErr.contains("1 notifications, 2 steps"), "\(scenarioErr)")
+    let replayPhone = try Command(["phone", "--listen", "unix:\(path)-2", "--commands", "jsonl", "--scenario", replay])
+    defer { replayPhone.terminate() }
+    try await offThread {
+      for _ in 0..<200 where !FileManager.default.fileExists(atPath: "\(path)-2") { usleep(10_000) }
+    }
+    let replayWatch = try Command(["watch", "--connect", "unix:\(path)-2", "--headless"])
+    defer { replayWatch.terminate() }
+    await replayWatch.eachLine(containingAll: [
+      #""title":"Hello Ada""#, #""message":"Über 🚀 ça va""#, #""attribute":"title","value":"Clair de Lune""#,
+      #""attribute":"artist","value":"Debussy""#,
+    ])
+    try await quitBoth(replayWatch, replayPhone)
   }
 
   /// Issue #18 (2): the capture of a watch with a fault switch is judged with the broken

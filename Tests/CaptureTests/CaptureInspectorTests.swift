@@ -113,10 +113,7 @@ struct Session {
     let get = GetNotificationAttributesCommand(
       notificationUID: Self.uid,
       attributes: [.init(.appIdentifier), .init(.title, maxLength: titleMaximum), .init(.message, maxLength: 200)])
-    att(
-      .writeRequest(WriteRequest(handle: cp, value: ControlPointCommand.getNotificationAttributes(get).encoded())),
-      sent: true)
-    att(.writeResponse(WriteResponse()), sent: false)
+    if !faults.contains("no-fetch") { write(cp, ControlPointCommand.getNotificationAttributes(get).encoded()) }
     let answer = DataSourceResponse.notificationAttributes(
       NotificationAttributesResponse(
         notificationUID: Self.uid,
@@ -128,7 +125,7 @@ struct Session {
         ] + (faults.contains("bad-answer") ? [NotificationAttribute(.subtitle, text: "extra")] : [])))
     let action = ControlPointCommand.performNotificationAction(
       PerformNotificationActionCommand(notificationUID: Self.uid, actionID: .positive))
-    let fragments = dataSourceFragments(answer.encoded(), maximumSize: 20)
+    let fragments = faults.contains("no-fetch") ? [] : dataSourceFragments(answer.encoded(), maximumSize: 20)
     answerFragments = fragments.count
     for (index, fragment) in fragments.enumerated() {
       att(.handleValueNotification(HandleValueNotification(handle: ds, value: Array(fragment))), sent: false)
@@ -541,5 +538,37 @@ struct WiresharkDissectorTests {
     #expect(status == 0, "\(error)")
     #expect(output.contains("ANCS Notification Source") && !output.contains("Lua Error"), "\(output)")
     #expect(output.contains("(not 8 bytes)"))
+  }
+}
+
+/// Issue #18 (3): the scenario written from a capture holds the phone's notifications as
+/// fetched and its steps at their times.
+@Suite struct CapturedScenarioTests {
+  @Test func theSessionBecomesAScenario() throws {
+    let scenario = CapturedScenario(try timeline(Session().h4), name: "replay")
+    let json = scenario.json
+    #expect(scenario.notifications == 1 && scenario.unfetched == 0)
+    #expect(json["apps"]?.array?.first?["id"]?.string == "com.example.chat")
+    let template = try #require(json["notifications"]?.array?.first)
+    #expect(template["id"]?.string == "n42" && template["category"]?.string == "social")
+    #expect(template["title"]?.string == Session.title && template["message"]?.string == Session.message)
+    let steps = try #require(json["steps"]?.array)
+    #expect(steps.compactMap { $0["post"]?.string ?? $0["remove"]?.string } == ["n42", "n42"])
+    #expect(steps.first?["at"]?.number == 0)
+    // Removed 10 ms a record later than the post: the times are the capture's.
+    let removal = try #require(steps.first { $0["remove"] != nil }?["at"]?.number)
+    #expect(removal > 0.05 && removal < 1)
+    #expect(steps.last?["play"]?["title"]?.string == "Clair de Lune")
+  }
+
+  /// A notification the accessory never fetched is posted with what is known (its
+  /// category, an app of its own), and counted so that the user is told.
+  @Test func unfetchedNotificationsAreCounted() throws {
+    let scenario = CapturedScenario(try timeline(Session(faults: ["no-fetch"]).h4), name: "unfetched")
+    #expect(scenario.notifications == 1 && scenario.unfetched == 1)
+    let template = try #require(scenario.json["notifications"]?.array?.first)
+    #expect(template["app"]?.string == "com.example.captured" && template["title"] == nil)
+    #expect(scenario.json["apps"]?.array?.first?["name"]?.string == "Captured")
+    #expect(scenario.json["comment"]?.string?.hasPrefix("1 notification(s) were never fetched") == true)
   }
 }
