@@ -27,7 +27,12 @@ public struct HCIRecord: Hashable, Sendable {
 /// Why a capture cannot be read: what is wrong, and where (a byte offset in the file).
 public struct CaptureError: Error, Hashable, Sendable, CustomStringConvertible {
   public var message: String
-  public init(_ message: String) { self.message = message }
+  /// The file ends inside a record: more may still come (`--follow`).
+  public var endsEarly = false
+  public init(_ message: String, endsEarly: Bool = false) {
+    self.message = message
+    self.endsEarly = endsEarly
+  }
   public var description: String { message }
 }
 
@@ -43,12 +48,27 @@ public enum CaptureFormat: String, Hashable, Sendable {
   /// header) or the Linux monitor's.
   case pcap
 
-  /// The records of `bytes`, and a description of the container ("btsnoop, H4").
-  public static func read(_ bytes: [UInt8]) throws(CaptureError) -> (format: String, records: [HCIRecord]) {
-    if bytes.starts(with: BtsnoopFile.magic) { return try BtsnoopFile.read(bytes) }
-    if Pcap.classic(bytes) != nil { return try Pcap.readClassic(bytes) }
-    if Pcap.isNextGeneration(bytes) { return try Pcap.readNextGeneration(bytes) }
-    if let endian = PacketLogger.endianness(of: bytes) { return try PacketLogger.read(bytes, littleEndian: endian) }
+  /// The records of `bytes`, and a description of the container ("btsnoop, H4"). With
+  /// `growing`, a file that ends inside a record is a file still being written: the
+  /// records before it are returned.
+  public static func read(_ bytes: [UInt8], growing: Bool = false) throws(CaptureError) -> (
+    format: String, records: [HCIRecord]
+  ) {
+    // A file still being written may not hold its magic or its whole header yet: nothing
+    // to read so far.
+    if growing && bytes.count < 8 { return ("", []) }
+    do {
+      if bytes.starts(with: BtsnoopFile.magic) { return try BtsnoopFile.read(bytes, growing: growing) }
+      if Pcap.classic(bytes) != nil { return try Pcap.readClassic(bytes, growing: growing) }
+      if Pcap.isNextGeneration(bytes) { return try Pcap.readNextGeneration(bytes, growing: growing) }
+      if let endian = PacketLogger.endianness(of: bytes, growing: growing) {
+        return try PacketLogger.read(bytes, littleEndian: endian, growing: growing)
+      }
+    } catch  where growing && error.endsEarly {
+      return ("", [])
+    }
+    // Too little yet to tell a PacketLogger record (its type byte is its 13th).
+    if growing && bytes.count < 13 { return ("", []) }
     if bytes.isEmpty { throw CaptureError("the file is empty") }
     throw CaptureError(
       "not a capture this tool reads: neither btsnoop (it starts \"btsnoop\\0\"), pcap, pcapng nor PacketLogger records "
@@ -70,10 +90,23 @@ struct FileCursor {
 
   mutating func take(_ count: Int, _ what: String) throws(CaptureError) -> ArraySlice<UInt8> {
     guard count >= 0, remaining >= count else {
-      throw CaptureError("the file ends inside \(what) at byte \(offset) (\(count) bytes wanted, \(remaining) left)")
+      throw CaptureError(
+        "the file ends inside \(what) at byte \(offset) (\(count) bytes wanted, \(remaining) left)", endsEarly: true)
     }
     defer { offset += count }
     return bytes[offset..<offset + count]
+  }
+
+  /// Reads one record with `body`; at a file still being written (`growing`) that ends
+  /// inside it, nil, the cursor back at the record's start.
+  mutating func whole<T>(_ growing: Bool, _ body: (inout FileCursor) throws(CaptureError) -> T) throws(CaptureError)
+    -> T?
+  {
+    let start = offset
+    do { return try body(&self) } catch  where growing && error.endsEarly {
+      offset = start
+      return nil
+    }
   }
 
   mutating func integer<T: FixedWidthInteger>(_: T.Type, littleEndian: Bool = false, _ what: String)
@@ -90,7 +123,7 @@ enum BtsnoopFile {
   /// Microseconds from 0 AD (the btsnoop epoch) to 1970.
   static let epochOffset: Int64 = 0x00DC_DDB3_0F2F_8000
 
-  static func read(_ bytes: [UInt8]) throws(CaptureError) -> (format: String, records: [HCIRecord]) {
+  static func read(_ bytes: [UInt8], growing: Bool) throws(CaptureError) -> (format: String, records: [HCIRecord]) {
     var cursor = FileCursor(bytes: bytes)
     _ = try cursor.take(8, "the btsnoop header")
     let version = try cursor.integer(UInt32.self, "the btsnoop header")
@@ -105,16 +138,22 @@ enum BtsnoopFile {
       throw CaptureError("btsnoop datalink \(datalink) is not read (1001 HCI, 1002 H4 and 2001 monitor are)")
     }
     var records: [HCIRecord] = []
-    while cursor.remaining > 0 {
+    while cursor.remaining > 0,
+      let (data, flags, microseconds) = try cursor.whole(
+        growing,
+        { cursor throws(CaptureError) in
+          let what = "record \(records.count + 1)"
+          _ = try cursor.integer(UInt32.self, what)
+          let included = try cursor.integer(UInt32.self, what)
+          let flags = try cursor.integer(UInt32.self, what)
+          _ = try cursor.integer(UInt32.self, what)
+          let stamp = try cursor.integer(UInt64.self, what)
+          let data = Array(try cursor.take(Int(included), "\(what)'s \(included) bytes of data"))
+          return (data, flags, Int64(bitPattern: stamp) &- epochOffset)
+        })
+    {
       let number = records.count + 1
       let what = "record \(number)"
-      _ = try cursor.integer(UInt32.self, what)
-      let included = try cursor.integer(UInt32.self, what)
-      let flags = try cursor.integer(UInt32.self, what)
-      _ = try cursor.integer(UInt32.self, what)
-      let stamp = try cursor.integer(UInt64.self, what)
-      let data = Array(try cursor.take(Int(included), "\(what)'s \(included) bytes of data"))
-      let microseconds = Int64(bitPattern: stamp) &- epochOffset
       let record: HCIRecord?
       switch datalink {
       case 1001:
@@ -172,21 +211,25 @@ enum BtsnoopFile {
 /// the public description (wiretap/packetlogger.c).
 enum PacketLogger {
   /// Whether `bytes` start as PacketLogger records, and in which byte order (true: little).
-  static func endianness(of bytes: [UInt8]) -> Bool? {
-    for little in [false, true] where plausible(bytes, littleEndian: little) { return little }
+  static func endianness(of bytes: [UInt8], growing: Bool = false) -> Bool? {
+    for little in [false, true] where plausible(bytes, littleEndian: little, growing: growing) { return little }
     return nil
   }
 
-  /// The first records (up to 4) have lengths that fit, known types and sane sizes.
-  private static func plausible(_ bytes: [UInt8], littleEndian: Bool) -> Bool {
+  /// The first records (up to 4) have lengths that fit, known types and sane sizes; in a
+  /// file still being written, the last may be cut short once its type is there.
+  private static func plausible(_ bytes: [UInt8], littleEndian: Bool, growing: Bool) -> Bool {
     var cursor = FileCursor(bytes: bytes)
     var checked = 0
     while checked < 4 && cursor.remaining > 0 {
+      // A record whose type has not come yet, after whole ones: a file being written.
+      if cursor.remaining < 13 { return growing && checked > 0 }
       guard let length = try? cursor.integer(UInt32.self, littleEndian: littleEndian, ""), length >= 9,
-        length <= 65_536 + 9, cursor.remaining >= Int(length)
+        length <= 65_536 + 9
       else { return false }
       let type = cursor.bytes[cursor.offset + 8]
       guard kind(type) != nil || [0xFB, 0xFC, 0xFD, 0xFE, 0xFF].contains(type) else { return false }
+      guard cursor.remaining >= Int(length) else { return growing }
       cursor.offset += Int(length)
       checked += 1
     }
@@ -205,23 +248,28 @@ enum PacketLogger {
     }
   }
 
-  static func read(_ bytes: [UInt8], littleEndian: Bool) throws(CaptureError) -> (
+  static func read(_ bytes: [UInt8], littleEndian: Bool, growing: Bool) throws(CaptureError) -> (
     format: String, records: [HCIRecord]
   ) {
     var cursor = FileCursor(bytes: bytes)
     var records: [HCIRecord] = []
-    while cursor.remaining > 0 {
+    while cursor.remaining > 0,
+      let (type, data, microseconds) = try cursor.whole(
+        growing,
+        { cursor throws(CaptureError) in
+          let what = "record \(records.count + 1)"
+          let length = try cursor.integer(UInt32.self, littleEndian: littleEndian, what)
+          guard length >= 9 else {
+            throw CaptureError("\(what) at byte \(cursor.offset - 4) is \(length) bytes long, under 9")
+          }
+          let seconds = try cursor.integer(UInt32.self, littleEndian: littleEndian, what)
+          let micros = try cursor.integer(UInt32.self, littleEndian: littleEndian, what)
+          let type = try cursor.take(1, what).first ?? 0
+          let data = Array(try cursor.take(Int(length) - 9, "\(what)'s data"))
+          return (type, data, Int64(seconds) * 1_000_000 + Int64(micros))
+        })
+    {
       let number = records.count + 1
-      let what = "record \(number)"
-      let length = try cursor.integer(UInt32.self, littleEndian: littleEndian, what)
-      guard length >= 9 else {
-        throw CaptureError("\(what) at byte \(cursor.offset - 4) is \(length) bytes long, under 9")
-      }
-      let seconds = try cursor.integer(UInt32.self, littleEndian: littleEndian, what)
-      let micros = try cursor.integer(UInt32.self, littleEndian: littleEndian, what)
-      let type = try cursor.take(1, what).first ?? 0
-      let data = Array(try cursor.take(Int(length) - 9, "\(what)'s data"))
-      let microseconds = Int64(seconds) * 1_000_000 + Int64(micros)
       let found = kind(type)
       records.append(
         HCIRecord(

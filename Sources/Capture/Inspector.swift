@@ -49,6 +49,18 @@ public struct CaptureInspector: Sendable {
 
   public init() {}
 
+  /// How many events `drain` has handed out.
+  private var drained = 0
+
+  /// The events found since the last call, in record order (`--follow`).
+  public mutating func drain() -> [CaptureEvent] {
+    let fresh = events[drained...].enumerated().sorted {
+      ($0.element.record, $0.offset) < ($1.element.record, $1.offset)
+    }.map(\.element)
+    drained = events.count
+    return fresh
+  }
+
   /// The events so far, in record order.
   public var timeline: [CaptureEvent] {
     events.enumerated().sorted { ($0.element.record, $0.offset) < ($1.element.record, $1.offset) }.map(\.element)

@@ -72,21 +72,28 @@ enum Pcap {
   /// The classic format: a 24-byte header (magic, version, zone, accuracy, snapshot length,
   /// link type), then records of a 16-byte header (seconds, micro- or nanoseconds, included
   /// length, original length) and the packet.
-  static func readClassic(_ bytes: [UInt8]) throws(CaptureError) -> (format: String, records: [HCIRecord]) {
+  static func readClassic(_ bytes: [UInt8], growing: Bool) throws(CaptureError) -> (
+    format: String, records: [HCIRecord]
+  ) {
     guard let (little, nanoseconds) = classic(bytes) else { throw CaptureError("not a pcap file") }
     var cursor = FileCursor(bytes: bytes)
     _ = try cursor.take(20, "the pcap header")
     let linktype = try cursor.integer(UInt32.self, littleEndian: little, "the pcap header") & 0x0FFF_FFFF
     guard let name = name(linktype) else { throw unsupported(linktype) }
     var records: [HCIRecord] = []
-    while cursor.remaining > 0 {
+    while cursor.remaining > 0,
+      let (seconds, fraction, data) = try cursor.whole(
+        growing,
+        { cursor throws(CaptureError) in
+          let what = "record \(records.count + 1)"
+          let seconds = try cursor.integer(UInt32.self, littleEndian: little, what)
+          let fraction = try cursor.integer(UInt32.self, littleEndian: little, what)
+          let included = try cursor.integer(UInt32.self, littleEndian: little, what)
+          _ = try cursor.integer(UInt32.self, littleEndian: little, what)
+          return (seconds, fraction, Array(try cursor.take(Int(included), "\(what)'s \(included) bytes of data")))
+        })
+    {
       let number = records.count + 1
-      let what = "record \(number)"
-      let seconds = try cursor.integer(UInt32.self, littleEndian: little, what)
-      let fraction = try cursor.integer(UInt32.self, littleEndian: little, what)
-      let included = try cursor.integer(UInt32.self, littleEndian: little, what)
-      _ = try cursor.integer(UInt32.self, littleEndian: little, what)
-      let data = Array(try cursor.take(Int(included), "\(what)'s \(included) bytes of data"))
       let microseconds = Int64(seconds) * 1_000_000 + Int64(nanoseconds ? fraction / 1000 : fraction)
       records.append(try record(data, linktype: linktype, number: number, microseconds: microseconds))
     }
@@ -97,17 +104,36 @@ enum Pcap {
   /// Header gives the byte order; each Interface Description a link type and a timestamp
   /// resolution (if_tsresol, 10^-6 s by default); Enhanced and Simple Packet Blocks carry the
   /// packets. Other blocks are skipped.
-  static func readNextGeneration(_ bytes: [UInt8]) throws(CaptureError) -> (format: String, records: [HCIRecord]) {
+  static func readNextGeneration(_ bytes: [UInt8], growing: Bool) throws(CaptureError) -> (
+    format: String, records: [HCIRecord]
+  ) {
     var cursor = FileCursor(bytes: bytes)
     var little = true
     var interfaces: [(linktype: UInt32, unitsPerSecond: Double)] = []
     var records: [HCIRecord] = []
     var blocks = 0
-    while cursor.remaining > 0 {
+    while cursor.remaining > 0,
+      let typeBytes = try cursor.whole(
+        growing,
+        { cursor throws(CaptureError) in
+          // A whole block, or none: its length (in the section's byte order, or in the one a new
+          // section's magic gives) says where it ends.
+          let at = cursor.offset
+          guard cursor.remaining >= 12 else {
+            throw CaptureError("the file ends inside a block header", endsEarly: true)
+          }
+          let bytes = cursor.bytes
+          let isSection = Array(bytes[at..<at + 4]) == [0x0A, 0x0D, 0x0D, 0x0A]
+          let order = isSection ? bytes[at + 8] == 0x4D : little
+          let field = Array(bytes[at + 4..<at + 8])
+          let length = Int((order ? field.reversed() : field).reduce(UInt32(0)) { $0 << 8 | UInt32($1) })
+          guard cursor.remaining >= length else { throw CaptureError("the file ends inside a block", endsEarly: true) }
+          return Array(try cursor.take(4, "block \(blocks + 1)"))
+        })
+    {
       blocks += 1
-      let start = cursor.offset
+      let start = cursor.offset - 4
       let what = "block \(blocks)"
-      let typeBytes = Array(try cursor.take(4, what))
       let type: UInt32
       if typeBytes == [0x0A, 0x0D, 0x0D, 0x0A] {
         // A new section: its byte-order magic follows the length.

@@ -122,7 +122,8 @@ public enum Btsnoop {
 
 /// Writes a btsnoop file of ATT PDUs (format in `Btsnoop`). Safe to use from several
 /// threads; records are buffered and reach the file on `flush()`, `close()`, or when the
-/// buffer grows past 64 KiB.
+/// buffer grows past 64 KiB, unless `live`: then each record is written as it comes, so
+/// that a reader following the file (`ancs inspect --follow`, Wireshark) sees it at once.
 public final class BtsnoopWriter: Sendable {
   /// Microseconds since the Unix epoch.
   public typealias Clock = @Sendable () -> Int64
@@ -143,12 +144,16 @@ public final class BtsnoopWriter: Sendable {
   }
 
   public let path: String
+  /// Each record reaches the file at once.
+  public let live: Bool
   private let clock: Clock
   private let state: Locked<State>
 
   /// Creates (or truncates) the file at `path` and writes the file header. Links are
   /// announced with `openConnection(_:)`.
-  public init(path: String, clock: @escaping Clock = BtsnoopWriter.systemClock) throws(LinkError) {
+  public init(path: String, live: Bool = false, clock: @escaping Clock = BtsnoopWriter.systemClock)
+    throws(LinkError)
+  {
     let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
     guard fd >= 0 else {
       let code = errno
@@ -157,6 +162,7 @@ public final class BtsnoopWriter: Sendable {
         detail: "cannot create capture file: \(errnoText(code))")
     }
     self.path = path
+    self.live = live
     self.clock = clock
     self.state = Locked(State(fd: fd, buffer: Btsnoop.fileHeader))
     flush()
@@ -175,6 +181,7 @@ public final class BtsnoopWriter: Sendable {
       state.buffer += Btsnoop.record(
         Btsnoop.h4ConnectionComplete(.init(role: role, peerAddress: peer), handle: handle), direction: .received,
         isEvent: true, unixMicroseconds: time, cumulativeDrops: state.drops)
+      if live { Self.write(&state) }
       return handle
     }
   }
@@ -202,7 +209,7 @@ public final class BtsnoopWriter: Sendable {
       state.buffer += Btsnoop.record(
         Btsnoop.h4Packet(attPDU: pdu, handle: handle), direction: direction, unixMicroseconds: time,
         cumulativeDrops: state.drops)
-      if state.buffer.count >= 64 * 1024 { Self.write(&state) }
+      if live || state.buffer.count >= 64 * 1024 { Self.write(&state) }
     }
   }
 
@@ -214,7 +221,7 @@ public final class BtsnoopWriter: Sendable {
       guard state.fd >= 0 else { return }
       state.buffer += Btsnoop.record(
         packet, direction: direction, isEvent: isEvent, unixMicroseconds: time, cumulativeDrops: state.drops)
-      if state.buffer.count >= 64 * 1024 { Self.write(&state) }
+      if live || state.buffer.count >= 64 * 1024 { Self.write(&state) }
     }
   }
 

@@ -115,9 +115,10 @@ func airParameters(_ text: String) throws(UsageError) -> AirParameters {
   do { return try AirParameters(parsing: text) } catch { throw UsageError("--air: \(error)") }
 }
 
-/// A btsnoop capture file for `--capture FILE`.
+/// A btsnoop capture file for `--capture FILE`, written as it happens (it can be followed:
+/// `ancs inspect --follow FILE`, Wireshark).
 func captureWriter(_ path: String) throws(UsageError) -> BtsnoopWriter {
-  do { return try BtsnoopWriter(path: path) } catch { throw UsageError("\(error)") }
+  do { return try BtsnoopWriter(path: path, live: true) } catch { throw UsageError("\(error)") }
 }
 
 /// Whether standard output is a terminal.

@@ -118,7 +118,7 @@ enum CLI {
       case "watch":
         return try await WatchCommand.run(Array(arguments.dropFirst()), loops: loops)
       case "inspect":
-        return try InspectCommand.run(Array(arguments.dropFirst()))
+        return try await InspectCommand.run(Array(arguments.dropFirst()))
       default:
         throw UsageError("unknown subcommand '\(first)'; try 'ancs --help'")
       }

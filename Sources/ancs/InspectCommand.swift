@@ -5,7 +5,7 @@ import Wire
 /// `ancs inspect FILE`: the ANCS and AMS story in a field capture.
 enum InspectCommand {
   static let usage = """
-    usage: ancs inspect FILE [--json] [--scenario OUT.json]
+    usage: ancs inspect FILE [--json] [--scenario OUT.json] [--follow]
 
     Reads a capture of Bluetooth HCI traffic and prints what happened on ANCS and the Apple
     Media Service, one line per event with its record number (as Wireshark numbers them) and
@@ -26,6 +26,8 @@ enum InspectCommand {
 
     options:
       --json              one JSON object per line instead (Protocol/captures.md lists the events)
+      --follow            read FILE as it grows (a live --capture of ancs phone or ancs watch,
+                          btmon -w): print each event as it comes, until interrupted
       --scenario OUT.json write a scenario (Protocol/scenario.md) that makes `ancs phone` do
                           what the captured phone did: its notifications as the accessory
                           fetched them, posted, modified and removed at their times, and the
@@ -37,7 +39,7 @@ enum InspectCommand {
       ancs inspect session.btsnoop --scenario replay.json && ancs phone --scenario replay.json
     """
 
-  static func run(_ arguments: [String]) throws -> Int32 {
+  static func run(_ arguments: [String]) async throws -> Int32 {
     var args = Arguments(arguments, command: "inspect")
     if args.flag("--help", "-h") {
       print(usage)
@@ -45,16 +47,19 @@ enum InspectCommand {
     }
     let json = args.flag("--json")
     let scenarioPath = try args.value("--scenario")
+    let follow = args.flag("--follow")
     let files = args.positionals()
     try args.finish()
     guard files.count == 1, let path = files.first else {
       throw UsageError(
         files.isEmpty ? "inspect needs a capture FILE; try 'ancs inspect --help'" : "inspect reads one FILE")
     }
-    let bytes: [UInt8]
-    do { bytes = Array(try Data(contentsOf: URL(fileURLWithPath: path))) } catch {
-      throw UsageError("\(path): cannot read it (\((error as NSError).localizedDescription))")
+    if follow {
+      guard scenarioPath == nil else { throw UsageError("--scenario needs the whole capture: not with --follow") }
+      try await followGrowing(path, json: json)
+      return 0
     }
+    let bytes = try contents(of: path)
     let format: String
     let records: [HCIRecord]
     do { (format, records) = try CaptureFormat.read(bytes) } catch { throw UsageError("\(path): \(error)") }
@@ -69,12 +74,7 @@ enum InspectCommand {
       return broken
     }
     printLine("\(path): \(format), \(records.count) records")
-    for event in timeline {
-      let time = String(format: "%9.3f", event.time)
-      let record = String(format: "#%-6d", event.record)
-      let link = event.connection.map { String(format: "0x%04X", $0) } ?? "      "
-      printLine("\(time)  \(record) \(link)  \(event.event == "finding" ? "✗ " : "")\(event.text)")
-    }
+    for event in timeline { printLine(line(event)) }
     if inspector.foundANCS.isEmpty { printLine("no ANCS traffic found") }
     let findings = inspector.findings
     printLine(
@@ -95,5 +95,52 @@ enum InspectCommand {
     printError(
       "ancs: wrote \(output): \(scenario.notifications) notifications, \(loaded.steps.count) steps"
         + (scenario.unfetched > 0 ? " (\(scenario.unfetched) never fetched: their text is unknown)" : ""))
+  }
+
+  static func contents(of path: String) throws(UsageError) -> [UInt8] {
+    do { return Array(try Data(contentsOf: URL(fileURLWithPath: path))) } catch {
+      throw UsageError("\(path): cannot read it (\((error as NSError).localizedDescription))")
+    }
+  }
+
+  /// One event as the timeline prints it.
+  static func line(_ event: CaptureEvent) -> String {
+    let time = String(format: "%9.3f", event.time)
+    let record = String(format: "#%-6d", event.record)
+    let link = event.connection.map { String(format: "0x%04X", $0) } ?? "      "
+    return "\(time)  \(record) \(link)  \(event.event == "finding" ? "✗ " : "")\(event.text)"
+  }
+
+  /// `--follow`: reads the file again whenever it grows (checked every 0.1 s, as `tail -f`
+  /// does without inotify) and prints the events of its new whole records; a record cut
+  /// short is read once it is whole. A file that shrinks was started again: so is the story.
+  static func followGrowing(_ path: String, json: Bool) async throws {
+    var inspector = CaptureInspector()
+    var fed = 0
+    var size = -1
+    var told = false
+    while !Task.isCancelled {
+      let bytes = try contents(of: path)
+      if bytes.count != size {
+        if bytes.count < size {
+          inspector = CaptureInspector()
+          fed = 0
+        }
+        size = bytes.count
+        let format: String
+        let records: [HCIRecord]
+        do { (format, records) = try CaptureFormat.read(bytes, growing: true) } catch {
+          throw UsageError("\(path): \(error)")
+        }
+        if !told && !format.isEmpty && !json {
+          printLine("\(path): \(format), followed as it grows")
+          told = true
+        }
+        for record in records.dropFirst(fed) { inspector.take(record) }
+        fed = max(fed, records.count)
+        for event in inspector.drain() { printLine(json ? event.json.description : line(event)) }
+      }
+      try await Task.sleep(for: .milliseconds(100))
+    }
   }
 }

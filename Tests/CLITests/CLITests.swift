@@ -445,6 +445,27 @@ struct InspectCommandTests {
     #expect(out.contains("rules broken (the lines marked ✗ above)") || out.contains("rule broken (the lines"))
   }
 
+  /// Issue #18 (1): `--follow` tells a live capture's events as they happen.
+  @Test func followTellsALiveCapture() async throws {
+    let (phone, path, capture) = try await capturingPhone("follow")
+    defer {
+      phone.terminate()
+      try? FileManager.default.removeItem(atPath: capture)
+    }
+    let inspect = try Command(["inspect", "--follow", capture])
+    defer { inspect.terminate() }
+    await inspect.line(containing: "btsnoop, H4, followed as it grows")
+    let watch = try Command(["watch", "--connect", "unix:\(path)", "--headless"])
+    defer { watch.terminate() }
+    await inspect.line(containing: "ANCS found by discovery")
+    await phone.line(containing: #""event":"sessionStarted""#)
+    phone.send(#"{"cmd":"post","app":"com.example.chat","title":"Live","message":"as it happens"}"#)
+    await inspect.line(containing: "Added UID 1")
+    await inspect.line(containing: #"title="Live""#)
+    try await quitBoth(watch, phone)
+    await inspect.line(containing: "disconnected")
+  }
+
   /// What is not a capture ends in one line and exit code 2.
   @Test func notACaptureIsOneLineAndExit2() async throws {
     let garbage = temporaryPath("garbage.bin")

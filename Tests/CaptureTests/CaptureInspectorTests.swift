@@ -357,6 +357,25 @@ func timeline(_ bytes: [UInt8]) throws -> [CaptureEvent] {
     }
   }
 
+  /// A file still being written (`--follow`): every prefix of every format reads as the
+  /// records whole in it, never an error, and more as it grows.
+  @Test func aGrowingFileReadsItsWholeRecords() throws {
+    let session = Session()
+    for bytes in [
+      session.h4, session.hci, session.monitor, session.packetLogger(littleEndian: false), session.pcap(),
+      session.pcapng(),
+    ] {
+      let whole = try CaptureFormat.read(bytes).records
+      var last = 0
+      for cut in 0...bytes.count {
+        let records = try CaptureFormat.read(Array(bytes.prefix(cut)), growing: true).records
+        #expect(records.count >= last && records == Array(whole.prefix(records.count)), "cut at \(cut)")
+        last = records.count
+      }
+      #expect(last == whole.count)
+    }
+  }
+
   /// Mutated captures (bytes changed at random in every format, seeded): reading and
   /// inspecting them never crashes; each ends in a timeline or a one-line error.
   @Test func mutatedCapturesNeverCrash() {
