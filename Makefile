@@ -7,7 +7,7 @@ SWIFT ?= swift
 # changed every module's flags and recompiled all of them (60-70 s in release). Pinned off,
 # the flags are the same wherever the output goes.
 SWIFTPM_FLAGS := --no-color-diagnostics
-DEBIAN_PACKAGES := libncurses-dev libedit-dev libbluetooth-dev libssl-dev pkg-config tmux tshark python3-venv
+DEBIAN_PACKAGES := libncurses-dev libedit-dev libbluetooth-dev libssl-dev pkg-config tmux tshark python3-venv chromium fonts-liberation
 
 .PHONY: test demo build release bench fleet deps lint clean fuzz fuzz-ci sanitize sanitize-thread sanitize-address package-check
 # Release builds specialise generics across modules (the codecs and engines are used from

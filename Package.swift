@@ -39,7 +39,7 @@ let package = Package(
     .target(name: "Sockets", dependencies: ["ATT", "CEpoll", "CSwiftRuntime", "Links", "Runtime", "Wire"]),
     .target(name: "Phone", dependencies: ["AMS", "ANCS", "ATT", "GATT", "Runtime", "Wire"]),
     .target(name: "Watch", dependencies: ["AMS", "ANCS", "ATT", "GATT", "Runtime", "Wire"]),
-    .target(name: "Conformance", dependencies: ["AMS", "ANCS", "ATT", "GATT", "Links", "Runtime", "Wire"]),
+    .target(name: "Conformance", dependencies: ["AMS", "ANCS", "ATT", "Capture", "GATT", "Links", "Runtime", "Wire"]),
     // No pkgConfig: ncursesw's .pc file gives only -D_DEFAULT_SOURCE -D_XOPEN_SOURCE=600,
     // which SwiftPM drops with a warning; the shim defines what the headers need.
     .systemLibrary(name: "CNcurses", path: "Sources/CNcurses", providers: [.apt(["libncurses-dev"])]),

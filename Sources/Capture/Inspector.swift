@@ -28,6 +28,19 @@ public struct CaptureEvent: Sendable {
   }
 }
 
+/// One ATT or SMP frame in a capture, reassembled from its ACL packets.
+public struct CapturedFrame: Sendable {
+  /// The record that completed it.
+  public var record: Int
+  public var time: Double
+  public var connection: UInt16
+  /// Sent by the host that took the capture.
+  public var sent: Bool
+  /// ATT, or else the Security Manager.
+  public var isATT: Bool
+  public var bytes: [UInt8]
+}
+
 /// Reads a capture's HCI records and tells the story of ANCS and AMS in it: connections,
 /// encryption, MTU, discovery, subscriptions, each notification's life, the Control Point
 /// commands and their answers reassembled from the Data Source, the media player's updates
@@ -47,7 +60,13 @@ public struct CaptureInspector: Sendable {
   /// ACL packets whose connection the capture never showed opening are still read, as if it had.
   private var now: (record: Int, time: Double) = (0, 0)
 
-  public init() {}
+  /// With `keepsFrames`, every ATT and SMP frame is kept in `frames` (the charts of the HTML
+  /// conformance report).
+  public init(keepsFrames: Bool = false) { self.keepsFrames = keepsFrames }
+
+  public let keepsFrames: Bool
+  /// The ATT and SMP frames read, reassembled, when `keepsFrames`.
+  public private(set) var frames: [CapturedFrame] = []
 
   /// How many events `drain` has handed out.
   private var drained = 0
@@ -168,7 +187,14 @@ public struct CaptureInspector: Sendable {
       return
     }
     links[packet.handle] = link
-    guard let frame, let l2cap = try? L2CAPFrame(decoding: frame), l2cap.channel == .att else { return }
+    guard let frame, let l2cap = try? L2CAPFrame(decoding: frame) else { return }
+    if keepsFrames && (l2cap.channel == .att || l2cap.channel == .smp) {
+      frames.append(
+        CapturedFrame(
+          record: now.record, time: now.time, connection: packet.handle, sent: sent, isATT: l2cap.channel == .att,
+          bytes: l2cap.payload))
+    }
+    guard l2cap.channel == .att else { return }
     att(l2cap.payload, sent: sent, on: packet.handle)
   }
 

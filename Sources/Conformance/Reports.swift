@@ -148,28 +148,8 @@ public enum ConformanceReport {
     String(text.map { $0 == "\n" || $0 == "\r" ? " " : $0 })
   }
 
-  /// XML text and attribute escaping; characters XML 1.0 forbids become U+FFFD.
-  static func escape(_ text: String) -> String {
-    var out = ""
-    for scalar in text.unicodeScalars {
-      switch scalar {
-      case "&": out += "&amp;"
-      case "<": out += "&lt;"
-      case ">": out += "&gt;"
-      case "\"": out += "&quot;"
-      case "'": out += "&apos;"
-      case "\t", "\n", "\r": out.unicodeScalars.append(scalar)
-      default:
-        let value = scalar.value
-        if value < 0x20 || value == 0xFFFE || value == 0xFFFF {
-          out += "\u{FFFD}"
-        } else {
-          out.unicodeScalars.append(scalar)
-        }
-      }
-    }
-    return out
-  }
+  /// XML text and attribute escaping (`Markup.escape`).
+  static func escape(_ text: String) -> String { Markup.escape(text) }
 }
 
 extension String {

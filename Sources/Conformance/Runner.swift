@@ -28,6 +28,9 @@ public struct CaseResult: Hashable, Sendable {
   public var duration: Duration
   /// The btsnoop capture of a failed case, when captures were asked for.
   public var capture: String?
+  /// The whole btsnoop capture of the case, passed or failed, when the runner keeps them
+  /// (`ConformanceRunner.keepsCaptures`: the HTML report draws its charts from them).
+  public var trace: [UInt8]?
 
   public init(
     id: String, title: String, rule: String, verdict: Verdict, detail: String, duration: Duration,
@@ -58,6 +61,8 @@ public struct ConformanceRunner: Sendable {
   public var captureDirectory: String?
   /// How long the run's first connection may take (`judge`); nil: as long as a case may.
   public var contactWait: Duration?
+  /// Every case's capture goes into its result's `trace`, passed or failed.
+  public var keepsCaptures = false
 
   public init(
     phone: PhoneUnderTest? = nil, accessory: AccessoryUnderTest? = nil, clock: any EngineClock = SystemClock(),
@@ -128,12 +133,13 @@ public struct ConformanceRunner: Sendable {
     if let captureDirectory {
       let path = captureDirectory + "/" + testCase.fileName + ".btsnoop"
       do {
-        writer = try BtsnoopWriter(path: path)
+        writer = try BtsnoopWriter(path: path, keepsCopy: keepsCaptures)
         capturePath = path
       } catch {
         captureProblem = " (no capture: \(error))"
       }
     }
+    if writer == nil && keepsCaptures { writer = try? BtsnoopWriter(inMemoryWith: BtsnoopWriter.systemClock) }
     let context: any CaseContext
     let run: @Sendable () async throws -> Void
     switch testCase.body {
@@ -199,9 +205,10 @@ public struct ConformanceRunner: Sendable {
       unlink(path)
       capturePath = nil
     }
-    let result = CaseResult(
+    var result = CaseResult(
       id: testCase.id, title: testCase.title, rule: testCase.rule, verdict: verdict, detail: detail,
       duration: clock.now - started, capture: capturePath)
+    if keepsCaptures { result.trace = writer?.bytes }
     return (result, unreachable)
   }
 

@@ -141,6 +141,8 @@ public final class BtsnoopWriter: Sendable {
     var drops: UInt32 = 0
     var error: String?
     var nextHandle = Btsnoop.aclHandle
+    /// Every byte written so far, when the writer keeps a copy.
+    var copy: [UInt8]?
   }
 
   public let path: String
@@ -151,7 +153,10 @@ public final class BtsnoopWriter: Sendable {
 
   /// Creates (or truncates) the file at `path` and writes the file header. Links are
   /// announced with `openConnection(_:)`.
-  public init(path: String, live: Bool = false, clock: @escaping Clock = BtsnoopWriter.systemClock)
+  /// With `keepsCopy`, every byte written is kept in memory too (`bytes`).
+  public init(
+    path: String, live: Bool = false, keepsCopy: Bool = false, clock: @escaping Clock = BtsnoopWriter.systemClock
+  )
     throws(LinkError)
   {
     let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
@@ -164,9 +169,17 @@ public final class BtsnoopWriter: Sendable {
     self.path = path
     self.live = live
     self.clock = clock
-    self.state = Locked(State(fd: fd, buffer: Btsnoop.fileHeader))
+    self.state = Locked(State(fd: fd, buffer: Btsnoop.fileHeader, copy: keepsCopy ? [] : nil))
     flush()
   }
+
+  /// A capture kept in memory only (`bytes`), written to no file.
+  public convenience init(inMemoryWith clock: @escaping Clock = BtsnoopWriter.systemClock) throws(LinkError) {
+    try self.init(path: "/dev/null", keepsCopy: true, clock: clock)
+  }
+
+  /// The whole capture so far, header first, when the writer keeps a copy; empty otherwise.
+  public var bytes: [UInt8] { state.withLock { state in state.copy.map { $0 + state.buffer } ?? [] } }
 
   /// Records an LE Connection Complete for a new link and returns its connection handle,
   /// the next one after the last link's (0x0040 first). The peer's address ends in the handle,
@@ -248,6 +261,7 @@ public final class BtsnoopWriter: Sendable {
 
   private static func write(_ state: inout State) {
     guard state.fd >= 0, state.error == nil, !state.buffer.isEmpty else { return }
+    state.copy? += state.buffer
     let fd = state.fd
     let failure = state.buffer.withUnsafeBytes { raw -> Int32? in
       var offset = 0

@@ -78,6 +78,8 @@ enum ConformCommand {
       --junit FILE        write a JUnit XML report
       --tap               print a TAP report on standard output (the table goes to stderr)
       --json FILE         write a JSON report
+      --html FILE         write an HTML report: every case with its verdict, rule and
+                          reason, and a sequence chart of its PDUs drawn from its capture
       --capture-dir DIR   where failing cases leave ID.btsnoop, '/' as '_'
                           (default ./conform-captures, created only when a case fails)
       --bluetooth TRANSPORT  judge over the air: hci-tcp:HOST:PORT, hci-uart:DEV[,BAUD],
@@ -113,6 +115,7 @@ enum ConformCommand {
     var junit: String?
     var tap: Bool
     var json: String?
+    var html: String?
     var captureDirectory: String
     /// Judging over the air (--bluetooth), where a case may take many seconds.
     var overTheAir: Bool
@@ -124,6 +127,7 @@ enum ConformCommand {
       junit = try args.value("--junit")
       tap = args.flag("--tap")
       json = try args.value("--json")
+      html = try args.value("--html")
       captureDirectory = try args.value("--capture-dir") ?? "conform-captures"
     }
 
@@ -341,13 +345,14 @@ enum ConformCommand {
       stimulus = channel
     }
     let phone = PhoneUnderTest(connect: { try await links.next() }, stimulus: stimulus, bonds: links.bonds)
-    let runner = ConformanceRunner(
+    var runner = ConformanceRunner(
       phone: phone, timeout: common.duration, captureDirectory: capturePath, contactWait: seconds(wait))
+    runner.keepsCaptures = common.html != nil
     let judgement = await run(cases, on: runner, common)
     await process?.stop()
     removeIfEmpty(capturePath)
     if let why = judgement.unreachable { throw UsageError("nothing to judge: \(why)") }
-    return try report(judgement.results, common)
+    return try report(judgement.results, common, lanes: .phone)
   }
 
   static func seconds(_ value: Double) -> Duration { .milliseconds(Int64((value * 1000).rounded())) }
@@ -393,13 +398,14 @@ enum ConformCommand {
     let accessory = AccessoryUnderTest(
       accept: { try await listener.nextAccessory() }, observer: observer, wearer: wearer, timers: timers,
       bonds: listener.bondBook)
-    let runner = ConformanceRunner(
+    var runner = ConformanceRunner(
       accessory: accessory, timeout: common.duration, captureDirectory: capturePath, contactWait: seconds(wait))
+    runner.keepsCaptures = common.html != nil
     let judgement = await run(cases, on: runner, common)
     await process?.stop()
     removeIfEmpty(capturePath)
     if let why = judgement.unreachable { throw UsageError("nothing to judge: \(why)") }
-    return try report(judgement.results, common)
+    return try report(judgement.results, common, lanes: .accessory)
   }
 
   /// Runs the cases, each shown on standard error: its verdict's line when it ends, and a
@@ -420,7 +426,7 @@ enum ConformCommand {
   }
 
   /// Prints the summary (or TAP) and writes the reports; the exit code.
-  static func report(_ results: [CaseResult], _ common: Common) throws -> Int32 {
+  static func report(_ results: [CaseResult], _ common: Common, lanes: ConformanceReport.Lanes) throws -> Int32 {
     let summary = ConformanceReport.summary(results)
     if common.tap {
       printLine(ConformanceReport.tap(results))
@@ -430,6 +436,13 @@ enum ConformCommand {
     }
     if let junit = common.junit { try write(ConformanceReport.junit(results), to: junit) }
     if let json = common.json { try write(ConformanceReport.json(results) + "\n", to: json) }
+    if let html = common.html {
+      let generated = ISO8601DateFormatter().string(from: Date())
+      try write(
+        ConformanceReport.html(
+          results, heading: "ancs conform \(lanes.judged)", lanes: lanes, generated: generated),
+        to: html)
+    }
     return results.contains { $0.verdict == .failed } ? 1 : 0
   }
 

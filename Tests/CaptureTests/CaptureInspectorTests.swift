@@ -591,3 +591,76 @@ struct WiresharkDissectorTests {
     #expect(scenario.json["comment"]?.string?.hasPrefix("1 notification(s) were never fetched") == true)
   }
 }
+
+/// The HTML conformance report's charts: each PDU an arrow from the side that sent it, with
+/// what it meant; what happened to the link and each broken rule a note across both lanes.
+@Suite struct SequenceChartTests {
+  func messages(_ chart: SequenceChart) -> [(record: Int, fromHost: Bool, label: String, meaning: [String])] {
+    chart.rows.compactMap {
+      if case .message(_, let record, let fromHost, let label, let meaning) = $0 {
+        return (record, fromHost, label, meaning)
+      }
+      return nil
+    }
+  }
+
+  @Test func everyPDUIsAnArrowWithItsMeaning() throws {
+    let session = Session()
+    let chart = try SequenceChart(capture: session.h4)
+    let arrows = messages(chart)
+    // One arrow per ACL packet (each carries one whole ATT PDU here), from its sender.
+    let acl = session.packets.enumerated().filter { $0.element.h4.first == 0x02 }
+    #expect(arrows.map(\.record) == acl.map { $0.offset + 1 })
+    #expect(arrows.map(\.fromHost) == acl.map(\.element.sent))
+    #expect(chart.omitted == 0)
+    guard case .note(_, 1, let connected, false) = chart.rows.first else {
+      Issue.record("the chart does not start with the connection: \(chart.rows.prefix(1))")
+      return
+    }
+    #expect(connected.hasPrefix("connected to "))
+    let added = try #require(arrows.first { $0.record == session.addedIndex + 1 })
+    #expect(!added.fromHost && added.label.hasPrefix("Handle Value Notification 0x000B: 00 18 04 01 2a 00 00 00"))
+    #expect(added.meaning == ["Added UID 42 (social, 1 in category, positiveAction negativeAction)"])
+    let fetch = try #require(arrows.first { $0.meaning.contains { $0.hasPrefix("fetches UID 42") } })
+    #expect(fetch.fromHost && fetch.label.hasPrefix("Write Request 0x000E: 00 2a 00 00 00 00 01 40 00 03 c8 00"))
+    #expect(arrows.contains { $0.label == "Exchange MTU Request 185" && $0.fromHost })
+    #expect(arrows.contains { $0.label == "Read By Type Request 0x000A–0x0011" })
+  }
+
+  @Test func aBrokenRuleFollowsItsPDU() throws {
+    let chart = try SequenceChart(capture: Session(faults: ["overlap"]).h4)
+    let index = try #require(
+      chart.rows.firstIndex {
+        if case .note(_, _, let text, true) = $0 { return text.contains("one command at a time") }
+        return false
+      })
+    guard index > 0, case .message(_, let record, true, let label, _) = chart.rows[index - 1] else {
+      Issue.record("the finding does not follow the overlapping write: \(chart.rows[max(0, index - 1)])")
+      return
+    }
+    #expect(label.hasPrefix("Write Request 0x000E: 02 2a 00 00 00 00"))
+    #expect(chart.rows[index].record == record)
+  }
+
+  @Test func aLongCaptureIsCutAndSaysSo() throws {
+    let whole = try SequenceChart(capture: Session().h4)
+    let cut = try SequenceChart(capture: Session().h4, limit: 10)
+    #expect(cut.rows == Array(whole.rows.prefix(10)))
+    #expect(cut.omitted == whole.rows.count - 10 && cut.omitted > 0)
+    #expect(cut.svg(host: "harness (phone)", peer: "accessory").contains("\(cut.omitted) more rows not drawn"))
+  }
+
+  /// What a peer put in a title is text in the chart, never markup.
+  @Test func thePeersTextIsEscaped() throws {
+    var session = Session()
+    let evil = "<script>alert(1)</script>"
+    session.packets.insert(
+      (
+        Btsnoop.h4Packet(
+          attPDU: ATTPDU.writeRequest(WriteRequest(handle: 0x0030, value: Array(evil.utf8))).encoded()), true
+      ), at: 1)
+    let svg = try SequenceChart(capture: session.h4).svg(host: "a & b", peer: "<p>")
+    #expect(!svg.contains("<script") && !svg.contains("<p>"))
+    #expect(svg.contains("a &amp; b") && svg.contains("&lt;p&gt;"))
+  }
+}

@@ -4,15 +4,19 @@ import Foundation
   import Glibc
 #endif
 
-/// tshark's path when it is on PATH; the tests that need it are skipped otherwise.
-public let tsharkPath: String? = {
+/// A program's path when it is on PATH; the tests that need it are skipped otherwise.
+public func programPath(_ name: String) -> String? {
   let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
   for directory in path.split(separator: ":") {
-    let candidate = "\(directory)/tshark"
+    let candidate = "\(directory)/\(name)"
     if access(candidate, X_OK) == 0 { return candidate }
   }
   return nil
-}()
+}
+
+public let tsharkPath = programPath("tshark")
+/// Debian's Chromium, for the HTML report's tests.
+public let chromiumPath = programPath("chromium")
 public let tsharkAvailable = tsharkPath != nil
 
 /// Runs a program to completion, returning its status and standard output and error.
