@@ -10,7 +10,7 @@
 //   GATT -> ATT -> Runtime, Wire      the protocol layers; ANCS, AMS -> Wire
 //   Runtime                           lock, inbox, event hub, FIFO, logger, thread starter
 //   Wire                              bytes
-//   TestSupport (Tests/Shared)        helpers the test targets share (-> Sockets, Runtime, Wire)
+//   TestSupport (Tests/Shared)        helpers the test targets share (-> ANCS, Sockets, Runtime, Wire)
 import PackageDescription
 
 let package = Package(
@@ -62,7 +62,7 @@ let package = Package(
       ]),
     // Helpers more than one test target uses (vector files, time scale, tmux, threads for
     // blocking waits): a target of their own rather than copies.
-    .target(name: "TestSupport", dependencies: ["Runtime", "Sockets", "Wire"], path: "Tests/Shared"),
+    .target(name: "TestSupport", dependencies: ["ANCS", "Runtime", "Sockets", "Wire"], path: "Tests/Shared"),
     .testTarget(name: "WireTests", dependencies: ["Wire"]),
     .testTarget(name: "RuntimeTests", dependencies: ["Runtime"]),
     .testTarget(name: "ANCSTests", dependencies: ["TestSupport", "ANCS", "Wire"]),

@@ -31,8 +31,10 @@ SWIFTC=${SWIFTC:-swiftc}
 TIMEOUT=${FUZZ_TIMEOUT:-10}
 PROGRESS_SECONDS=${FUZZ_PROGRESS_SECONDS:-15}
 # Project modules in dependency order; every target links all of them.
-MODULES=(Wire Runtime ANCS AMS ATT GATT Phone Watch)
-FLAGS=(-O -gline-tables-only -swift-version 6 -package-name ancs_sim -sanitize=fuzzer,address -wmo -I "$OUT/modules")
+MODULES=(Wire Runtime ANCS AMS ATT GATT Links Sockets HCI Capture Phone Watch)
+# The system libraries' module maps (HCI uses libcrypto and libbluetooth, Sockets epoll).
+SYSTEM=(-I Sources/COpenSSL -I Sources/CBluetooth -I Sources/CEpoll -I Sources/CSwiftRuntime)
+FLAGS=(-O -gline-tables-only -swift-version 6 -package-name ancs_sim -sanitize=fuzzer,address -wmo -I "$OUT/modules" "${SYSTEM[@]}")
 SUPPORT=(Fuzz/Support/*.swift)
 
 targets() { for file in Fuzz/Targets/*.swift; do basename "$file" .swift; done; }
@@ -41,6 +43,7 @@ targets() { for file in Fuzz/Targets/*.swift; do basename "$file" .swift; done; 
 max_len() {
   case $1 in
     Scenario | WatchMachine | PhoneControlPoint | GATTServer) echo 4096 ;;
+    Capture*) echo 2048 ;;
     *) echo 1024 ;;
   esac
 }

@@ -217,6 +217,55 @@ for document in ["README.md", "Protocol/scenario.md"] {
 let fixture = repository.appendingPathComponent("Tests/WatchDisplayTests/scenario.json")
 seeds.add("Scenario", "watch-display-fixture", Array(try read(fixture).utf8))
 
+// The capture readers: each real iPhone answer as a capture of its session (the link
+// opening, the Added event, the watch's command on the Control Point at 0x000E, the answer's notifications
+// on the Data Source at 0x0010), in each container after the header its target writes.
+// The targets' input: a selector byte, a cut point, then these bytes.
+func be32(_ value: Int) -> [UInt8] { (0..<4).reversed().map { UInt8(truncatingIfNeeded: value >> ($0 * 8)) } }
+func le32(_ value: Int) -> [UInt8] { be32(value).reversed() }
+func le16(_ value: Int) -> [UInt8] { [UInt8(value & 0xFF), UInt8(value >> 8 & 0xFF)] }
+/// H4 packets and whether the host sent them: an LE Connection Complete, then ATT in ACL.
+func sessionPackets(_ answer: Answer) -> [(h4: [UInt8], sent: Bool)] {
+  let connected: [UInt8] =
+    [0x04, 0x3E, 19, 0x01, 0x00, 0x40, 0x00, 0x01, 0x00] + [1, 0, 0, 0, 0, 0xC0] + [24, 0, 0, 0, 0x48, 0, 0]
+  func acl(_ pdu: [UInt8]) -> [UInt8] { [0x02, 0x40, 0x20] + le16(pdu.count + 4) + le16(pdu.count) + [4, 0] + pdu }
+  var packets = [(connected, false)]
+  if let request = answer.request {
+    // A notification's Added event on the Notification Source at 0x000B comes first.
+    if request.first == 0, request.count >= 5 {
+      packets.append((acl([0x1B, 0x0B, 0x00, 0, 0, 0, 1] + request[1..<5]), false))
+    }
+    packets.append((acl([0x12, 0x0E, 0x00] + request), true))
+  }
+  for fragment in answer.fragments { packets.append((acl([0x1B, 0x10, 0x00] + fragment), false)) }
+  return packets
+}
+for answer in answers {
+  let packets = sessionPackets(answer)
+  let times = packets.indices.map { 1_764_590_400_000_000 + $0 * 10_000 }
+  var btsnoop: [UInt8] = []
+  var packetLogger: [UInt8] = []
+  var pcap = [2, 0, 4, 0] + le32(0) + le32(0) + le32(65_535) + le32(201)
+  var pcapng = le32(28) + [0x4D, 0x3C, 0x2B, 0x1A, 1, 0, 0, 0] + [UInt8](repeating: 0xFF, count: 8) + le32(28)
+  pcapng += le32(1) + le32(20) + le16(201) + le16(0) + le32(65_535) + le32(20)
+  for ((h4, sent), time) in zip(packets, times) {
+    let flags = (sent ? 0 : 1) | (h4[0] == 0x04 ? 2 : 0)
+    btsnoop += be32(h4.count) + be32(h4.count) + be32(flags) + be32(0) + be32(time >> 32) + be32(time)
+    btsnoop += h4
+    packetLogger += be32(h4.count + 8) + be32(time / 1_000_000) + be32(time % 1_000_000)
+    packetLogger += [h4[0] == 0x04 ? 0x01 : sent ? 0x02 : 0x03] + h4.dropFirst()
+    let directed = be32(sent ? 0 : 1) + h4
+    pcap += le32(time / 1_000_000) + le32(time % 1_000_000) + le32(directed.count) + le32(directed.count) + directed
+    let padded = directed + [UInt8](repeating: 0, count: (4 - directed.count % 4) % 4)
+    pcapng += le32(6) + le32(padded.count + 32) + le32(0) + le32(time >> 32) + le32(time) + le32(directed.count)
+    pcapng += le32(directed.count) + padded + le32(padded.count + 32)
+  }
+  seeds.add("CaptureBtsnoop", answer.name, [1, 0xFF, 0xFF] + btsnoop)
+  seeds.add("CapturePacketLogger", answer.name, [0, 0xFF, 0xFF] + packetLogger)
+  seeds.add("CapturePcap", answer.name, [0, 0xFF, 0xFF] + pcap)
+  seeds.add("CapturePcapng", answer.name, [0, 0xFF, 0xFF] + pcapng)
+}
+
 // MARK: - Writing
 
 try? FileManager.default.removeItem(at: output)

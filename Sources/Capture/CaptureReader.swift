@@ -211,8 +211,12 @@ enum BtsnoopFile {
 /// the public description (wiretap/packetlogger.c).
 enum PacketLogger {
   /// Whether `bytes` start as PacketLogger records, and in which byte order (true: little).
+  /// An order whose first records are whole wins over one that is plausible only as a
+  /// file still being written, so a whole file reads alike either way.
   static func endianness(of bytes: [UInt8], growing: Bool = false) -> Bool? {
-    for little in [false, true] where plausible(bytes, littleEndian: little, growing: growing) { return little }
+    for little in [false, true] where plausible(bytes, littleEndian: little, growing: false) { return little }
+    guard growing else { return nil }
+    for little in [false, true] where plausible(bytes, littleEndian: little, growing: true) { return little }
     return nil
   }
 

@@ -86,6 +86,14 @@ struct Link: Sendable {
     optionalAttributes: DataSourceReassembler.Policy.standard.optionalAttributes, acceptPartial: true,
     unrequested: .keep, validateUTF8: false, enforceMaximumLength: false)
 
+  /// `lenient`, knowing the link's notification size once the capture told its MTU: a
+  /// notification shorter than that ends an answer that may be whole.
+  var policy: DataSourceReassembler.Policy {
+    var policy = Self.lenient
+    if mtuTold { policy.fragmentCapacity = mtu - 3 }
+    return policy
+  }
+
   func handle(of role: Role) -> UInt16? { roles.first { $0.value == role }?.key }
 
   mutating func reassemble(_ packet: ACLPacket, sent: Bool) throws(ACLReassemblyError) -> [UInt8]? {
@@ -255,6 +263,12 @@ struct Link: Sendable {
       out.append(("command", "Control Point write \(Hex.encode(value)): \(error)", []))
       return
     }
+    // An answer that stopped where it may be whole (an iPhone leaves out an attribute it has
+    // no value for, as Mail's missing action label) is whole once the next command comes.
+    if var previous = answer, previous.awaitsOnlyOptional, let response = try? previous.finish() {
+      answer = nil
+      told(response, parts: previous.fragmentCount, &out)
+    }
     if let previous = answer, previous.fragmentCount > 0, !previous.isComplete {
       out.append(
         Self.finding(
@@ -272,7 +286,7 @@ struct Link: Sendable {
       } else if fromStart && found == .discovery && uid != 0xFFFF_FFFF && !announced.contains(uid) {
         out.append(Self.finding(.fetchNeverAnnounced, "fetched UID \(uid), never announced", records: [now.record]))
       }
-      answer = DataSourceReassembler(expecting: .notificationAttributes(get), policy: Self.lenient)
+      answer = DataSourceReassembler(expecting: .notificationAttributes(get), policy: policy)
       let asked = get.attributes.map { request in
         (request.id.name ?? "\(request.id.rawValue)") + (request.maxLength.map { "(\($0))" } ?? "")
       }
@@ -282,7 +296,7 @@ struct Link: Sendable {
           [("uid", .number(Double(get.notificationUID))), ("attributes", .array(asked.map { .string($0) }))]
         ))
     case .getAppAttributes(let get):
-      answer = DataSourceReassembler(expecting: .appAttributes(get), policy: Self.lenient)
+      answer = DataSourceReassembler(expecting: .appAttributes(get), policy: policy)
       out.append(("appFetch", "asks the name of \(get.appIdentifier)", [("app", .string(get.appIdentifier))]))
     case .performNotificationAction(let perform):
       answer = nil
@@ -409,7 +423,11 @@ struct Link: Sendable {
     answer = reassembler
     guard let response else { return }
     answer = nil
-    let parts = reassembler.fragmentCount
+    told(response, parts: reassembler.fragmentCount, &out)
+  }
+
+  /// An answer whole: told, and judged against the command it answers.
+  private mutating func told(_ response: DataSourceResponse, parts: Int, _ out: inout Output) {
     switch response {
     case .notificationAttributes(let attributes):
       if case .getNotificationAttributes(let get)? = command {

@@ -27,7 +27,11 @@ public struct SequenceChart: Sendable {
 
   /// The chart of a capture in any format `ancs inspect` reads, at most `limit` rows.
   public init(capture bytes: [UInt8], limit: Int = 500) throws(CaptureError) {
-    let (_, records) = try CaptureFormat.read(bytes)
+    self.init(records: try CaptureFormat.read(bytes).records, limit: limit)
+  }
+
+  /// The chart of a capture's records, at most `limit` rows.
+  public init(records: [HCIRecord], limit: Int = 500) {
     var inspector = CaptureInspector(keepsFrames: true)
     for record in records { inspector.take(record) }
     inspector.finish()

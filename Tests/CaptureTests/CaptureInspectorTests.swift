@@ -62,11 +62,12 @@ struct Session {
 
   /// `discovery`: whether the capture starts early enough to hold the discovery. `faults`:
   /// what either side does wrong (`CaptureRulesTests`).
-  init(discovery: Bool = true, faults: Set<String> = []) {
+  /// `mtu`: the ATT_MTU the watch asks for (the phone offers 247).
+  init(discovery: Bool = true, faults: Set<String> = [], mtu: UInt16 = 185) {
     packets.append((Btsnoop.h4ConnectionComplete(.init(role: .peripheral)), false))
     if discovery {
       exchange(
-        .exchangeMTURequest(ExchangeMTURequest(clientRxMTU: 185)),
+        .exchangeMTURequest(ExchangeMTURequest(clientRxMTU: mtu)),
         .exchangeMTUResponse(ExchangeMTUResponse(serverRxMTU: 247)))
       characteristics(
         HandleRange(0x0001, 0x0004), [Self.declaration(0x0002, value: 0x0003, properties: 0x20, "2A05")])
@@ -589,6 +590,85 @@ struct WiresharkDissectorTests {
     #expect(template["app"]?.string == "com.example.captured" && template["title"] == nil)
     #expect(scenario.json["apps"]?.array?.first?["name"]?.string == "Captured")
     #expect(scenario.json["comment"]?.string?.hasPrefix("1 notification(s) were never fetched") == true)
+  }
+}
+
+/// Issue #18 (6): the real iPhone answers of Protocol/vectors/ios-captures.txt, carried by a
+/// session (connection, discovery, subscriptions at the captures' ATT_MTU of 158, the Added
+/// event and the command each answers), in every container `ancs inspect` reads.
+@Suite struct IOSCapturesInContainersTests {
+  /// The session of one capture: the setup of `Session`, then the command and its answer.
+  static func session(_ capture: IOSCaptures.Capture) throws -> Session {
+    let (request, _) = try IOSCaptures.expected(capture)
+    var session = Session(mtu: 158)
+    session.packets = Array(session.packets.prefix(session.addedIndex))
+    if case .getNotificationAttributes(let get) = request {
+      let added = NotificationSourceEvent(
+        eventID: .added, eventFlags: [], categoryID: .other, categoryCount: 1, notificationUID: get.notificationUID)
+      session.att(
+        .handleValueNotification(HandleValueNotification(handle: session.ns, value: added.encoded())), sent: false)
+    }
+    session.write(session.cp, capture.request ?? request.encoded())
+    for fragment in capture.fragments {
+      #expect(fragment.count <= 155, "\(capture.name): a fragment over ATT_MTU 158")
+      session.att(.handleValueNotification(HandleValueNotification(handle: session.ds, value: fragment)), sent: false)
+    }
+    return session
+  }
+
+  @Test func everyContainerTellsTheIPhonesAnswers() throws {
+    let captures = try IOSCaptures.all()
+    #expect(captures.count >= 9)
+    for capture in captures {
+      let session = try Self.session(capture)
+      let events = try timeline(session.h4)
+      let (_, expected) = try IOSCaptures.expected(capture)
+      switch expected {
+      case .notificationAttributes(let response):
+        let answer = try #require(events.first { $0.event == "answer" }, "\(capture.name): \(events.map(\.text))")
+        #expect(answer.json["uid"]?.integer == Int(response.notificationUID), "\(capture.name)")
+        for tuple in response.attributes {
+          let name = try #require(tuple.id.name)
+          #expect(answer.json[name]?.string == tuple.text, "\(capture.name): \(name)")
+        }
+        #expect(answer.json["notifications"]?.integer == capture.fragments.count, "\(capture.name)")
+      case .appAttributes(let app):
+        let named = try #require(events.first { $0.event == "appName" }, "\(capture.name): \(events.map(\.text))")
+        #expect(named.json["app"]?.string == app.appIdentifier, "\(capture.name)")
+        #expect(named.json["name"]?.string == app.attributes.first { $0.id == .displayName }?.text, "\(capture.name)")
+      }
+      // What these iPhones sent breaks no rule a capture shows.
+      #expect(events.filter { $0.event == "finding" || $0.event == "error" }.map(\.text) == [], "\(capture.name)")
+      let told = events.map { "\($0.record) \($0.time) \($0.text)" }
+      for (container, bytes) in [
+        ("btsnoop 1001", session.hci), ("btsnoop 2001", session.monitor),
+        ("PacketLogger", session.packetLogger(littleEndian: false)),
+        ("PacketLogger little-endian", session.packetLogger(littleEndian: true)), ("pcap 201", session.pcap()),
+        ("pcap 187", session.pcap(linktype: 187)), ("pcapng", session.pcapng()),
+      ] {
+        let again = try timeline(bytes).map { "\($0.record) \($0.time) \($0.text)" }
+        #expect(again == told, "\(capture.name) in \(container)")
+      }
+    }
+  }
+}
+
+extension IOSCapturesInContainersTests {
+  /// Without the MTU in the capture, an answer that stopped where it may be whole (Mail
+  /// leaves out the positive action label it was asked for) is whole when the next command
+  /// comes, and that command overlaps nothing.
+  @Test func anAnswerThatMayBeWholeEndsAtTheNextCommand() throws {
+    let mail = try #require(try IOSCaptures.all().first { $0.name == "mail-loading-ellipsis" })
+    var session = try Self.session(mail)
+    session.packets.removeSubrange(1...2)  // the MTU exchange
+    let next = GetAppAttributesCommand(appIdentifier: "com.apple.mobilemail", attributes: [.displayName])
+    session.write(session.cp, ControlPointCommand.getAppAttributes(next).encoded())
+    let events = try timeline(session.h4)
+    #expect(!events.contains { $0.event == "mtu" })
+    let answer = try #require(events.first { $0.event == "answer" }, "\(events.map(\.text))")
+    let asked = try #require(events.first { $0.event == "appFetch" })
+    #expect(answer.record == asked.record && answer.json["message"]?.string == "Loading…")
+    #expect(events.filter { $0.event == "finding" }.map(\.text) == [])
   }
 }
 
