@@ -264,8 +264,9 @@ struct Link: Sendable {
       return
     }
     // An answer that stopped where it may be whole (an iPhone leaves out an attribute it has
-    // no value for, as Mail's missing action label) is whole once the next command comes.
-    if var previous = answer, previous.awaitsOnlyOptional, let response = try? previous.finish() {
+    // no value for, as Mail's missing action label) is whole once the next command comes,
+    // when the capture never told the MTU (with it, a short notification ended the answer).
+    if !mtuTold, var previous = answer, previous.awaitsOnlyOptional, let response = try? previous.finish() {
       answer = nil
       told(response, parts: previous.fragmentCount, &out)
     }

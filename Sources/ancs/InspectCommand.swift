@@ -118,7 +118,7 @@ enum InspectCommand {
     var inspector = CaptureInspector()
     var fed = 0
     var size = -1
-    var told = false
+    var followed = ""
     while !Task.isCancelled {
       let bytes = try contents(of: path)
       if bytes.count != size {
@@ -132,9 +132,15 @@ enum InspectCommand {
         do { (format, records) = try CaptureFormat.read(bytes, growing: true) } catch {
           throw UsageError("\(path): \(error)")
         }
-        if !told && !format.isEmpty && !json {
-          printLine("\(path): \(format), followed as it grows")
-          told = true
+        // PacketLogger has no magic: more records may show the other byte order. The
+        // story is told again in the order the file proves to have.
+        if !format.isEmpty && format != followed {
+          if !followed.isEmpty {
+            inspector = CaptureInspector()
+            fed = 0
+          }
+          followed = format
+          if !json { printLine("\(path): \(format), followed as it grows") }
         }
         for record in records.dropFirst(fed) { inspector.take(record) }
         fed = max(fed, records.count)
