@@ -35,8 +35,9 @@ public struct SequenceChart: Sendable {
     var inspector = CaptureInspector(keepsFrames: true)
     for record in records { inspector.take(record) }
     inspector.finish()
+    let timeline = inspector.timeline
     var said: [Int: [CaptureEvent]] = [:]
-    for event in inspector.timeline { said[event.record, default: []].append(event) }
+    for event in timeline { said[event.record, default: []].append(event) }
     var all: [Row] = []
     var framed: Set<Int> = []
     for frame in inspector.frames {
@@ -49,7 +50,7 @@ public struct SequenceChart: Sendable {
           meaning: events.filter { $0.event != "finding" }.map(\.text)))
       all += events.filter { $0.event == "finding" }.map { Self.note($0) }
     }
-    for event in inspector.timeline where !framed.contains(event.record) { all.append(Self.note(event)) }
+    for event in timeline where !framed.contains(event.record) { all.append(Self.note(event)) }
     // Stable: a PDU's findings stay after it, and notes keep their order.
     all = all.enumerated().sorted { ($0.element.record, $0.offset) < ($1.element.record, $1.offset) }.map(\.element)
     rows = Array(all.prefix(limit))
@@ -128,8 +129,6 @@ public struct SequenceChart: Sendable {
 // MARK: - Drawing
 
 extension SequenceChart {
-  static func escape(_ text: String) -> String { Markup.escape(text) }
-
   /// At most `count` characters, with an ellipsis when cut.
   static func cut(_ text: String, _ count: Int) -> String {
     text.count <= count ? text : String(text.prefix(count - 1)) + "…"
@@ -157,22 +156,22 @@ extension SequenceChart {
         let head = fromHost ? to - 9 : to + 9
         let colour = fromHost ? "#2f6fdd" : "#8250df"
         body +=
-          "<g class=\"pdu\"><title>\(Self.escape("#\(record) \(label)" + (said.isEmpty ? "" : "\n" + said)))</title>"
+          "<g class=\"pdu\"><title>\(Markup.escape("#\(record) \(label)" + (said.isEmpty ? "" : "\n" + said)))</title>"
         body += "<text x=\"6\" y=\"\(y + 22)\" class=\"t\">\(Self.number(time)) #\(record)</text>"
         if !said.isEmpty {
-          body += "<text x=\"\(middle)\" y=\"\(y + 13)\" class=\"m\">\(Self.escape(Self.cut(said, 88)))</text>"
+          body += "<text x=\"\(middle)\" y=\"\(y + 13)\" class=\"m\">\(Markup.escape(Self.cut(said, 88)))</text>"
         }
-        body += "<text x=\"\(middle)\" y=\"\(y + 27)\" class=\"l\">\(Self.escape(Self.cut(label, 96)))</text>"
+        body += "<text x=\"\(middle)\" y=\"\(y + 27)\" class=\"l\">\(Markup.escape(Self.cut(label, 96)))</text>"
         body +=
           "<line x1=\"\(from)\" y1=\"\(y + 33)\" x2=\"\(head)\" y2=\"\(y + 33)\" stroke=\"\(colour)\" stroke-width=\"2\"/>"
         body += "<polygon points=\"\(to),\(y + 33) \(head),\(y + 28) \(head),\(y + 38)\" fill=\"\(colour)\"/></g>"
         y += 40
       case .note(let time, let record, let text, let finding):
         let shown = (finding ? "✗ " : "") + text
-        body += "<g class=\"\(finding ? "finding" : "note")\"><title>\(Self.escape("#\(record) \(shown)"))</title>"
+        body += "<g class=\"\(finding ? "finding" : "note")\"><title>\(Markup.escape("#\(record) \(shown)"))</title>"
         body += "<text x=\"6\" y=\"\(y + 18)\" class=\"t\">\(Self.number(time)) #\(record)</text>"
         body += "<rect x=\"\(hostX - 12)\" y=\"\(y + 4)\" width=\"\(peerX - hostX + 24)\" height=\"20\" rx=\"4\"/>"
-        body += "<text x=\"\(middle)\" y=\"\(y + 18)\">\(Self.escape(Self.cut(shown, 100)))</text></g>"
+        body += "<text x=\"\(middle)\" y=\"\(y + 18)\">\(Markup.escape(Self.cut(shown, 100)))</text></g>"
         y += 28
       }
     }
@@ -181,11 +180,11 @@ extension SequenceChart {
       y += 28
     }
     var svg = "<svg class=\"chart\" xmlns=\"http://www.w3.org/2000/svg\" width=\"\(width)\" height=\"\(y + 8)\" "
-    svg += "viewBox=\"0 0 \(width) \(y + 8)\" role=\"img\" aria-label=\"\(Self.escape("\(host) and \(peer)"))\">"
+    svg += "viewBox=\"0 0 \(width) \(y + 8)\" role=\"img\" aria-label=\"\(Markup.escape("\(host) and \(peer)"))\">"
     for (x, name) in [(hostX, host), (peerX, peer)] {
       svg += "<line x1=\"\(x)\" y1=\"\(header - 8)\" x2=\"\(x)\" y2=\"\(y + 8)\" class=\"lane\"/>"
       svg += "<rect x=\"\(x - 95)\" y=\"4\" width=\"190\" height=\"28\" rx=\"5\" class=\"head\"/>"
-      svg += "<text x=\"\(x)\" y=\"23\" class=\"h\">\(Self.escape(Self.cut(name, 26)))</text>"
+      svg += "<text x=\"\(x)\" y=\"23\" class=\"h\">\(Markup.escape(Self.cut(name, 26)))</text>"
     }
     return svg + body + "</svg>"
   }
