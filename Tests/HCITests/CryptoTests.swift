@@ -98,3 +98,70 @@ import Testing
     #expect(value.description.hasPrefix("20b003d2"))
   }
 }
+
+/// LE link-layer encryption against the Core specification's sample data (v5.3, Vol 6,
+/// Part C, 1 "Encryption sample data": the session key of 1.1 and the packets of 1.2).
+@Suite struct LinkLayerCipherTests {
+  /// LTK 0x4C68384139F574D836BCF34E9DFB01BF; SKDm 0xACBDCEDFE0F10213, SKDs
+  /// 0x0213243546576879; IVm 0xBADCAB24, IVs 0xDEAFBABE.
+  static func sample() throws -> LinkLayerCipher {
+    try LinkLayerCipher(
+      ltk: u128("4C68384139F574D836BCF34E9DFB01BF"), centralDiversifier: 0xACBD_CEDF_E0F1_0213,
+      peripheralDiversifier: 0x0213_2435_4657_6879, centralIV: 0xBADC_AB24, peripheralIV: 0xDEAF_BABE)
+  }
+
+  /// (direction, header, counter, plaintext, the packet's payload on the air)
+  static let packets: [(fromCentral: Bool, header: UInt8, counter: UInt64, plain: String, sealed: String)] = [
+    // LL_START_ENC_RSP1 and LL_START_ENC_RSP2: packet 0 of each side.
+    (true, 0x0F, 0, "06", "9fcda7f448"),
+    (false, 0x07, 0, "06", "a34c13a415"),
+    // LL_DATA1 and LL_DATA2: packet 1 of each side.
+    (
+      true, 0x0E, 1, "1700 636465666768696a6b6c6d6e6f7071 31323334353637383930",
+      "7a70d6641522 6df26b17839a060405596bd6564f79 6b5b9ce6ff32f75a6d33"
+    ),
+    (
+      false, 0x06, 1, "1700 37363534333231304142434445464748494a4b4c4d4e4f5051",
+      "f38881e7bd94 c9c369b9a66846dd4786aa8c39ce540d 0dae3adcdf89b96088"
+    ),
+  ]
+
+  @Test func theSessionKeyIsTheSpecs() throws {
+    #expect(try Self.sample().sessionKey == u128("99AD1B5226A37E3E058E3B8E27C2C666"))
+  }
+
+  @Test func eachSamplePacketEncryptsAndDecrypts() throws {
+    let cipher = try Self.sample()
+    for packet in Self.packets {
+      let plain = bytes(packet.plain)
+      let sealed = bytes(packet.sealed)
+      #expect(
+        try cipher.encrypt(plain, header: packet.header, counter: packet.counter, fromCentral: packet.fromCentral)
+          == sealed, "\(packet.plain)")
+      #expect(
+        try cipher.decrypt(sealed, header: packet.header, counter: packet.counter, fromCentral: packet.fromCentral)
+          == plain, "\(packet.sealed)")
+    }
+  }
+
+  /// The MIC tells a wrong counter, direction, key or header, and a changed octet; a resend
+  /// (NESN, SN and MD changed) still decrypts.
+  @Test func theMICRefusesWhatIsNotThePacket() throws {
+    let cipher = try Self.sample()
+    let sealed = bytes("9fcda7f448")
+    #expect(try cipher.decrypt(sealed, header: 0x0F, counter: 1, fromCentral: true) == nil)
+    #expect(try cipher.decrypt(sealed, header: 0x0F, counter: 0, fromCentral: false) == nil)
+    #expect(try cipher.decrypt(sealed, header: 0x0E, counter: 0, fromCentral: true) == nil)
+    for index in sealed.indices {
+      var damaged = sealed
+      damaged[index] ^= 0x01
+      #expect(try cipher.decrypt(damaged, header: 0x0F, counter: 0, fromCentral: true) == nil)
+    }
+    #expect(try cipher.decrypt(sealed, header: 0x0F ^ 0x1C, counter: 0, fromCentral: true) == [0x06])
+    let other = try LinkLayerCipher(
+      ltk: u128("4C68384139F574D836BCF34E9DFB01BE"), centralDiversifier: 0xACBD_CEDF_E0F1_0213,
+      peripheralDiversifier: 0x0213_2435_4657_6879, centralIV: 0xBADC_AB24, peripheralIV: 0xDEAF_BABE)
+    #expect(try other.decrypt(sealed, header: 0x0F, counter: 0, fromCentral: true) == nil)
+    #expect(try cipher.decrypt([1, 2, 3], header: 0x0F, counter: 0, fromCentral: true) == nil)
+  }
+}
