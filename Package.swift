@@ -67,7 +67,8 @@ let package = Package(
     .testTarget(name: "RuntimeTests", dependencies: ["Runtime"]),
     .testTarget(name: "ANCSTests", dependencies: ["TestSupport", "ANCS", "Wire"]),
     .testTarget(name: "AMSTests", dependencies: ["TestSupport", "AMS", "Wire"]),
-    .testTarget(name: "CaptureTests", dependencies: ["TestSupport", "Capture", "AMS", "ANCS", "ATT", "Links", "Wire"]),
+    .testTarget(
+      name: "CaptureTests", dependencies: ["TestSupport", "Capture", "AMS", "ANCS", "ATT", "HCI", "Links", "Wire"]),
     .testTarget(name: "ATTTests", dependencies: ["TestSupport", "ATT", "Links", "Wire", "Runtime"]),
     .testTarget(
       name: "GATTTests", dependencies: ["TestSupport", "GATT", "ATT", "Links", "Wire", "Runtime", "Sockets"]),

@@ -14,13 +14,27 @@ public struct HCIRecord: Hashable, Sendable {
   public var kind: Kind
   /// The packet without any H4 indicator byte.
   public var bytes: [UInt8]
+  /// Not an HCI packet but what a capture of the air showed (`kind` is `other`).
+  public var note: CaptureNote?
 
-  public init(number: Int, microseconds: Int64, sent: Bool, kind: Kind, bytes: [UInt8]) {
+  public init(number: Int, microseconds: Int64, sent: Bool, kind: Kind, bytes: [UInt8], note: CaptureNote? = nil) {
     self.number = number
     self.microseconds = microseconds
     self.sent = sent
     self.kind = kind
     self.bytes = bytes
+    self.note = note
+  }
+}
+
+/// What an LE sniffer's capture showed that an HCI log would not: the CONNECT_IND, the
+/// encryption procedure, packets left out (the event `linkLayer`).
+public struct CaptureNote: Hashable, Sendable {
+  public var connection: UInt16?
+  public var text: String
+  public init(connection: UInt16?, text: String) {
+    self.connection = connection
+    self.text = text
   }
 }
 
@@ -45,13 +59,14 @@ public enum CaptureFormat: String, Hashable, Sendable {
   /// (iOS sysdiagnose).
   case packetLogger = "PacketLogger"
   /// pcap and pcapng with the Bluetooth HCI H4 link types (with and without the direction
-  /// header) or the Linux monitor's.
+  /// header), the Linux monitor's, or an LE sniffer's link layer with its RF header.
   case pcap
 
   /// The records of `bytes`, and a description of the container ("btsnoop, H4"). With
   /// `growing`, a file that ends inside a record is a file still being written: the
-  /// records before it are returned.
-  public static func read(_ bytes: [UInt8], growing: Bool = false) throws(CaptureError) -> (
+  /// records before it are returned. `keys`: the long-term keys to open the encrypted
+  /// links of an LE sniffer's capture with.
+  public static func read(_ bytes: [UInt8], growing: Bool = false, keys: [UInt128] = []) throws(CaptureError) -> (
     format: String, records: [HCIRecord]
   ) {
     // A file still being written may not hold its magic or its whole header yet: nothing
@@ -59,8 +74,8 @@ public enum CaptureFormat: String, Hashable, Sendable {
     if growing && bytes.count < 8 { return ("", []) }
     do {
       if bytes.starts(with: BtsnoopFile.magic) { return try BtsnoopFile.read(bytes, growing: growing) }
-      if Pcap.classic(bytes) != nil { return try Pcap.readClassic(bytes, growing: growing) }
-      if Pcap.isNextGeneration(bytes) { return try Pcap.readNextGeneration(bytes, growing: growing) }
+      if Pcap.classic(bytes) != nil { return try Pcap.readClassic(bytes, growing: growing, keys: keys) }
+      if Pcap.isNextGeneration(bytes) { return try Pcap.readNextGeneration(bytes, growing: growing, keys: keys) }
       if let endian = PacketLogger.endianness(of: bytes, growing: growing) {
         return try PacketLogger.read(bytes, littleEndian: endian, growing: growing)
       }

@@ -93,6 +93,7 @@ public struct CaptureInspector: Sendable {
     first = start
     // In doubles: a damaged timestamp must not overflow.
     now = (record.number, (Double(record.microseconds) - Double(start)) / 1e6)
+    if let note = record.note { emit(note.connection, "linkLayer", note.text) }
     switch record.kind {
     case .event: event(record.bytes)
     case .acl: acl(record.bytes, sent: record.sent)

@@ -1,10 +1,13 @@
 /// pcap and pcapng files with Bluetooth HCI link types (tcpdump.org's LINKTYPE list;
-/// Protocol/captures.md): H4 without (187) and with (201) a 4-byte direction header, and the
-/// Linux monitor's records (254).
+/// Protocol/captures.md): H4 without (187) and with (201) a 4-byte direction header, the
+/// Linux monitor's records (254), and an LE sniffer's link-layer packets with their RF
+/// header (256), made into the records the peripheral's host would have logged
+/// (Sniffer.swift).
 enum Pcap {
   static let h4: UInt32 = 187
   static let h4WithDirection: UInt32 = 201
   static let linuxMonitor: UInt32 = 254
+  static let leLinkLayer: UInt32 = 256
 
   /// The classic format's magic numbers, as the file's first four bytes, and what they mean:
   /// its byte order and whether timestamps count nanoseconds.
@@ -25,13 +28,15 @@ enum Pcap {
     case h4: return "H4"
     case h4WithDirection: return "H4 with direction"
     case linuxMonitor: return "Linux monitor"
+    case leLinkLayer: return "LE link layer from a sniffer, told as the peripheral's host"
     default: return nil
     }
   }
 
   static func unsupported(_ linktype: UInt32) -> CaptureError {
     CaptureError(
-      "link type \(linktype) is not read (187 Bluetooth HCI H4, 201 H4 with direction and 254 Linux monitor are)")
+      "link type \(linktype) is not read (187 Bluetooth HCI H4, 201 H4 with direction, 254 Linux monitor and 256 "
+        + "LE link layer with RF header are)")
   }
 
   /// One packet of `linktype` as an HCI record; nil for what carries no HCI packet.
@@ -72,7 +77,7 @@ enum Pcap {
   /// The classic format: a 24-byte header (magic, version, zone, accuracy, snapshot length,
   /// link type), then records of a 16-byte header (seconds, micro- or nanoseconds, included
   /// length, original length) and the packet.
-  static func readClassic(_ bytes: [UInt8], growing: Bool) throws(CaptureError) -> (
+  static func readClassic(_ bytes: [UInt8], growing: Bool, keys: [UInt128]) throws(CaptureError) -> (
     format: String, records: [HCIRecord]
   ) {
     guard let (little, nanoseconds) = classic(bytes) else { throw CaptureError("not a pcap file") }
@@ -80,12 +85,12 @@ enum Pcap {
     _ = try cursor.take(20, "the pcap header")
     let linktype = try cursor.integer(UInt32.self, littleEndian: little, "the pcap header") & 0x0FFF_FFFF
     guard let name = name(linktype) else { throw unsupported(linktype) }
-    var records: [HCIRecord] = []
+    var frames: [Frame] = []
     while cursor.remaining > 0,
       let (seconds, fraction, data) = try cursor.whole(
         growing,
         { cursor throws(CaptureError) in
-          let what = "record \(records.count + 1)"
+          let what = "record \(frames.count + 1)"
           let seconds = try cursor.integer(UInt32.self, littleEndian: little, what)
           let fraction = try cursor.integer(UInt32.self, littleEndian: little, what)
           let included = try cursor.integer(UInt32.self, littleEndian: little, what)
@@ -93,24 +98,23 @@ enum Pcap {
           return (seconds, fraction, Array(try cursor.take(Int(included), "\(what)'s \(included) bytes of data")))
         })
     {
-      let number = records.count + 1
       let microseconds = Int64(seconds) * 1_000_000 + Int64(nanoseconds ? fraction / 1000 : fraction)
-      records.append(try record(data, linktype: linktype, number: number, microseconds: microseconds))
+      frames.append(Frame(data: data, linktype: linktype, number: frames.count + 1, microseconds: microseconds))
     }
-    return ("pcap, \(name)", records)
+    return ("pcap, \(name)", try records(frames, keys: keys, growing: growing))
   }
 
   /// pcapng: blocks of a type, a total length, a body and the length again. The Section
   /// Header gives the byte order; each Interface Description a link type and a timestamp
   /// resolution (if_tsresol, 10^-6 s by default); Enhanced and Simple Packet Blocks carry the
   /// packets. Other blocks are skipped.
-  static func readNextGeneration(_ bytes: [UInt8], growing: Bool) throws(CaptureError) -> (
+  static func readNextGeneration(_ bytes: [UInt8], growing: Bool, keys: [UInt128]) throws(CaptureError) -> (
     format: String, records: [HCIRecord]
   ) {
     var cursor = FileCursor(bytes: bytes)
     var little = true
     var interfaces: [(linktype: UInt32, unitsPerSecond: Double)] = []
-    var records: [HCIRecord] = []
+    var frames: [Frame] = []
     var blocks = 0
     while cursor.remaining > 0,
       let typeBytes = try cursor.whole(
@@ -171,29 +175,59 @@ enum Pcap {
         }
         let (linktype, units) = interfaces[interface]
         let microseconds = Int64(clamping: Int64(exactly: (Double(high << 32 | low) / units * 1e6).rounded()) ?? 0)
-        records.append(
-          try packet(data, linktype: linktype, number: records.count + 1, microseconds: microseconds))
+        frames.append(try frame(data, linktype: linktype, number: frames.count + 1, microseconds: microseconds))
       case 3:  // Simple Packet: the first interface, no timestamp; the packet padded to 4 bytes
         let original = Int(try body.integer(UInt32.self, littleEndian: little, what))
         guard let linktype = interfaces.first?.linktype else {
           throw CaptureError("\(what) at byte \(start): a packet before any interface was described")
         }
         let data = Array(body.bytes[body.offset...].prefix(original))
-        records.append(try packet(data, linktype: linktype, number: records.count + 1, microseconds: 0))
+        frames.append(try frame(data, linktype: linktype, number: frames.count + 1, microseconds: 0))
       default:
         break
       }
     }
     let names = Set(interfaces.compactMap { name($0.linktype) })
-    return ("pcapng, \(names.sorted().joined(separator: ", "))", records)
+    return ("pcapng, \(names.sorted().joined(separator: ", "))", try records(frames, keys: keys, growing: growing))
+  }
+
+  /// One packet of a pcap or pcapng file, before it is read as HCI records.
+  struct Frame {
+    var data: [UInt8]
+    var linktype: UInt32
+    var number: Int
+    var microseconds: Int64
   }
 
   /// A packet of an interface whose link type is read; an error naming the link type otherwise.
-  private static func packet(_ data: [UInt8], linktype: UInt32, number: Int, microseconds: Int64)
-    throws(CaptureError) -> HCIRecord
+  private static func frame(_ data: [UInt8], linktype: UInt32, number: Int, microseconds: Int64)
+    throws(CaptureError) -> Frame
   {
     guard name(linktype) != nil else { throw unsupported(linktype) }
-    return try record(data, linktype: linktype, number: number, microseconds: microseconds)
+    return Frame(data: data, linktype: linktype, number: number, microseconds: microseconds)
+  }
+
+  /// The HCI records of the packets, in order: an LE sniffer's packets through one
+  /// `SnifferDecoder` (opening encrypted links with `keys`), the others one by one. In a
+  /// file still being written the sniffer's summaries wait for its end, so the records read
+  /// are a prefix of those read later.
+  static func records(_ frames: [Frame], keys: [UInt128], growing: Bool) throws(CaptureError) -> [HCIRecord] {
+    var records: [HCIRecord] = []
+    var sniffer: SnifferDecoder?
+    for frame in frames {
+      if frame.linktype == leLinkLayer {
+        var decoder = sniffer ?? SnifferDecoder(keys: keys)
+        if let packet = try AirPacket.read(frame.data, number: frame.number, microseconds: frame.microseconds) {
+          records += decoder.take(packet)
+        }
+        sniffer = decoder
+      } else {
+        records.append(
+          try record(frame.data, linktype: frame.linktype, number: frame.number, microseconds: frame.microseconds))
+      }
+    }
+    if var sniffer, !growing { records += sniffer.finish() }
+    return records
   }
 
   /// Timestamp units per second from an Interface Description's options (if_tsresol, code 9:
