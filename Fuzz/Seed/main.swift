@@ -265,6 +265,9 @@ for answer in answers {
   seeds.add("CapturePcap", answer.name, [0, 0xFF, 0xFF] + pcap)
   seeds.add("CapturePcapng", answer.name, [0, 0xFF, 0xFF] + pcapng)
 }
+// An LE sniffer's capture of a whole encrypted session (link type 256), after its magic.
+let sniffer = try Data(contentsOf: vectors.appendingPathComponent("sniffer-session.pcap"))
+seeds.add("CapturePcap", "sniffer-session", [0, 0xFF, 0xFF] + Array(sniffer.dropFirst(4)))
 
 // MARK: - Writing
 

@@ -5,7 +5,7 @@ import Wire
 /// `ancs inspect FILE`: the ANCS and AMS story in a field capture.
 enum InspectCommand {
   static let usage = """
-    usage: ancs inspect FILE [--json] [--scenario OUT.json] [--follow]
+    usage: ancs inspect FILE [--json] [--scenario OUT.json] [--follow] [--ltk HEX]...
 
     Reads a capture of Bluetooth HCI traffic and prints what happened on ANCS and the Apple
     Media Service, one line per event with its record number (as Wireshark numbers them) and
@@ -20,7 +20,10 @@ enum InspectCommand {
     FILE is btsnoop (ancs's own --capture, Android's HCI snoop log, btmon -w), an Apple
     PacketLogger file (.pklg), or pcap/pcapng with the Bluetooth HCI H4 link types (with or
     without the direction header) or the Linux monitor's; the format is told from the
-    content (Protocol/captures.md).
+    content (Protocol/captures.md). A pcap or pcapng from an LE sniffer (link type 256, LE
+    link layer with RF header, as sniffers for nRF chips write it) is told as the
+    peripheral's HCI log would tell it, with notes of what only the air shows; its
+    encrypted part is read with the link's long-term key (--ltk).
     ANCS is found from the GATT discovery in the capture, or from its traffic when the
     capture starts after discovery (the output says which).
 
@@ -32,11 +35,15 @@ enum InspectCommand {
                           what the captured phone did: its notifications as the accessory
                           fetched them, posted, modified and removed at their times, and the
                           tracks it played
+      --ltk HEX           an LE sniffer's capture: the long-term key of the link, 32 hex
+                          digits, most significant first (as a bonds file of ancs keeps it);
+                          repeat it to try several (the one that opens each link is used)
 
     example:
       ancs phone --listen unix:/tmp/p.sock --capture session.btsnoop
       ancs inspect session.btsnoop
       ancs inspect session.btsnoop --scenario replay.json && ancs phone --scenario replay.json
+      ancs inspect Protocol/vectors/sniffer-session.pcap --ltk 4C68384139F574D836BCF34E9DFB01BF
     """
 
   static func run(_ arguments: [String]) async throws -> Int32 {
@@ -48,6 +55,7 @@ enum InspectCommand {
     let json = args.flag("--json")
     let scenarioPath = try args.value("--scenario")
     let follow = args.flag("--follow")
+    let keys = try args.values("--ltk").map(longTermKey)
     let files = args.positionals()
     try args.finish()
     guard files.count == 1, let path = files.first else {
@@ -56,13 +64,15 @@ enum InspectCommand {
     }
     if follow {
       guard scenarioPath == nil else { throw UsageError("--scenario needs the whole capture: not with --follow") }
-      try await followGrowing(path, json: json)
+      try await followGrowing(path, json: json, keys: keys)
       return 0
     }
     let bytes = try contents(of: path)
     let format: String
     let records: [HCIRecord]
-    do { (format, records) = try CaptureFormat.read(bytes) } catch { throw UsageError("\(path): \(error)") }
+    do { (format, records) = try CaptureFormat.read(bytes, keys: keys) } catch {
+      throw UsageError("\(path): \(error)")
+    }
     var inspector = CaptureInspector()
     for record in records { inspector.take(record) }
     inspector.finish()
@@ -97,6 +107,15 @@ enum InspectCommand {
         + (scenario.unfetched > 0 ? " (\(scenario.unfetched) never fetched: their text is unknown)" : ""))
   }
 
+  /// `--ltk`: 32 hex digits (a leading 0x allowed), most significant first.
+  static func longTermKey(_ text: String) throws(UsageError) -> UInt128 {
+    let digits = text.hasPrefix("0x") || text.hasPrefix("0X") ? String(text.dropFirst(2)) : text
+    guard let bytes = Hex.decode(digits: digits, count: 32) else {
+      throw UsageError("--ltk \(text): a long-term key is 32 hex digits, most significant first")
+    }
+    return bytes.reduce(0) { $0 << 8 | UInt128($1) }
+  }
+
   static func contents(of path: String) throws(UsageError) -> [UInt8] {
     do { return Array(try Data(contentsOf: URL(fileURLWithPath: path))) } catch {
       throw UsageError("\(path): cannot read it (\((error as NSError).localizedDescription))")
@@ -114,7 +133,7 @@ enum InspectCommand {
   /// `--follow`: reads the file again whenever it grows (checked every 0.1 s, as `tail -f`
   /// does without inotify) and prints the events of its new whole records; a record cut
   /// short is read once it is whole. A file that shrinks was started again: so is the story.
-  static func followGrowing(_ path: String, json: Bool) async throws {
+  static func followGrowing(_ path: String, json: Bool, keys: [UInt128] = []) async throws {
     var inspector = CaptureInspector()
     var fed = 0
     var size = -1
@@ -129,7 +148,7 @@ enum InspectCommand {
         size = bytes.count
         let format: String
         let records: [HCIRecord]
-        do { (format, records) = try CaptureFormat.read(bytes, growing: true) } catch {
+        do { (format, records) = try CaptureFormat.read(bytes, growing: true, keys: keys) } catch {
           throw UsageError("\(path): \(error)")
         }
         // PacketLogger has no magic: more records may show the other byte order. The

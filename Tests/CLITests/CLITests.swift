@@ -467,6 +467,29 @@ struct InspectCommandTests {
   }
 
   /// What is not a capture ends in one line and exit code 2.
+  /// Issue #18 (1): the example of `ancs inspect --help`: an LE sniffer's capture, opened
+  /// with its LTK, tells the session; without it, the story stops where the link is
+  /// encrypted and says what to give; a key that is not 32 hex digits is a usage error.
+  @Test func inspectOpensASniffersCaptureWithItsLTK() async throws {
+    let file = VectorFiles.directory.appendingPathComponent("sniffer-session.pcap").path
+    let (status, out, err) = try await runAncs(["inspect", file, "--ltk", "4C68384139F574D836BCF34E9DFB01BF"])
+    #expect(status == 0, "\(err)")
+    for expected in [
+      "pcap, LE link layer from a sniffer, told as the peripheral's host",
+      "CONNECT_IND from C0:00:00:00:00:01 random (central) to D0:11:22:33:44:55 random (peripheral)",
+      "link encrypted", "Added UID 42", "no rule broken",
+    ] {
+      #expect(out.contains(expected), "\(expected): \(out)")
+    }
+    let (_, plain, _) = try await runAncs(["inspect", file])
+    #expect(plain.contains("give its LTK (--ltk) to read the rest") && !plain.contains("Added UID"), "\(plain)")
+    for key in ["12", "0x4C68384139F574D836BCF34E9DFB01BG"] {
+      let (badStatus, badOut, badErr) = try await runAncs(["inspect", file, "--ltk", key])
+      #expect(badStatus == 2 && badOut.isEmpty, "\(key)")
+      #expect(badErr.split(separator: "\n").count == 1 && badErr.contains("a long-term key is 32 hex digits"))
+    }
+  }
+
   @Test func notACaptureIsOneLineAndExit2() async throws {
     let garbage = temporaryPath("garbage.bin")
     defer { try? FileManager.default.removeItem(atPath: garbage) }

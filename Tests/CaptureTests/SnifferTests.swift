@@ -382,3 +382,16 @@ struct AirSession {
     #expect(malformed.output.isEmpty, "\(malformed.output)")
   }
 }
+
+extension SnifferTests {
+  /// Protocol/vectors/sniffer-session.pcap, the example of `ancs inspect --help`, is the test
+  /// session's air capture (`ANCS_WRITE_VECTORS=1 swift test --filter SnifferTests` writes it).
+  @Test func theVectorFileIsTheTestSessionsAir() throws {
+    let url = VectorFiles.directory.appendingPathComponent("sniffer-session.pcap")
+    let made = try AirSession(packets: Session().packets).pcap
+    if ProcessInfo.processInfo.environment["ANCS_WRITE_VECTORS"] == "1" { try Data(made).write(to: url) }
+    #expect(
+      Array(try Data(contentsOf: url)) == made,
+      "Protocol/vectors/sniffer-session.pcap is not the test session's air: ANCS_WRITE_VECTORS=1 writes it")
+  }
+}

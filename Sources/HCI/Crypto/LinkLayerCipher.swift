@@ -61,7 +61,8 @@ public struct LinkLayerCipher: Hashable, Sendable {
 
   /// One AES block of `flags || nonce || value` (value big-endian in 2 octets).
   private func block(_ flags: UInt8, _ nonce: [UInt8], _ value: Int) -> UInt128 {
-    UInt128(bigEndianBytes: [flags] + nonce + [UInt8(truncatingIfNeeded: value >> 8), UInt8(truncatingIfNeeded: value)])
+    UInt128(
+      bigEndianBytes: [flags] + nonce + [UInt8(truncatingIfNeeded: value >> 8), UInt8(truncatingIfNeeded: value)])
   }
 
   /// CBC-MAC over B0 (flags 0x49: additional data, M = 4, L = 2), the additional data block
