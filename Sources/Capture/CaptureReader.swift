@@ -100,11 +100,23 @@ func hexByte(_ byte: UInt8) -> String {
 struct FileCursor {
   let bytes: [UInt8]
   var offset = 0
+  /// The bytes of one whole block (a pcapng block's body): running out of them is damage,
+  /// not a file still being written.
+  var isBlock = false
+
+  init(bytes: [UInt8], isBlock: Bool = false) {
+    self.bytes = bytes
+    self.isBlock = isBlock
+  }
 
   var remaining: Int { bytes.count - offset }
 
   mutating func take(_ count: Int, _ what: String) throws(CaptureError) -> ArraySlice<UInt8> {
     guard count >= 0, remaining >= count else {
+      if isBlock {
+        throw CaptureError(
+          "\(what) runs past the end of its block (at byte \(offset) of it, \(count) bytes wanted, \(remaining) left)")
+      }
       throw CaptureError(
         "the file ends inside \(what) at byte \(offset) (\(count) bytes wanted, \(remaining) left)", endsEarly: true)
     }

@@ -156,7 +156,7 @@ enum Pcap {
       guard length >= 12, length % 4 == 0 else {
         throw CaptureError("\(what) at byte \(start) says it is \(length) bytes long (a multiple of 4, at least 12)")
       }
-      var body = FileCursor(bytes: Array(try cursor.take(length - 12, "\(what)'s body")))
+      var body = FileCursor(bytes: Array(try cursor.take(length - 12, "\(what)'s body")), isBlock: true)
       _ = try cursor.take(4, "\(what)'s closing length")
       switch type {
       case 1:  // Interface Description

@@ -129,6 +129,26 @@ enum ConformCommand {
       json = try args.value("--json")
       html = try args.value("--html")
       captureDirectory = try args.value("--capture-dir") ?? "conform-captures"
+      // A report that cannot be written is said before the run, not after it.
+      for (option, path) in [("--junit", junit), ("--json", json), ("--html", html)] {
+        if let path { try Self.checkWritable(path, option) }
+      }
+    }
+
+    /// `path` names a file that can be written: not a directory, in a directory this
+    /// process may write to.
+    static func checkWritable(_ path: String, _ option: String) throws(UsageError) {
+      var isDirectory: ObjCBool = false
+      if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue {
+        throw UsageError("\(option) \(path): is a directory, not a file to write the report to")
+      }
+      let directory = URL(fileURLWithPath: path).deletingLastPathComponent().path
+      guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue else {
+        throw UsageError("\(option) \(path): the directory \(directory) does not exist")
+      }
+      guard access(directory, W_OK) == 0 else {
+        throw UsageError("\(option) \(path): cannot write in \(directory) (permissions)")
+      }
     }
 
     var duration: Duration { .milliseconds(Int64(timeout * 1000)) }

@@ -132,20 +132,22 @@ enum InspectCommand {
 
   /// `--follow`: reads the file again whenever it grows (checked every 0.1 s, as `tail -f`
   /// does without inotify) and prints the events of its new whole records; a record cut
-  /// short is read once it is whole. A file that shrinks was started again: so is the story.
+  /// short is read once it is whole. A file that shrinks, or no longer starts with what was
+  /// read (another file put in its place), was started again: so is the story.
   static func followGrowing(_ path: String, json: Bool, keys: [UInt128] = []) async throws {
     var inspector = CaptureInspector()
     var fed = 0
-    var size = -1
+    var read: [UInt8]?
     var followed = ""
     while !Task.isCancelled {
       let bytes = try contents(of: path)
-      if bytes.count != size {
-        if bytes.count < size {
+      if bytes.count != read?.count {
+        if let read, !bytes.starts(with: read) {
           inspector = CaptureInspector()
           fed = 0
+          if !json { printLine("\(path): started again") }
         }
-        size = bytes.count
+        read = bytes
         let format: String
         let records: [HCIRecord]
         do { (format, records) = try CaptureFormat.read(bytes, growing: true, keys: keys) } catch {

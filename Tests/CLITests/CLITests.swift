@@ -53,6 +53,12 @@ struct CLITests {
       (["bench", "--fleet", "10", "--air", "2m,30ms,185,251"], "--fleet goes alone"),
       (["bench", "--notifications", "10"], "--notifications goes with --fleet"),
       (["bench", "--fleet", "10", "--notifications", "-5"], "--notifications"),
+      // A report that cannot be written is said before any case runs.
+      (
+        ["conform", "phone", "--connect", "unix:/tmp/never.sock", "--junit", "/nonexistent/r.xml"],
+        "--junit /nonexistent/r.xml: the directory /nonexistent does not exist"
+      ),
+      (["conform", "phone", "--connect", "unix:/tmp/never.sock", "--html", "/tmp"], "--html /tmp: is a directory"),
     ] as [([String], String)])
   func badUsage(_ arguments: [String], _ expected: String) async throws {
     let (status, out, err) = try await runAncs(arguments)
@@ -464,6 +470,27 @@ struct InspectCommandTests {
     await inspect.line(containing: #"title="Live""#)
     try await quitBoth(watch, phone)
     await inspect.line(containing: "disconnected")
+  }
+
+  /// `--follow` starts the story again when another file takes the capture's place, even a
+  /// longer one: the part read before no longer begins it.
+  @Test func followStartsAgainWhenTheFileIsReplaced() async throws {
+    let vector = try Data(contentsOf: VectorFiles.directory.appendingPathComponent("sniffer-session.pcap"))
+    let capture = temporaryPath("replaced.pcap")
+    defer { try? FileManager.default.removeItem(atPath: capture) }
+    try vector.prefix(2000).write(to: URL(fileURLWithPath: capture))
+    let inspect = try Command(["inspect", "--follow", capture])
+    defer { inspect.terminate() }
+    await inspect.line(containing: "CONNECT_IND from C0:00:00:00:00:01")
+    // The whole capture, its first record a second later, renamed into place.
+    var other = vector
+    other[24] &+= 1
+    let next = temporaryPath("replacement.pcap")
+    try other.write(to: URL(fileURLWithPath: next))
+    #expect(rename(next, capture) == 0)
+    await inspect.line(containing: "started again")
+    await inspect.line(containing: "CONNECT_IND from C0:00:00:00:00:01")
+    await inspect.line(containing: "give its LTK (--ltk) to read the rest")
   }
 
   /// What is not a capture ends in one line and exit code 2.

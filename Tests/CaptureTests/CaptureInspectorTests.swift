@@ -316,6 +316,23 @@ func timeline(_ bytes: [UInt8]) throws -> [CaptureEvent] {
     }
   }
 
+  /// A pcapng block that is all there but says its packet is longer than the block is
+  /// damage, not a file still being written: an error even for `--follow`.
+  @Test func aDamagedBlockIsAnErrorEvenWhileGrowing() throws {
+    var file = Session().pcapng()
+    // The first Enhanced Packet Block follows the 28-byte Section Header and the 32-byte
+    // Interface Description; its captured length is its 21st byte.
+    #expect(file[60..<64] == [6, 0, 0, 0])
+    file.replaceSubrange(80..<84, with: [0xFF, 0xFF, 0, 0])
+    for growing in [false, true] {
+      #expect(
+        throws: CaptureError(
+          "block 3's 65535 bytes of packet runs past the end of its block (at byte 20 of it, 65535 bytes wanted, 28 left)"
+        )
+      ) { _ = try CaptureFormat.read(file, growing: growing) }
+    }
+  }
+
   /// A capture that starts after discovery: ANCS is found by its traffic, and the
   /// notification announced before that is still told.
   @Test func withoutDiscoveryANCSIsFoundByItsTraffic() throws {
