@@ -262,12 +262,13 @@ for answer in answers {
   }
   seeds.add("CaptureBtsnoop", answer.name, [1, 0xFF, 0xFF] + btsnoop)
   seeds.add("CapturePacketLogger", answer.name, [0, 0xFF, 0xFF] + packetLogger)
-  seeds.add("CapturePcap", answer.name, [0, 0xFF, 0xFF] + pcap)
+  // Selector 2: the target writes the magic little-endian, as these fields are.
+  seeds.add("CapturePcap", answer.name, [2, 0xFF, 0xFF] + pcap)
   seeds.add("CapturePcapng", answer.name, [0, 0xFF, 0xFF] + pcapng)
 }
 // An LE sniffer's capture of a whole encrypted session (link type 256), after its magic.
 let sniffer = try Data(contentsOf: vectors.appendingPathComponent("sniffer-session.pcap"))
-seeds.add("CapturePcap", "sniffer-session", [0, 0xFF, 0xFF] + Array(sniffer.dropFirst(4)))
+seeds.add("CapturePcap", "sniffer-session", [2, 0xFF, 0xFF] + Array(sniffer.dropFirst(4)))
 
 // MARK: - Writing
 

@@ -137,7 +137,8 @@ extension SequenceChart {
   static func number(_ value: Double) -> String {
     let thousandths = Int((value * 1000).rounded())
     let fraction = String(abs(thousandths) % 1000)
-    return "\(thousandths / 1000).\(String(repeating: "0", count: 3 - fraction.count))\(fraction)"
+    let sign = thousandths < 0 ? "-" : ""
+    return "\(sign)\(abs(thousandths) / 1000).\(String(repeating: "0", count: 3 - fraction.count))\(fraction)"
   }
 
   /// The chart as one inline SVG element: `host` names the left lane (the side that took

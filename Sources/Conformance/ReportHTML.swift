@@ -62,7 +62,15 @@ extension ConformanceReport {
 
   /// `ANCS/NC/CP/BV-01` → `case-ANCS-NC-CP-BV-01`.
   public static func anchor(_ id: String) -> String {
-    "case-" + String(id.map { $0.isASCII && ($0.isLetter || $0.isNumber) ? $0 : "-" })
+    // ASCII letters, digits and "-" stand for themselves, any other character for its code
+    // point between two "_" ("/" is "_2f_"): two IDs never share an anchor.
+    "case-"
+      + id.unicodeScalars.map { scalar in
+        if scalar.isASCII && (scalar.properties.isAlphabetic || ("0"..."9").contains(scalar) || scalar == "-") {
+          return String(scalar)
+        }
+        return "_" + String(scalar.value, radix: 16) + "_"
+      }.joined()
   }
 
   static func verdictClass(_ verdict: Verdict) -> String {

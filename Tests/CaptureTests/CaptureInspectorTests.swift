@@ -749,16 +749,32 @@ extension IOSCapturesInContainersTests {
   }
 
   /// What a peer put in a title is text in the chart, never markup.
+  /// A timestamp earlier than the capture's first (a damaged record) keeps its sign.
+  @Test func anEarlierTimeIsNegative() throws {
+    let records = Session().packets.prefix(3).enumerated().map { index, packet in
+      HCIRecord(
+        number: index + 1, microseconds: Session.start - Int64(index) * 250_000, sent: packet.sent,
+        kind: packet.h4.first == 4 ? .event : .acl, bytes: Array(packet.h4.dropFirst()))
+    }
+    let svg = SequenceChart(records: records).svg(host: "h", peer: "p")
+    #expect(svg.contains("-0.250") && svg.contains("-0.500"), "\(svg)")
+  }
+
+  /// Text from the capture (a track title the inspector decodes) and the lane names are
+  /// escaped.
   @Test func thePeersTextIsEscaped() throws {
     var session = Session()
     let evil = "<script>alert(1)</script>"
+    let update = EntityUpdate(.title, text: evil, capacity: 182)
     session.packets.insert(
       (
         Btsnoop.h4Packet(
-          attPDU: ATTPDU.writeRequest(WriteRequest(handle: 0x0030, value: Array(evil.utf8))).encoded()), true
-      ), at: 1)
+          attPDU: ATTPDU.handleValueNotification(HandleValueNotification(handle: session.eu, value: update.encoded()))
+            .encoded()), false
+      ), at: session.packets.count - 1)
     let svg = try SequenceChart(capture: session.h4).svg(host: "a & b", peer: "<p>")
     #expect(!svg.contains("<script") && !svg.contains("<p>"))
     #expect(svg.contains("a &amp; b") && svg.contains("&lt;p&gt;"))
+    #expect(svg.contains("track.title = &quot;&lt;script&gt;alert(1)&lt;/script&gt;&quot;"), "\(svg)")
   }
 }

@@ -34,6 +34,14 @@ import Wire
     #expect(page.components(separatedBy: "<script>").count == 2, "one script: the page's own")
   }
 
+  /// Case IDs that differ only in their punctuation keep anchors of their own.
+  @Test func everyCaseHasItsOwnAnchor() {
+    let ids = ["ANCS/NC/CP/BV-03", "ANCS-NC-CP-BV-03", "ANCS.NC.CP.BV.03", "ANCS_NC_CP_BV_03", "ANCS/NC/CP/BV-03 é"]
+    let anchors = ids.map(ConformanceReport.anchor)
+    #expect(Set(anchors).count == ids.count, "\(anchors)")
+    #expect(anchors.allSatisfy { $0.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || "-_".contains($0)) } })
+  }
+
   /// A reason holding markup is shown as text.
   @Test func reasonsAreText() {
     let result = CaseResult(

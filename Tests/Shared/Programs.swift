@@ -20,6 +20,8 @@ public let chromiumPath = programPath("chromium")
 public let tsharkAvailable = tsharkPath != nil
 
 /// Runs a program to completion, returning its status and standard output and error.
+/// Standard error goes to a temporary file, so a program that writes much of it never
+/// blocks on a full pipe while its output is read.
 public func runToCompletion(_ executable: String, _ arguments: [String]) throws -> (
   status: Int32, output: String, error: String
 ) {
@@ -27,13 +29,18 @@ public func runToCompletion(_ executable: String, _ arguments: [String]) throws 
   process.executableURL = URL(fileURLWithPath: executable)
   process.arguments = arguments
   let output = Pipe()
-  let error = Pipe()
+  let errorPath = NSTemporaryDirectory() + "ancs-stderr-\(getpid())-\(UUID().uuidString)"
+  guard FileManager.default.createFile(atPath: errorPath, contents: nil),
+    let error = FileHandle(forWritingAtPath: errorPath)
+  else { throw CocoaError(.fileWriteUnknown) }
+  defer { try? FileManager.default.removeItem(atPath: errorPath) }
   process.standardOutput = output
   process.standardError = error
   try process.run()
+  try? error.close()
   let outputData = output.fileHandleForReading.readDataToEndOfFile()
-  let errorData = error.fileHandleForReading.readDataToEndOfFile()
   process.waitUntilExit()
+  let errorData = FileManager.default.contents(atPath: errorPath) ?? Data()
   return (
     process.terminationStatus, String(decoding: outputData, as: UTF8.self), String(decoding: errorData, as: UTF8.self)
   )
