@@ -49,10 +49,11 @@ struct BumbleInteropTests {
       await serving.value
       #expect(att.mtu == 185)
       #expect(await peer.line(startingWith: "done") != nil)
-      host.close()
-      // The capture holds the whole exchange: the file header and far more than set-up.
+      // The capture holds the whole exchange, written as it happened (before the host closes):
+      // the file header and far more than set-up.
       let size = (try? FileManager.default.attributesOfItem(atPath: capture)[.size] as? Int) ?? 0
       #expect(size > 1000)
+      host.close()
     }
   }
 

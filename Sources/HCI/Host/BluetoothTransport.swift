@@ -179,7 +179,8 @@ extension HCIHost {
     let stream: any HCIByteStream
     let capture: BtsnoopWriter?
     do {
-      capture = try capturePath.map { path throws(LinkError) in try BtsnoopWriter(path: path) }
+      // Written record by record, so `ancs inspect --follow` and btmon can read it as it grows.
+      capture = try capturePath.map { path throws(LinkError) in try BtsnoopWriter(path: path, live: true) }
       stream = try await transport.openStream()
     } catch {
       throw .transport(error)
