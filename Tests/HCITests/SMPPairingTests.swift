@@ -19,13 +19,40 @@ struct PairingRun {
   /// The key the central encrypted with, if the peripheral's matched.
   var encryptedWith: UInt128?
 
-  init(centralSC: Bool = true, peripheralSC: Bool = true, centralOffer: PairingFeatures? = nil) {
+  /// The user at each side: the passkey typed (given the one the other side shows, if it
+  /// shows one) and the answer to a numeric comparison.
+  var types: (LinkRole, UInt32?) -> UInt32? = { _, shown in shown }
+  var confirms: (LinkRole, UInt32) -> Bool = { _, _ in true }
+  /// What each side showed its user.
+  var shown: [LinkRole: UInt32] = [:]
+  var compared: [LinkRole: UInt32] = [:]
+  private var waiting: Set<LinkRole> = []
+
+  init(
+    centralSC: Bool = true, peripheralSC: Bool = true, centralOffer: PairingFeatures? = nil,
+    peripheralOffer: PairingFeatures? = nil
+  ) {
     central = SMPPairing(
       role: .central, local: centralAddress, peer: peripheralAddress,
       offer: centralOffer ?? SMPPairing.justWorks(secureConnections: centralSC))
     peripheral = SMPPairing(
       role: .peripheral, local: peripheralAddress, peer: centralAddress,
-      offer: SMPPairing.justWorks(secureConnections: peripheralSC))
+      offer: peripheralOffer ?? SMPPairing.justWorks(secureConnections: peripheralSC))
+  }
+
+  /// A side that waits for a passkey gets it once the other side shows one (or at once when
+  /// both type).
+  private mutating func answerPasskeys(bothType: Bool) -> [(to: LinkRole, SMPAction)] {
+    var out: [(to: LinkRole, SMPAction)] = []
+    for side in waiting.sorted(by: { $0 == .central && $1 == .peripheral }) {
+      let other: LinkRole = side == .central ? .peripheral : .central
+      guard bothType || shown[other] != nil else { continue }
+      waiting.remove(side)
+      let typed = types(side, shown[other])
+      let produced = side == .central ? central.enterPasskey(typed) : peripheral.enterPasskey(typed)
+      out += produced.map { (other, $0) }
+    }
+    return out
   }
 
   mutating func run(tamper: (SMPPDU, LinkRole) -> SMPPDU = { pdu, _ in pdu }) {
@@ -51,7 +78,17 @@ struct PairingRun {
         queue += peripheral.encryptionChanged(status: status, enabled: matches).map { (.central, $0) }
       case .completed, .failed:
         if from == .central { centralOutcome = action } else { peripheralOutcome = action }
+      case .displayPasskey(let value):
+        shown[from] = value
+      case .requestPasskey:
+        waiting.insert(from)
+      case .requestConfirmation(let value):
+        compared[from] = value
+        let yes = confirms(from, value)
+        queue += (from == .central ? central.confirm(yes) : peripheral.confirm(yes)).map { (to, $0) }
       }
+      let bothType = central.method == .passkeyEntry(.bothInput)
+      queue += answerPasskeys(bothType: bothType)
     }
   }
 
@@ -206,5 +243,166 @@ struct SMPRobustnessTests {
       let waiting = run.central.phase == .failed || run.peripheral.phase == .failed
       #expect(ended || waiting, "round \(round): \(run.central.phase) / \(run.peripheral.phase)")
     }
+  }
+}
+
+/// Vol 3 Part H 2.3.5.1, Table 2.8 as printed: rows the responder's IO capability, columns
+/// the initiator's (DisplayOnly, DisplayYesNo, KeyboardOnly, NoInputNoOutput,
+/// KeyboardDisplay). JW Just Works, NC Numeric Comparison, PI/PR/PB Passkey Entry with the
+/// initiator showing, the responder showing, both typing; "a/b": legacy pairing / Secure
+/// Connections.
+private let table28: [[String]] = [
+  ["JW", "JW", "PR", "JW", "PR"],
+  ["JW", "JW/NC", "PR", "JW", "PR/NC"],
+  ["PI", "PI", "PB", "JW", "PI"],
+  ["JW", "JW", "JW", "JW", "JW"],
+  ["PI", "PI/NC", "PR", "JW", "PI/NC"],
+]
+private let capabilities: [IOCapability] = [
+  .displayOnly, .displayYesNo, .keyboardOnly, .noInputNoOutput, .keyboardDisplay,
+]
+
+private func features(_ io: IOCapability, mitm: Bool, sc: Bool) -> PairingFeatures {
+  SMPPairing.features(ioCapability: io, mitm: mitm, secureConnections: sc)
+}
+
+@Suite("SMP: the pairing methods of Table 2.8, our central against our peripheral")
+struct PairingMethodTests {
+  static func expected(initiator: Int, responder: Int, sc: Bool) -> PairingMethod {
+    let cell = table28[responder][initiator].split(separator: "/")
+    switch sc ? cell.last! : cell.first! {
+    case "NC": return .numericComparison
+    case "PI": return .passkeyEntry(.initiatorDisplays)
+    case "PR": return .passkeyEntry(.responderDisplays)
+    case "PB": return .passkeyEntry(.bothInput)
+    default: return .justWorks
+    }
+  }
+
+  @Test("the method is Table 2.8's when a side asks for MITM, Just Works when none does", arguments: [false, true])
+  func methodFollowsTheTable(sc: Bool) {
+    for (i, initiator) in capabilities.enumerated() {
+      for (r, responder) in capabilities.enumerated() {
+        let request = features(initiator, mitm: true, sc: sc)
+        let response = features(responder, mitm: false, sc: sc)
+        #expect(
+          PairingMethod.choose(request: request, response: response, secureConnections: sc)
+            == Self.expected(initiator: i, responder: r, sc: sc), "\(initiator) against \(responder)")
+        let plain = (features(initiator, mitm: false, sc: sc), features(responder, mitm: false, sc: sc))
+        #expect(PairingMethod.choose(request: plain.0, response: plain.1, secureConnections: sc) == .justWorks)
+      }
+    }
+    var oob = features(.keyboardDisplay, mitm: true, sc: sc)
+    oob.oobDataFlag = 1
+    // OOB: either flag in SC, both in legacy pairing.
+    #expect(
+      PairingMethod.choose(request: oob, response: features(.displayOnly, mitm: true, sc: sc), secureConnections: sc)
+        == (sc ? .outOfBand : .passkeyEntry(.responderDisplays)))
+    #expect(PairingMethod.choose(request: oob, response: oob, secureConnections: sc) == .outOfBand)
+  }
+
+  /// Every pair of IO capabilities, both sides asking for MITM: an authenticated method pairs
+  /// with the passkey shown on one side typed on the other (or the same number confirmed on
+  /// both), both ending with the same key; Just Works is refused.
+  @Test("every pair of IO capabilities with MITM pairs, or is refused for Just Works", arguments: [false, true])
+  func everyPairPairsOrRefuses(sc: Bool) throws {
+    for (i, initiator) in capabilities.enumerated() {
+      for (r, responder) in capabilities.enumerated() {
+        var run = PairingRun(
+          centralOffer: features(initiator, mitm: true, sc: sc),
+          peripheralOffer: features(responder, mitm: true, sc: sc))
+        // Both typing: the user makes one up.
+        run.types = { _, shown in shown ?? 314_159 }
+        run.run()
+        let method = Self.expected(initiator: i, responder: r, sc: sc)
+        let name = "\(initiator) against \(responder), \(sc ? "SC" : "legacy")"
+        // (The responder chooses first, and may refuse before the initiator has.)
+        #expect(run.peripheral.method == method, "\(name)")
+        guard method.authenticated else {
+          #expect(run.centralBond == nil && run.peripheralBond == nil, "\(name)")
+          #expect(
+            run.failedByCentral == [.authenticationRequirements]
+              || run.failedByPeripheral == [.authenticationRequirements], "\(name)")
+          continue
+        }
+        #expect(run.failedByCentral.isEmpty && run.failedByPeripheral.isEmpty, "\(name)")
+        let key = try #require(run.encryptedWith, "\(name)")
+        #expect(run.centralBond?.ltk == run.peripheralBond?.ltk && run.centralBond != nil, "\(name)")
+        if sc { #expect(run.centralBond?.ltk == key, "\(name)") }
+        switch method {
+        case .numericComparison:
+          #expect(run.compared[.central] != nil && run.compared[.central] == run.compared[.peripheral], "\(name)")
+          #expect(run.shown.isEmpty)
+        case .passkeyEntry(.bothInput):
+          #expect(run.shown.isEmpty && run.compared.isEmpty, "\(name)")
+        case .passkeyEntry(let who):
+          let shower: LinkRole = who == .initiatorDisplays ? .central : .peripheral
+          #expect(run.shown.keys.sorted { _, _ in true } == [shower], "\(name)")
+        default: break
+        }
+      }
+    }
+  }
+
+  /// A wrong passkey fails with Confirm Value Failed: in legacy pairing at the confirm
+  /// values; in SC at the round of the first bit that differs.
+  @Test("a wrong passkey fails with Confirm Value Failed (0x04)", arguments: [false, true])
+  func wrongPasskey(sc: Bool) {
+    var run = PairingRun(
+      centralOffer: features(.keyboardOnly, mitm: true, sc: sc),
+      peripheralOffer: features(.displayOnly, mitm: true, sc: sc))
+    run.types = { _, shown in (shown ?? 0) ^ 0b10_0000 }  // bit 5: round 6
+    run.run()
+    #expect(run.encryptedWith == nil && run.centralBond == nil)
+    #expect(run.failedByCentral + run.failedByPeripheral == [.confirmValueFailed])
+    if sc, case .failed(.refused(_, let detail))? = run.peripheralOutcome {
+      #expect(detail.contains("round 6"), "\(detail)")
+    } else if sc {
+      Issue.record("the peripheral did not refuse: \(String(describing: run.peripheralOutcome))")
+    }
+  }
+
+  @Test("no passkey typed fails with Passkey Entry Failed (0x01); one over six digits too")
+  func noPasskey() {
+    for typed: UInt32? in [nil, 1_000_000] {
+      var run = PairingRun(
+        centralOffer: features(.keyboardDisplay, mitm: true, sc: true),
+        peripheralOffer: features(.displayOnly, mitm: true, sc: true))
+      run.types = { _, _ in typed }
+      run.run()
+      #expect(run.failedByCentral == [.passkeyEntryFailed] && run.failedByPeripheral.isEmpty)
+      #expect(run.peripheralOutcome == .failed(.peerFailed(.passkeyEntryFailed)))
+    }
+  }
+
+  @Test(
+    "numbers said to differ fail with Numeric Comparison Failed (0x0C), from either side",
+    arguments: [LinkRole.central, .peripheral])
+  func numbersDiffer(on side: LinkRole) {
+    var run = PairingRun(
+      centralOffer: features(.keyboardDisplay, mitm: true, sc: true),
+      peripheralOffer: features(.displayYesNo, mitm: true, sc: true))
+    run.confirms = { who, _ in who != side }
+    run.run()
+    #expect(run.encryptedWith == nil)
+    #expect((side == .central ? run.failedByCentral : run.failedByPeripheral) == [.numericComparisonFailed])
+  }
+
+  /// MITM asked by one side only, against a peer with no input or output: that side refuses.
+  @Test(
+    "one side asking MITM against NoInputNoOutput refuses with Authentication Requirements",
+    arguments: [LinkRole.central, .peripheral])
+  func mitmAgainstNoInputNoOutput(asker: LinkRole) {
+    let asking = features(.keyboardDisplay, mitm: true, sc: true)
+    let plain = features(.noInputNoOutput, mitm: false, sc: true)
+    var run = PairingRun(
+      centralOffer: asker == .central ? asking : plain, peripheralOffer: asker == .peripheral ? asking : plain)
+    run.run()
+    #expect((asker == .central ? run.failedByCentral : run.failedByPeripheral) == [.authenticationRequirements])
+    #expect(run.encryptedWith == nil)
+  }
+
+  @Test func passkeysShowSixDigits() {
+    #expect(SMPPairing.sixDigits(42) == "000042" && SMPPairing.sixDigits(999_999) == "999999")
   }
 }

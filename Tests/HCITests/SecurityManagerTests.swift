@@ -51,6 +51,9 @@ private func runPeer(_ engine: inout SMPPairing, fake: FakeController, initial: 
       fake.send(.encryptionChange(EncryptionChange(connectionHandle: 0x0040, encryptionEnabled: matches ? 1 : 0)))
       pending += engine.encryptionChanged(status: .success, enabled: matches)
     case .completed, .failed: return action
+    case .displayPasskey, .requestPasskey, .requestConfirmation:
+      Issue.record("a Just Works peer asked its user: \(action)")
+      return action
     }
   }
 }

@@ -16,6 +16,14 @@ one line per step ("found ...", "mtu ...", "read ...", "disconnected ..."), and 
                                        pairs Just Works (bonding, mitm=False, SC or legacy)
                                        when the Swift central asks, and then accepts a second
                                        connection that encrypts with the bond.
+    python bumble_peer.py pair-peripheral sc|legacy passkey
+                                       As pair-peripheral, once, but Bumble asks for MITM
+                                       protection and shows a passkey ("passkey 123456"):
+                                       DisplayOnly, so the Swift central types it (Passkey
+                                       Entry).
+    python bumble_peer.py pair-peripheral sc numeric
+                                       The same with DisplayYesNo: Numeric Comparison; Bumble
+                                       says the number it shows ("compare 012345") and agrees.
     python bumble_peer.py pair-peripheral sc|legacy forget
                                        The same, but Bumble forgets its bonds ("forgot")
                                        before the second connection, as a reset accessory
@@ -281,6 +289,33 @@ def use_just_works(device: Device, sc: bool):
         mitm=False,
         bonding=True,
         delegate=PairingDelegate(io_capability=PairingDelegate.NO_OUTPUT_NO_INPUT),
+    )
+
+
+class ShowingDelegate(PairingDelegate):
+    """An accessory with a display: it shows a fixed passkey (Passkey Entry), or shows the
+    number of a Numeric Comparison and agrees, saying each."""
+
+    def __init__(self, io_capability):
+        super().__init__(io_capability=io_capability)
+
+    async def generate_passkey(self) -> int:
+        return 123456
+
+    async def display_number(self, number: int, digits: int) -> None:
+        say('passkey', f'{number:06d}')
+
+    async def compare_numbers(self, number: int, digits: int) -> bool:
+        say('compare', f'{number:06d}')
+        return True
+
+
+def use_mitm(device: Device, sc: bool, numeric: bool):
+    """Pairing as an accessory with a screen does it: MITM, bonding; DisplayOnly (the
+    central types the passkey shown) or DisplayYesNo (Numeric Comparison in SC)."""
+    io = PairingDelegate.DISPLAY_OUTPUT_AND_YES_NO_INPUT if numeric else PairingDelegate.DISPLAY_OUTPUT_ONLY
+    device.pairing_config_factory = lambda connection: PairingConfig(
+        sc=sc, mitm=True, bonding=True, delegate=ShowingDelegate(io)
     )
 
 
@@ -854,7 +889,7 @@ async def radio(uart: bool):
     await asyncio.get_running_loop().create_future()
 
 
-async def main(role: str, mode: str | None, forget: bool = False):
+async def main(role: str, mode: str | None, forget: bool = False, method: str | None = None):
     if role == 'radio':
         await radio(mode == 'uart')
         return
@@ -884,6 +919,9 @@ async def main(role: str, mode: str | None, forget: bool = False):
             await bumble_ams_client(device)
         elif role == 'ams-phone':
             await bumble_ams_phone(device)
+        elif role == 'pair-peripheral' and method:
+            use_mitm(device, mode == 'sc', method == 'numeric')
+            await bumble_peripheral(device, connections=1, encrypted=True)
         elif role == 'pair-peripheral':
             use_just_works(device, mode == 'sc')
             await bumble_peripheral(
@@ -915,12 +953,24 @@ if __name__ == '__main__':
         and arguments[1] in ('sc', 'legacy')
         and arguments[2:] in ([], ['forget'])
     )
+    mitm = (
+        len(arguments) == 3
+        and arguments[0] == 'pair-peripheral'
+        and (arguments[1:] in (['sc', 'passkey'], ['legacy', 'passkey'], ['sc', 'numeric']))
+    )
     ancs_client = len(arguments) == 2 and arguments[0] == 'ancs-client' and arguments[1].isdigit()
     accessory = len(arguments) == 2 and arguments[0] == 'ancs-accessory'
-    if not (simple or uart or pairing or ancs_client or accessory):
+    if not (simple or uart or pairing or mitm or ancs_client or accessory):
         sys.exit(
             'usage: bumble_peer.py central|peripheral|parameters-peripheral|radio [uart]'
-            '|pair-central MODE [forget]|pair-peripheral MODE [forget]'
+            '|pair-central MODE [forget]|pair-peripheral MODE [forget|passkey|numeric]'
             '|ancs-client COUNT|ams-client|ams-phone|ancs-accessory TRANSPORT'
         )
-    asyncio.run(main(arguments[0], arguments[1] if len(arguments) >= 2 else None, arguments[2:] == ['forget']))
+    asyncio.run(
+        main(
+            arguments[0],
+            arguments[1] if len(arguments) >= 2 else None,
+            arguments[2:] == ['forget'],
+            arguments[2] if mitm else None,
+        )
+    )

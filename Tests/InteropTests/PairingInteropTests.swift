@@ -14,6 +14,57 @@ import Wire
   .enabled(if: bumblePython != nil, "needs python3 -m venv and PyPI to install bumble (scripts/bumble-venv.sh)"),
   .timeLimit(scaledMinutes(1)))
 struct BumblePairingTests {
+  /// Issue #16 (1, 6): MITM pairing against Bumble's SMP, our central KeyboardDisplay as an
+  /// iPhone is: Bumble shows a passkey (DisplayOnly) that our side types, in SC and legacy
+  /// pairing; Bumble compares a number (DisplayYesNo, SC) that our side confirms; a wrong
+  /// passkey ends in Bumble's Confirm Value Failed.
+  @Test(
+    "our central pairs with MITM: Passkey Entry (SC, legacy), Numeric Comparison, and a wrong passkey",
+    arguments: [
+      ("passkey", true, 123_456), ("passkey", false, 123_456), ("numeric", true, 0), ("passkey", true, 654_321),
+    ])
+  func centralPairsWithMITM(method: String, secureConnections: Bool, passkey: UInt32) async throws {
+    let wrong = method == "passkey" && passkey != 123_456
+    // What our side showed its user.
+    let said = Locked<[String]>([])
+    let logger = Logger(level: .info) { _, line in said.withLock { $0.append(line) } }
+    let iPhone: (inout SMPSecurityManager.Options) -> Void = { options in
+      options.ioCapability = .keyboardDisplay
+      options.mitm = true
+      options.passkey = passkey
+      options.confirmsNumbers = true
+    }
+    try await withPairing(
+      "pair-peripheral", method, secureConnections: secureConnections, bonds: "mitm-\(method)-\(passkey)",
+      options: iPhone, logger: logger
+    ) { peer, rig in
+      let (connection, _) = try await rig.host.connect(scanningFor: .solicits([ancs]), timeout: .seconds(20))
+      let (client, handle, running) = try await testCharacteristic(on: connection)
+      if wrong {
+        let error = await #expect(throws: BearerError.self) { _ = try await connection.pair(.encrypted) }
+        #expect("\(error.map { "\($0)" } ?? "")".contains("the peer sent Pairing Failed confirmValueFailed"))
+        #expect(rig.store.bond(for: connection.peer) == nil)
+      } else {
+        #expect(try await connection.pair(.encrypted) == .encrypted)
+        #expect(try await client.read(handle) == Array("hello from bumble".utf8))
+        #expect(rig.store.bond(for: connection.peer) != nil)
+      }
+      let shown = await peer.line(startingWith: method == "numeric" ? "compare" : "passkey")
+      #expect(shown?.split(separator: " ").last?.count == 6, "\(peer.transcript)")
+      if method == "passkey" { #expect(shown == "passkey 123456") }
+      if method == "numeric", let number = shown?.split(separator: " ").last {
+        // Both sides showed the same number: our g2 is Bumble's.
+        #expect(
+          said.withLock { $0 }.contains { $0.hasSuffix("numeric comparison: \(number)") }, "\(said.withLock { $0 })")
+      }
+      if !wrong {
+        #expect(await peer.line(startingWith: "paired") == (secureConnections ? "paired ltk" : "paired legacy"))
+      }
+      try? await connection.disconnect()
+      await running.value
+    }
+  }
+
   @Test(
     "our central pairs with a Bumble peripheral, reads a value that needs encryption, and reconnects with the bond",
     arguments: [true, false])
@@ -186,6 +237,7 @@ private struct PairingRig {
 /// (`bonds` names it), removed afterwards.
 private func withPairing(
   _ role: String, _ extra: String = "", secureConnections: Bool, bonds: String, disconnectOnKeyMissing: Bool = false,
+  options configure: (inout SMPSecurityManager.Options) -> Void = { _ in }, logger: Logger = .none,
   _ body: (BumblePeer, PairingRig) async throws -> Void
 ) async throws {
   let mode = secureConnections ? "sc" : "legacy"
@@ -194,7 +246,8 @@ private func withPairing(
     let path = "/tmp/ancs-interop-\(getpid())-bonds-\(bonds)-\(mode).json"
     defer { unlink(path) }
     let (host, setup, store) = try await pairingHost(
-      port: port, bondFile: path, secureConnections: secureConnections, disconnectOnKeyMissing: disconnectOnKeyMissing)
+      port: port, bondFile: path, secureConnections: secureConnections, disconnectOnKeyMissing: disconnectOnKeyMissing,
+      options: configure, logger: logger)
     defer { host.close() }
     try await body(peer, PairingRig(host: host, setup: setup, store: store, port: port, bondFile: path))
   }
@@ -202,13 +255,14 @@ private func withPairing(
 
 private func pairingHost(
   port: UInt16, bondFile: String, secureConnections: Bool, randomAddress: BDAddress? = nil,
-  disconnectOnKeyMissing: Bool = false
+  disconnectOnKeyMissing: Bool = false, options configure: (inout SMPSecurityManager.Options) -> Void = { _ in },
+  logger: Logger = .none
 ) async throws -> (HCIHost, ControllerSetup, BondStore) {
   let store = try BondStore(path: bondFile)
-  let security = SMPSecurityManager(
-    store: store,
-    options: SMPSecurityManager.Options(
-      secureConnections: secureConnections, disconnectOnKeyMissing: disconnectOnKeyMissing))
+  var options = SMPSecurityManager.Options(
+    secureConnections: secureConnections, disconnectOnKeyMissing: disconnectOnKeyMissing)
+  configure(&options)
+  let security = SMPSecurityManager(store: store, options: options, logger: logger)
   let (host, setup) = try await HCIHost.open(
     transport: .hciTCP(host: "127.0.0.1", port: port), security: security, randomAddress: randomAddress)
   return (host, setup, store)

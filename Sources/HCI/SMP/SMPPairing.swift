@@ -33,12 +33,24 @@ public enum SMPAction: Hashable, Sendable {
   case completed(Bond?)
   /// The procedure ended without keys (any Pairing Failed to send comes first, as `.send`).
   case failed(SMPPairingError)
+  /// Passkey Entry, this side shows: show the user this passkey (0 to 999999, six digits).
+  case displayPasskey(UInt32)
+  /// Passkey Entry, this side types: ask the user for the passkey the peer shows, and
+  /// answer with `enterPasskey(_:)`.
+  case requestPasskey
+  /// Numeric Comparison: show the user this number (six digits) and ask whether the peer
+  /// shows the same; answer with `confirm(_:)`.
+  case requestConfirmation(UInt32)
 }
 
-/// One Just Works pairing procedure on one connection (Vol 3 Part H 2.3 to 2.4), as a plain
-/// value: each input (a PDU, an Encryption Change, a Long Term Key request) returns the actions
-/// to take. LE legacy pairing (TK = 0) or LE Secure Connections when both Pairing Request and
-/// Response set the SC bit. No I/O, no clock: the 30-second timer belongs to the shell.
+/// One pairing procedure on one connection (Vol 3 Part H 2.3 to 2.4), as a plain value: each
+/// input (a PDU, an Encryption Change, a Long Term Key request, the user's passkey or answer)
+/// returns the actions to take. LE legacy pairing, or LE Secure Connections when both Pairing
+/// Request and Response set the SC bit; Just Works, Passkey Entry (TK = the passkey in legacy
+/// pairing, 20 rounds of a confirm value per passkey bit in SC) or Numeric Comparison as the
+/// two sides' IO capabilities, OOB flags and MITM bits choose (`PairingMethod`). A side that
+/// asks for MITM protection refuses Just Works (Authentication Requirements). No I/O, no
+/// clock: the 30-second timer belongs to the shell.
 public struct SMPPairing: Sendable {
   public enum Phase: Hashable, Sendable {
     /// Peripheral: no Pairing Request yet; central: not started.
@@ -76,6 +88,31 @@ public struct SMPPairing: Sendable {
   public private(set) var response: PairingFeatures?
   /// True once both sides set the SC bit.
   public private(set) var secureConnections = false
+  /// The method, once both features are known.
+  public private(set) var method: PairingMethod?
+  /// Passkey Entry: the passkey shown or typed here, once known.
+  private var passkey: UInt32?
+  /// The step waiting for the user's passkey or answer.
+  private var waitingForUser: UserStep?
+  /// Numeric Comparison: the user said the numbers match.
+  private var userConfirmed = false
+  /// SC Passkey Entry: the round (0 to 19) and its bit.
+  private var round = 0
+  /// Numeric Comparison, responder: the DHKey check that came before the user's answer.
+  private var heldCheck: UInt128?
+
+  private enum UserStep: Hashable, Sendable {
+    /// Legacy initiator: Mconfirm waits for TK.
+    case legacyConfirm
+    /// Legacy responder: Sconfirm waits for TK (Mconfirm is in `peerConfirm`).
+    case legacyResponderConfirm
+    /// SC Passkey Entry initiator: round 0 waits for the passkey.
+    case firstRound
+    /// SC Passkey Entry responder: Cai is in `peerConfirm`, its answer waits for the passkey.
+    case roundAnswer
+    /// Numeric Comparison: the DHKey check waits for the user's answer.
+    case comparison
+  }
   /// The STK (legacy) or LTK (SC) that encrypts the link, masked to the key size.
   public private(set) var key: UInt128?
   private var keySize: UInt8 = 16
@@ -109,11 +146,25 @@ public struct SMPPairing: Sendable {
   /// The Pairing Request of a Just Works central: no input or output, bonding, SC if wanted;
   /// it sends `sentKeys` and asks for `acceptedKeys`.
   public static func justWorks(secureConnections: Bool, bonding: Bool = true) -> PairingFeatures {
+    features(ioCapability: .noInputNoOutput, mitm: false, secureConnections: secureConnections, bonding: bonding)
+  }
+
+  /// The features of a side with `ioCapability`, asking for MITM protection or not.
+  public static func features(ioCapability: IOCapability, mitm: Bool, secureConnections: Bool, bonding: Bool = true)
+    -> PairingFeatures
+  {
     var authReq: AuthReq = bonding ? .bonding : []
     if secureConnections { authReq.insert(.secureConnections) }
+    if mitm { authReq.insert(.mitm) }
     return PairingFeatures(
-      ioCapability: .noInputNoOutput, authReq: authReq, initiatorKeyDistribution: sentKeys,
+      ioCapability: ioCapability, authReq: authReq, initiatorKeyDistribution: sentKeys,
       responderKeyDistribution: acceptedKeys)
+  }
+
+  /// A passkey or comparison value as the user sees it: six digits, leading zeros kept.
+  public static func sixDigits(_ value: UInt32) -> String {
+    let digits = String(value % 1_000_000)
+    return String(repeating: "0", count: 6 - digits.count) + digits
   }
 
   /// - Parameters:
@@ -158,12 +209,63 @@ public struct SMPPairing: Sendable {
       return [.failed(.peerFailed(reason))]
     }
     if case .keypressNotification = pdu { return [] }
+    return attempt { (self: inout SMPPairing) throws(SMPPairingError) in try self.step(pdu) }
+  }
+
+  /// The passkey the user typed for `requestPasskey` (0 to 999999); nil when they gave up
+  /// (Pairing Failed, Passkey Entry Failed).
+  public mutating func enterPasskey(_ value: UInt32?) -> [SMPAction] {
+    guard phase != .complete, phase != .failed, passkey == nil, case .passkeyEntry? = method else { return [] }
+    return attempt { (self: inout SMPPairing) throws(SMPPairingError) in
+      guard let value, value <= 999_999 else {
+        throw .refused(.passkeyEntryFailed, value == nil ? "no passkey was entered" : "\(value ?? 0) is not six digits")
+      }
+      self.passkey = value
+      return try self.resume()
+    }
+  }
+
+  /// The user's answer to `requestConfirmation`: no ends the pairing (Pairing Failed, Numeric
+  /// Comparison Failed).
+  public mutating func confirm(_ matches: Bool) -> [SMPAction] {
+    guard phase != .complete, phase != .failed, method == .numericComparison, !userConfirmed else { return [] }
+    return attempt { (self: inout SMPPairing) throws(SMPPairingError) in
+      guard matches else { throw .refused(.numericComparisonFailed, "the user said the numbers differ") }
+      self.userConfirmed = true
+      return try self.resume()
+    }
+  }
+
+  /// Runs `body`; a refusal ends the procedure with Pairing Failed.
+  private mutating func attempt(_ body: (inout SMPPairing) throws(SMPPairingError) -> [SMPAction]) -> [SMPAction] {
     do throws(SMPPairingError) {
-      return try step(pdu)
+      return try body(&self)
     } catch {
       phase = .failed
       if case .refused(let reason, _) = error { return [.send(.pairingFailed(reason)), .failed(error)] }
       return [.failed(error)]
+    }
+  }
+
+  /// The step that waited for the user, now that the answer is here.
+  private mutating func resume() throws(SMPPairingError) -> [SMPAction] {
+    guard let step = waitingForUser else { return [] }
+    waitingForUser = nil
+    switch step {
+    case .legacyConfirm:
+      localRandom = Self.random()
+      phase = .awaitingConfirm
+      return [.send(.pairingConfirm(try legacyConfirm(localRandom)))]
+    case .legacyResponderConfirm:
+      localRandom = Self.random()
+      phase = .awaitingRandom
+      return [.send(.pairingConfirm(try legacyConfirm(localRandom)))]
+    case .firstRound:
+      return try roundConfirm()
+    case .roundAnswer:
+      return try roundConfirm()
+    case .comparison:
+      return try compared()
     }
   }
 
@@ -206,20 +308,38 @@ public struct SMPPairing: Sendable {
       return try responded(features)
     case (.awaitingPublicKey, .pairingPublicKey(let key)):
       return try publicKey(key)
-    case (.awaitingConfirm, .pairingConfirm(let value)):
+    case (.awaitingConfirm, .pairingConfirm(let value)) where waitingForUser == nil:
       peerConfirm = value
       if role == .central {
         phase = .awaitingRandom
         return [.send(.pairingRandom(localRandom))]
       }
-      // Legacy responder: Sconfirm follows Mconfirm.
+      if secureConnections {
+        // SC Passkey Entry responder: Cbi answers Cai, once the passkey is known.
+        guard passkey != nil else {
+          waitingForUser = .roundAnswer
+          return []
+        }
+        return try roundConfirm()
+      }
+      // Legacy responder: Sconfirm follows Mconfirm, once TK is known.
+      guard isPasskeyEntry == false || passkey != nil else {
+        waitingForUser = .legacyResponderConfirm
+        return []
+      }
       localRandom = Self.random()
       phase = .awaitingRandom
       return [.send(.pairingConfirm(try legacyConfirm(localRandom)))]
     case (.awaitingRandom, .pairingRandom(let value)):
       peerRandom = value
+      if secureConnections && isPasskeyEntry { return try roundRandom() }
       return secureConnections ? try scRandom() : try legacyRandom()
-    case (.awaitingDHKeyCheck, .pairingDHKeyCheck(let value)):
+    case (.awaitingDHKeyCheck, .pairingDHKeyCheck(let value)) where heldCheck == nil:
+      if method == .numericComparison && !userConfirmed {
+        // The responder answers once its user has compared the numbers too.
+        heldCheck = value
+        return []
+      }
       return try dhKeyCheck(value)
     case (.distributing, _):
       return try distributed(pdu)
@@ -238,7 +358,7 @@ public struct SMPPairing: Sendable {
     self.response = response
     try negotiate()
     phase = secureConnections ? .awaitingPublicKey : .awaitingConfirm
-    return [.send(.pairingResponse(response))]
+    return [.send(.pairingResponse(response))] + passkeyActions()
   }
 
   private mutating func responded(_ features: PairingFeatures) throws(SMPPairingError) -> [SMPAction] {
@@ -248,13 +368,34 @@ public struct SMPPairing: Sendable {
       features.responderKeyDistribution.isSubset(of: request.responderKeyDistribution)
     else { throw .refused(.invalidParameters, "the Pairing Response asks for keys the request did not offer") }
     try negotiate()
+    let user = passkeyActions()
     if secureConnections {
       phase = .awaitingPublicKey
-      return [.send(.pairingPublicKey(try ownKeyPair().publicKey))]
+      return [.send(.pairingPublicKey(try ownKeyPair().publicKey))] + user
+    }
+    guard !isPasskeyEntry || passkey != nil else {
+      phase = .awaitingConfirm
+      waitingForUser = .legacyConfirm
+      return user
     }
     localRandom = Self.random()
     phase = .awaitingConfirm
-    return [.send(.pairingConfirm(try legacyConfirm(localRandom)))]
+    return user + [.send(.pairingConfirm(try legacyConfirm(localRandom)))]
+  }
+
+  private var isPasskeyEntry: Bool {
+    if case .passkeyEntry? = method { return true }
+    return false
+  }
+
+  /// Passkey Entry: this side shows a new passkey, or asks the user for one.
+  private mutating func passkeyActions() -> [SMPAction] {
+    guard case .passkeyEntry(let entry)? = method else { return [] }
+    let shows = entry == .initiatorDisplays ? role == .central : entry == .responderDisplays && role == .peripheral
+    guard shows else { return [.requestPasskey] }
+    let value = UInt32.random(in: 0...999_999)
+    passkey = value
+    return [.displayPasskey(value)]
   }
 
   /// Key size and method, common to both roles once request and response are known.
@@ -264,10 +405,16 @@ public struct SMPPairing: Sendable {
     guard keySize >= 7, request.maxEncryptionKeySize <= 16, response.maxEncryptionKeySize <= 16 else {
       throw .refused(.encryptionKeySize, "maximum encryption key size \(keySize) is outside 7...16")
     }
-    if request.oobDataFlag != 0 && response.oobDataFlag != 0 {
-      throw .refused(.oobNotAvailable, "no OOB data here")
-    }
     secureConnections = request.authReq.contains(.secureConnections) && response.authReq.contains(.secureConnections)
+    let chosen = PairingMethod.choose(request: request, response: response, secureConnections: secureConnections)
+    method = chosen
+    if chosen == .outOfBand { throw .refused(.oobNotAvailable, "no OOB data here") }
+    if offer.authReq.contains(.mitm) && !chosen.authenticated {
+      throw .refused(
+        .authenticationRequirements,
+        "this side requires MITM protection, and the IO capabilities (\(request.ioCapability), "
+          + "\(response.ioCapability)) allow Just Works only")
+    }
   }
 
   private mutating func publicKey(_ key: P256PublicKey) throws(SMPPairingError) -> [SMPAction] {
@@ -282,6 +429,19 @@ public struct SMPPairing: Sendable {
     }
     peerPublicKey = key
     localRandom = Self.random()
+    if isPasskeyEntry {
+      // 20 rounds, the initiator's confirm value first (2.3.5.6.3).
+      if role == .peripheral {
+        phase = .awaitingConfirm
+        return [.send(.pairingPublicKey(pair.publicKey))]
+      }
+      guard passkey != nil else {
+        phase = .awaitingConfirm
+        waitingForUser = .firstRound
+        return []
+      }
+      return try roundConfirm()
+    }
     if role == .central {
       phase = .awaitingConfirm
       return []
@@ -300,8 +460,9 @@ public struct SMPPairing: Sendable {
     }
     let (centralRandom, peripheralRandom) = role == .central ? (localRandom, peerRandom) : (peerRandom, localRandom)
     // STK = s1(TK, Srand, Mrand) (2.3.5.5).
+    let tk = self.tk
     let stk = try crypto { () throws(CryptoError) in
-      try SMPToolbox.s1(k: 0, r1: peripheralRandom, r2: centralRandom)
+      try SMPToolbox.s1(k: tk, r1: peripheralRandom, r2: centralRandom)
     }
     key = masked(stk)
     phase = .awaitingEncryption
@@ -325,15 +486,85 @@ public struct SMPPairing: Sendable {
     } else {
       actions.append(.send(.pairingRandom(localRandom)))
     }
+    try deriveKeys(na: na, nb: nb, dhKey: dhKey)
+    if method == .numericComparison {
+      // Va = g2(PKax, PKbx, Na, Nb) mod 10^6, shown on both sides (2.3.5.6.2).
+      let (pka, pkb) = role == .central ? (pair.publicKey.x, peerKey.x) : (peerKey.x, pair.publicKey.x)
+      let value = try crypto { () throws(CryptoError) in try SMPToolbox.g2(u: pka, v: pkb, x: na, y: nb) }
+      waitingForUser = .comparison
+      return actions + [.requestConfirmation(value % 1_000_000)]
+    }
+    if role == .central { actions += try initiatorCheck() }
+    return actions
+  }
+
+  /// MacKey and LTK = f5(DHKey, Na, Nb, A, B); the DHKey check is next.
+  private mutating func deriveKeys(na: UInt128, nb: UInt128, dhKey: P256Value) throws(SMPPairingError) {
     let (a, b) = (initiator, responder)
     let keys = try crypto { () throws(CryptoError) in try SMPToolbox.f5(w: dhKey, n1: na, n2: nb, a1: a, a2: b) }
     macKey = keys.macKey
     key = masked(keys.ltk)
     phase = .awaitingDHKeyCheck
-    if role == .central {
-      let ea = try check(n1: na, n2: nb, ioCap: request?.ioCap ?? 0, a1: a, a2: b)
-      actions.append(.send(.pairingDHKeyCheck(ea)))
+  }
+
+  /// The initiator's Ea = f6(MacKey, Na, Nb, rb, IOcapA, A, B).
+  private func initiatorCheck() throws(SMPPairingError) -> [SMPAction] {
+    let ea = try check(n1: localRandom, n2: peerRandom, ioCap: request?.ioCap ?? 0, a1: initiator, a2: responder)
+    return [.send(.pairingDHKeyCheck(ea))]
+  }
+
+  /// Numeric Comparison, once the user said the numbers match: the initiator sends Ea; the
+  /// responder checks an Ea that came before the answer.
+  private mutating func compared() throws(SMPPairingError) -> [SMPAction] {
+    if role == .central { return try initiatorCheck() }
+    guard let held = heldCheck else { return [] }
+    heldCheck = nil
+    return try dhKeyCheck(held)
+  }
+
+  // MARK: SC Passkey Entry (2.3.5.6.3)
+
+  /// This round's bit of the passkey, as f4's Z: 0x80 or 0x81.
+  private var roundBit: UInt8 { 0x80 | UInt8((passkey ?? 0) >> UInt32(round) & 1) }
+
+  /// The initiator opens a round with Cai = f4(PKax, PKbx, Nai, rai); the responder answers
+  /// Cai with Cbi = f4(PKbx, PKax, Nbi, rbi).
+  private mutating func roundConfirm() throws(SMPPairingError) -> [SMPAction] {
+    guard let pair = keyPair, let peerKey = peerPublicKey else {
+      throw .refused(.unspecifiedReason, "a passkey round before the public keys")
     }
+    localRandom = Self.random()
+    let (random, z) = (localRandom, roundBit)
+    let confirm = try crypto { () throws(CryptoError) in
+      try SMPToolbox.f4(u: pair.publicKey.x, v: peerKey.x, x: random, z: z)
+    }
+    phase = role == .central ? .awaitingConfirm : .awaitingRandom
+    return [.send(.pairingConfirm(confirm))]
+  }
+
+  /// The peer's Ni: its confirm value must match (else the passkeys differ); the responder
+  /// then reveals Nbi; after round 20 the keys follow from the last Na and Nb.
+  private mutating func roundRandom() throws(SMPPairingError) -> [SMPAction] {
+    guard let pair = keyPair, let peerKey = peerPublicKey, let dhKey else {
+      throw .refused(.unspecifiedReason, "Pairing Random before the public keys")
+    }
+    let (random, z) = (peerRandom, roundBit)
+    let expected = try crypto { () throws(CryptoError) in
+      try SMPToolbox.f4(u: peerKey.x, v: pair.publicKey.x, x: random, z: z)
+    }
+    guard expected == peerConfirm else {
+      throw .refused(.confirmValueFailed, "round \(round + 1) of the passkey: the peer's confirm value does not match")
+    }
+    var actions: [SMPAction] = role == .peripheral ? [.send(.pairingRandom(localRandom))] : []
+    round += 1
+    guard round == 20 else {
+      if role == .central { return try roundConfirm() }
+      phase = .awaitingConfirm
+      return actions
+    }
+    let (na, nb) = role == .central ? (localRandom, peerRandom) : (peerRandom, localRandom)
+    try deriveKeys(na: na, nb: nb, dhKey: dhKey)
+    if role == .central { actions += try initiatorCheck() }
     return actions
   }
 
@@ -354,12 +585,13 @@ public struct SMPPairing: Sendable {
     return [.send(.pairingDHKeyCheck(eb))]
   }
 
+  /// f6 with r = the passkey for Passkey Entry, 0 otherwise (2.3.5.6.5).
   private func check(n1: UInt128, n2: UInt128, ioCap: UInt32, a1: DeviceAddress, a2: DeviceAddress)
     throws(SMPPairingError) -> UInt128
   {
-    let macKey = self.macKey
+    let (macKey, r) = (self.macKey, isPasskeyEntry ? tk : 0)
     return try crypto { () throws(CryptoError) in
-      try SMPToolbox.f6(w: macKey, n1: n1, n2: n2, r: 0, ioCap: ioCap, a1: a1, a2: a2)
+      try SMPToolbox.f6(w: macKey, n1: n1, n2: n2, r: r, ioCap: ioCap, a1: a1, a2: a2)
     }
   }
 
@@ -442,12 +674,15 @@ public struct SMPPairing: Sendable {
     return pair
   }
 
-  /// c1 with TK = 0 (Just Works), the addresses of the connection.
+  /// TK (2.3.5.3): the passkey for Passkey Entry, 0 for Just Works.
+  private var tk: UInt128 { UInt128(passkey ?? 0) }
+
+  /// c1 with TK, the addresses of the connection.
   private func legacyConfirm(_ random: UInt128) throws(SMPPairingError) -> UInt128 {
     guard let request, let response else { throw .refused(.unspecifiedReason, "confirm before the features") }
-    let (a, b) = (initiator, responder)
+    let (a, b, tk) = (initiator, responder, tk)
     return try crypto { () throws(CryptoError) in
-      try SMPToolbox.c1(k: 0, r: random, preq: request, pres: response, initiator: a, responder: b)
+      try SMPToolbox.c1(k: tk, r: random, preq: request, pres: response, initiator: a, responder: b)
     }
   }
 

@@ -30,16 +30,33 @@ public final class SMPSecurityManager: HCISecurityManager {
     /// Peripheral: pairs again with a central it already has a bond with (replacing the
     /// bond); false answers Pairing Failed, Unspecified Reason.
     public var acceptRepairing: Bool
+    /// What this side can show and type (Vol 3 Part H 2.3.2): with MITM, the pairing
+    /// method follows from it and the peer's.
+    public var ioCapability: IOCapability
+    /// Ask for MITM protection, and refuse a pairing that cannot give it.
+    public var mitm: Bool
+    /// Passkey Entry, when this side types: the passkey to answer with (nil refuses:
+    /// Passkey Entry Failed).
+    public var passkey: UInt32?
+    /// Numeric Comparison: the answer to "does the peer show this number?" (nil or false
+    /// refuses: Numeric Comparison Failed).
+    public var confirmsNumbers: Bool?
 
     public init(
       secureConnections: Bool = true, bonding: Bool = true, timeout: Duration = .seconds(30),
-      disconnectOnKeyMissing: Bool = false, acceptRepairing: Bool = true
+      disconnectOnKeyMissing: Bool = false, acceptRepairing: Bool = true,
+      ioCapability: IOCapability = .noInputNoOutput, mitm: Bool = false, passkey: UInt32? = nil,
+      confirmsNumbers: Bool? = nil
     ) {
       self.secureConnections = secureConnections
       self.bonding = bonding
       self.timeout = timeout
       self.disconnectOnKeyMissing = disconnectOnKeyMissing
       self.acceptRepairing = acceptRepairing
+      self.ioCapability = ioCapability
+      self.mitm = mitm
+      self.passkey = passkey
+      self.confirmsNumbers = confirmsNumbers
     }
   }
 
@@ -74,7 +91,9 @@ public final class SMPSecurityManager: HCISecurityManager {
   }
 
   private var offer: PairingFeatures {
-    SMPPairing.justWorks(secureConnections: options.secureConnections, bonding: options.bonding)
+    SMPPairing.features(
+      ioCapability: options.ioCapability, mitm: options.mitm, secureConnections: options.secureConnections,
+      bonding: options.bonding)
   }
 
   // MARK: HCISecurityManager
@@ -310,7 +329,27 @@ public final class SMPSecurityManager: HCISecurityManager {
       case .failed(let error):
         logger.error("\(connection.name): pairing failed: \(error)")
         finish(connection, .failure(error))
+      case .displayPasskey(let value):
+        logger.info("\(connection.name): passkey \(SMPPairing.sixDigits(value)): type it on the peer")
+      case .requestPasskey:
+        if options.passkey == nil { logger.error("\(connection.name): the peer shows a passkey, and none was given") }
+        let passkey = options.passkey
+        perform(answer(connection) { $0.enterPasskey(passkey) }, on: connection)
+      case .requestConfirmation(let value):
+        logger.info("\(connection.name): numeric comparison: \(SMPPairing.sixDigits(value))")
+        let yes = options.confirmsNumbers ?? false
+        perform(answer(connection) { $0.confirm(yes) }, on: connection)
       }
+    }
+  }
+
+  /// The running pairing's actions for the user's answer.
+  private func answer(_ connection: HCIConnection, _ body: (inout SMPPairing) -> [SMPAction]) -> [SMPAction] {
+    update(connection) { link -> [SMPAction] in
+      guard var pairing = link.pairing else { return [] }
+      let actions = body(&pairing)
+      link.pairing = pairing
+      return actions
     }
   }
 
