@@ -38,6 +38,12 @@ enum BluetoothCommandLine {
     var transport: BluetoothTransport
     var bonds: String
     var bondsGiven: Bool
+
+    /// `l2cap:hciN`: the kernel's host pairs, not this program's.
+    var isKernel: Bool {
+      if case .l2cap = transport { return true }
+      return false
+    }
   }
 
   /// `role` names the default bond file: each role keeps its own, so a phone and a watch on
@@ -51,6 +57,38 @@ enum BluetoothCommandLine {
     let transport: BluetoothTransport
     do { transport = try BluetoothTransport(parsing: text) } catch { throw UsageError("\(error)") }
     return Settings(transport: transport, bonds: bonds ?? defaultBondsPath(role: role), bondsGiven: bonds != nil)
+  }
+
+  /// `--passkey N` and `--confirm yes|no`: a user's answers given ahead, for scripts and CI.
+  static func pairingAnswers(_ args: inout Arguments, bluetooth: Settings?) throws(UsageError) -> (
+    passkey: UInt32?, confirm: Bool?
+  ) {
+    let passkeyText = try args.value("--passkey")
+    let confirmText = try args.value("--confirm")
+    if passkeyText != nil || confirmText != nil {
+      guard let bluetooth, !bluetooth.isKernel else {
+        throw UsageError(
+          "\(passkeyText != nil ? "--passkey" : "--confirm") goes with --bluetooth hci-*: this program's host pairs there"
+        )
+      }
+    }
+    var passkey: UInt32?
+    if let passkeyText {
+      guard passkeyText.count == 6, passkeyText.allSatisfy({ ("0"..."9").contains($0) }),
+        let value = UInt32(passkeyText)
+      else {
+        throw UsageError("--passkey takes the six digits the accessory shows, like 012345, not '\(passkeyText)'")
+      }
+      passkey = value
+    }
+    var confirm: Bool?
+    if let confirmText {
+      guard ["yes", "no"].contains(confirmText) else {
+        throw UsageError("--confirm takes yes or no, not '\(confirmText)'")
+      }
+      confirm = confirmText == "yes"
+    }
+    return (passkey, confirm)
   }
 
   /// `--peer BDADDR`.

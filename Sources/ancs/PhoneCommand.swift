@@ -36,8 +36,10 @@ enum PhoneCommandLine {
                            (loopback when HOST is omitted: tcp::5000)
       --bluetooth TRANSPORT
                            act as the iPhone over Bluetooth instead: scan for a device that
-                           solicits ANCS or AMS, connect, pair Just Works when asked, serve
-                           it; scan again when it leaves. TRANSPORT is
+                           solicits ANCS or AMS, connect, pair when asked (as an iPhone:
+                           KeyboardDisplay, MITM asked, Secure Connections; Just Works with
+                           an accessory that has no display), serve it; scan again when it
+                           leaves. TRANSPORT is
                              hci-tcp:HOST:PORT   a virtual controller (Bumble's tcp-server)
                              hci-uart:DEV[,BAUD] a controller with H4 firmware on a serial
                                                  port (RTS/CTS; default 1000000 baud)
@@ -50,6 +52,11 @@ enum PhoneCommandLine {
       --bonds FILE         with --bluetooth hci-*: where bonds and this device's address are
                            kept (mode 0600; default ~/.local/state/ancs-sim/phone.bonds.json);
                            `forget` at the console forgets one, or all
+      --passkey N          with --bluetooth hci-*: the six-digit passkey to type when an
+                           accessory shows one (Passkey Entry); without it such a pairing
+                           fails with Passkey Entry Failed
+      --confirm yes|no     with --bluetooth hci-*: the answer when an accessory shows a
+                           number to compare (Numeric Comparison); without it, no
       --scenario FILE      play a scenario file (Protocol/scenario.md); `demo` is built in
       --loop               play the scenario again and again
       --ios VERSION        behave as this iOS generation (Protocol/iPhone.md, iOS profiles):
@@ -116,6 +123,7 @@ enum PhoneCommandLine {
     if text != nil && bluetooth != nil { throw UsageError("--listen and --bluetooth: give one, not both") }
     if peerText != nil && bluetooth == nil { throw UsageError("--peer goes with --bluetooth TRANSPORT") }
     let peer = try peerText.map(BluetoothCommandLine.address)
+    let answers = try BluetoothCommandLine.pairingAnswers(&args, bluetooth: bluetooth)
     let scenarioName = try args.value("--scenario")
     let loop = args.flag("--loop")
     let profile = try profileName.map(iOSProfile) ?? .current
@@ -167,7 +175,9 @@ enum PhoneCommandLine {
       // user forgets the accessory (Protocol/iPhone.md, Pairing and bonds).
       let host = try await BluetoothCommandLine.open(
         bluetooth, on: loops, capture: capture, logger: logger,
-        security: .init(disconnectOnKeyMissing: phone.disconnectsOnKeyMissing))
+        security: .init(
+          disconnectOnKeyMissing: phone.disconnectsOnKeyMissing, ioCapability: .keyboardDisplay, mitm: true,
+          passkey: answers.passkey, confirmsNumbers: answers.confirm))
       if let store = BluetoothCommandLine.bonds(of: host) { phone.keepBonds(in: store) }
       // An iPhone refuses an accessory's connection parameters outside Apple's rules, and the
       // console says which it broke (the kernel's l2cap:hciN answers such requests itself).

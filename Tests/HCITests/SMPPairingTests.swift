@@ -28,16 +28,20 @@ struct PairingRun {
   var compared: [LinkRole: UInt32] = [:]
   private var waiting: Set<LinkRole> = []
 
+  /// An offer with the MITM bit also requires MITM protection, unless `mitmRequired` says
+  /// which sides do.
   init(
     centralSC: Bool = true, peripheralSC: Bool = true, centralOffer: PairingFeatures? = nil,
-    peripheralOffer: PairingFeatures? = nil
+    peripheralOffer: PairingFeatures? = nil, mitmRequired: Set<LinkRole>? = nil
   ) {
+    let centralOffer = centralOffer ?? SMPPairing.justWorks(secureConnections: centralSC)
+    let peripheralOffer = peripheralOffer ?? SMPPairing.justWorks(secureConnections: peripheralSC)
     central = SMPPairing(
-      role: .central, local: centralAddress, peer: peripheralAddress,
-      offer: centralOffer ?? SMPPairing.justWorks(secureConnections: centralSC))
+      role: .central, local: centralAddress, peer: peripheralAddress, offer: centralOffer,
+      requiresMITM: mitmRequired?.contains(.central) ?? centralOffer.authReq.contains(.mitm))
     peripheral = SMPPairing(
-      role: .peripheral, local: peripheralAddress, peer: centralAddress,
-      offer: peripheralOffer ?? SMPPairing.justWorks(secureConnections: peripheralSC))
+      role: .peripheral, local: peripheralAddress, peer: centralAddress, offer: peripheralOffer,
+      requiresMITM: mitmRequired?.contains(.peripheral) ?? peripheralOffer.authReq.contains(.mitm))
   }
 
   /// A side that waits for a passkey gets it once the other side shows one (or at once when
@@ -400,6 +404,18 @@ struct PairingMethodTests {
     run.run()
     #expect((asker == .central ? run.failedByCentral : run.failedByPeripheral) == [.authenticationRequirements])
     #expect(run.encryptedWith == nil)
+  }
+
+  /// An iPhone asks for MITM (KeyboardDisplay, the AuthReq bit) without requiring it: with an
+  /// accessory that has no display it pairs Just Works.
+  @Test("asking for MITM without requiring it pairs Just Works with NoInputNoOutput", arguments: [false, true])
+  func askingIsNotRequiring(sc: Bool) {
+    var run = PairingRun(
+      centralOffer: features(.keyboardDisplay, mitm: true, sc: sc),
+      peripheralOffer: features(.noInputNoOutput, mitm: false, sc: sc), mitmRequired: [])
+    run.run()
+    #expect(run.central.method == .justWorks && run.encryptedWith != nil && run.centralBond != nil)
+    #expect(run.shown.isEmpty && run.compared.isEmpty)
   }
 
   @Test func passkeysShowSixDigits() {

@@ -24,6 +24,12 @@ one line per step ("found ...", "mtu ...", "read ...", "disconnected ..."), and 
     python bumble_peer.py pair-peripheral sc numeric
                                        The same with DisplayYesNo: Numeric Comparison; Bumble
                                        says the number it shows ("compare 012345") and agrees.
+    python bumble_peer.py mitm-accessory sc|legacy passkey|numeric
+                                       An accessory with a display that demands MITM: it
+                                       advertises the ANCS solicitation and asks the central
+                                       that connects to pair (Security Request), showing a
+                                       passkey or comparing a number as above, then waits for
+                                       the disconnection.
     python bumble_peer.py pair-peripheral sc|legacy forget
                                        The same, but Bumble forgets its bonds ("forgot")
                                        before the second connection, as a reset accessory
@@ -317,6 +323,18 @@ def use_mitm(device: Device, sc: bool, numeric: bool):
     device.pairing_config_factory = lambda connection: PairingConfig(
         sc=sc, mitm=True, bonding=True, delegate=ShowingDelegate(io)
     )
+
+
+async def bumble_mitm_accessory(device: Device):
+    """Advertise; ask the central that connects to pair; report; await the disconnection."""
+    loop = asyncio.get_running_loop()
+    connection = await advertise_until_connected(device, 'Bumble ring')
+    report_security(connection)
+    say('connected', connection.peer_address)
+    disconnected = loop.create_future()
+    connection.on('disconnection', lambda reason: disconnected.set_result(reason))
+    device.request_pairing(connection)
+    say('disconnected', await disconnected)
 
 
 def report_security(connection):
@@ -919,6 +937,9 @@ async def main(role: str, mode: str | None, forget: bool = False, method: str | 
             await bumble_ams_client(device)
         elif role == 'ams-phone':
             await bumble_ams_phone(device)
+        elif role == 'mitm-accessory':
+            use_mitm(device, mode == 'sc', method == 'numeric')
+            await bumble_mitm_accessory(device)
         elif role == 'pair-peripheral' and method:
             use_mitm(device, mode == 'sc', method == 'numeric')
             await bumble_peripheral(device, connections=1, encrypted=True)
@@ -955,7 +976,7 @@ if __name__ == '__main__':
     )
     mitm = (
         len(arguments) == 3
-        and arguments[0] == 'pair-peripheral'
+        and arguments[0] in ('pair-peripheral', 'mitm-accessory')
         and (arguments[1:] in (['sc', 'passkey'], ['legacy', 'passkey'], ['sc', 'numeric']))
     )
     ancs_client = len(arguments) == 2 and arguments[0] == 'ancs-client' and arguments[1].isdigit()
@@ -964,6 +985,7 @@ if __name__ == '__main__':
         sys.exit(
             'usage: bumble_peer.py central|peripheral|parameters-peripheral|radio [uart]'
             '|pair-central MODE [forget]|pair-peripheral MODE [forget|passkey|numeric]'
+            '|mitm-accessory MODE passkey|numeric'
             '|ancs-client COUNT|ams-client|ams-phone|ancs-accessory TRANSPORT'
         )
     asyncio.run(

@@ -116,6 +116,50 @@ struct ConnectionParameterTests {
   }
 }
 
+/// Issue #16 (2): `ancs phone` pairs as an iPhone (KeyboardDisplay, MITM asked, SC) with an
+/// accessory that shows a passkey or a number and demands MITM: the passkey given with
+/// `--passkey` pairs, a wrong one fails at the accessory, `--confirm yes` pairs by Numeric
+/// Comparison.
+@Suite(
+  "ancs phone pairs as an iPhone over the air", .serialized,
+  .enabled(if: bumblePython != nil, "needs python3 -m venv and PyPI to install bumble (scripts/bumble-venv.sh)"),
+  .enabled(if: FileManager.default.isExecutableFile(atPath: ancsBinary), "needs the ancs binary: swift build first"),
+  .timeLimit(scaledMinutes(1)))
+struct PhonePairingTests {
+  @Test(arguments: [
+    ("sc passkey", ["--passkey", "123456"], "paired ltk"),
+    ("legacy passkey", ["--passkey", "123456"], "paired legacy"),
+    ("sc numeric", ["--confirm", "yes"], "paired ltk"), ("sc passkey", ["--passkey", "654321"], "pairing-failed"),
+  ])
+  func thePhoneTypesThePasskey(mode: String, answer: [String], outcome: String) async throws {
+    try await withBumblePeer(role: "mitm-accessory \(mode)") { peer in
+      let port = try #require(await peer.readyPort())
+      let directory =
+        NSTemporaryDirectory() + "ancs-phone-pairing-\(getpid())-\(mode.replacingOccurrences(of: " ", with: "-"))-"
+        + answer.joined(separator: "")
+      try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+      defer { try? FileManager.default.removeItem(atPath: directory) }
+      let phone = try AncsProcess(
+        [
+          "phone", "--bluetooth", "hci-tcp:127.0.0.1:\(port)", "--bonds", "\(directory)/phone.json", "--commands",
+          "jsonl",
+        ]
+          + answer)
+      defer { phone.kill() }
+      let shown = await peer.line(startingWith: mode.hasSuffix("numeric") ? "compare" : "passkey")
+      #expect(shown?.split(separator: " ").last?.count == 6, "\(peer.transcript) \(phone.stderr)")
+      #expect(
+        await peer.line(startingWith: outcome.hasPrefix("paired") ? "paired" : outcome)?.hasPrefix(outcome) == true,
+        "\(peer.transcript) \(phone.stderr)")
+      if outcome.hasPrefix("paired") {
+        let bonded = await phone.line(containing: #""event":"bond""#)
+        #expect(bonded?.contains("bonded") == true, "\(bonded ?? "") \(phone.stderr)")
+      }
+      phone.send(#"{"cmd":"quit"}"#)
+    }
+  }
+}
+
 /// The ancs binary the tests start (ANCS_BINARY, or this checkout's debug build).
 let ancsBinary: String =
   ProcessInfo.processInfo.environment["ANCS_BINARY"] ?? repositoryRoot.appendingPathComponent(".build/debug/ancs").path

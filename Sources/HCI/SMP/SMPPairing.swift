@@ -49,7 +49,7 @@ public enum SMPAction: Hashable, Sendable {
 /// Request and Response set the SC bit; Just Works, Passkey Entry (TK = the passkey in legacy
 /// pairing, 20 rounds of a confirm value per passkey bit in SC) or Numeric Comparison as the
 /// two sides' IO capabilities, OOB flags and MITM bits choose (`PairingMethod`). A side that
-/// asks for MITM protection refuses Just Works (Authentication Requirements). No I/O, no
+/// requires MITM protection refuses Just Works (Authentication Requirements). No I/O, no
 /// clock: the 30-second timer belongs to the shell.
 public struct SMPPairing: Sendable {
   public enum Phase: Hashable, Sendable {
@@ -82,6 +82,10 @@ public struct SMPPairing: Sendable {
   public let peer: DeviceAddress
   /// What this side offers: IO capability, AuthReq, key distribution.
   public let offer: PairingFeatures
+  /// Refuse a pairing without MITM protection (Just Works) with Authentication
+  /// Requirements. Asking for MITM (the AuthReq bit) is not requiring it: an iPhone asks,
+  /// and pairs Just Works with an accessory that has no display.
+  public let requiresMITM: Bool
   public private(set) var phase = Phase.idle
   /// The Pairing Request and Response as sent, once known.
   public private(set) var request: PairingFeatures?
@@ -170,11 +174,14 @@ public struct SMPPairing: Sendable {
   /// - Parameters:
   ///   - local, peer: the addresses the connection uses (c1, f5 and f6 hash them).
   ///   - offer: IO capability, AuthReq and key size of this side (a central's Pairing Request).
-  public init(role: LinkRole, local: DeviceAddress, peer: DeviceAddress, offer: PairingFeatures) {
+  public init(
+    role: LinkRole, local: DeviceAddress, peer: DeviceAddress, offer: PairingFeatures, requiresMITM: Bool = false
+  ) {
     self.role = role
     self.local = local
     self.peer = peer
     self.offer = offer
+    self.requiresMITM = requiresMITM
   }
 
   private var initiator: DeviceAddress { role == .central ? local : peer }
@@ -409,7 +416,7 @@ public struct SMPPairing: Sendable {
     let chosen = PairingMethod.choose(request: request, response: response, secureConnections: secureConnections)
     method = chosen
     if chosen == .outOfBand { throw .refused(.oobNotAvailable, "no OOB data here") }
-    if offer.authReq.contains(.mitm) && !chosen.authenticated {
+    if requiresMITM && !chosen.authenticated {
       throw .refused(
         .authenticationRequirements,
         "this side requires MITM protection, and the IO capabilities (\(request.ioCapability), "

@@ -33,8 +33,11 @@ public final class SMPSecurityManager: HCISecurityManager {
     /// What this side can show and type (Vol 3 Part H 2.3.2): with MITM, the pairing
     /// method follows from it and the peer's.
     public var ioCapability: IOCapability
-    /// Ask for MITM protection, and refuse a pairing that cannot give it.
+    /// Ask for MITM protection (the AuthReq bit), as an iPhone does.
     public var mitm: Bool
+    /// Refuse a pairing that gives no MITM protection (Just Works), as an accessory that
+    /// demands a passkey does.
+    public var requireMITM: Bool
     /// Passkey Entry, when this side types: the passkey to answer with (nil refuses:
     /// Passkey Entry Failed).
     public var passkey: UInt32?
@@ -45,8 +48,8 @@ public final class SMPSecurityManager: HCISecurityManager {
     public init(
       secureConnections: Bool = true, bonding: Bool = true, timeout: Duration = .seconds(30),
       disconnectOnKeyMissing: Bool = false, acceptRepairing: Bool = true,
-      ioCapability: IOCapability = .noInputNoOutput, mitm: Bool = false, passkey: UInt32? = nil,
-      confirmsNumbers: Bool? = nil
+      ioCapability: IOCapability = .noInputNoOutput, mitm: Bool = false, requireMITM: Bool = false,
+      passkey: UInt32? = nil, confirmsNumbers: Bool? = nil
     ) {
       self.secureConnections = secureConnections
       self.bonding = bonding
@@ -55,6 +58,7 @@ public final class SMPSecurityManager: HCISecurityManager {
       self.acceptRepairing = acceptRepairing
       self.ioCapability = ioCapability
       self.mitm = mitm
+      self.requireMITM = requireMITM
       self.passkey = passkey
       self.confirmsNumbers = confirmsNumbers
     }
@@ -143,7 +147,8 @@ public final class SMPSecurityManager: HCISecurityManager {
         link.pairing == nil || link.pairing?.phase == .complete || link.pairing?.phase == .failed
       {
         link.pairing = SMPPairing(
-          role: .peripheral, local: connection.local, peer: connection.peer, offer: offer)
+          role: .peripheral, local: connection.local, peer: connection.peer, offer: offer,
+          requiresMITM: options.requireMITM)
         link.reencrypting = false
       }
       guard var pairing = link.pairing else {
@@ -288,7 +293,9 @@ public final class SMPSecurityManager: HCISecurityManager {
         link.reencrypting = true
         return [.startEncryption(ltk: bond.ltk, ediv: bond.ediv, rand: bond.rand)]
       }
-      var pairing = SMPPairing(role: .central, local: connection.local, peer: connection.peer, offer: offer)
+      var pairing = SMPPairing(
+        role: .central, local: connection.local, peer: connection.peer, offer: offer,
+        requiresMITM: options.requireMITM)
       let actions = pairing.start()
       link.pairing = pairing
       return actions
