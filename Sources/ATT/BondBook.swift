@@ -14,18 +14,21 @@ public enum BondEvent: Hashable, Sendable {
   case pairingRefused(peer: String, reason: String)
   /// The bond was forgotten here.
   case forgotten(peer: String)
+  /// A pairing asks this device's user: to read a passkey to the peer, to type the one
+  /// the peer shows (`BondBook.answer`), or to compare a number.
+  case pairing(peer: String, PairingPrompt)
 
   /// The peer's address.
   public var peer: String {
     switch self {
     case .bonded(let peer, _, _), .encrypted(let peer), .peerLostKey(let peer), .keyMissing(let peer),
-      .repairingRefused(let peer), .forgotten(let peer), .pairingRefused(let peer, _):
+      .repairingRefused(let peer), .forgotten(let peer), .pairingRefused(let peer, _), .pairing(let peer, _):
       return peer
     }
   }
 
   /// The event's name in JSON events: bonded, encrypted, peerLostKey, keyMissing,
-  /// repairingRefused, pairingRefused, forgotten.
+  /// repairingRefused, pairingRefused, forgotten, pairing.
   public var name: String {
     switch self {
     case .bonded: return "bonded"
@@ -35,8 +38,49 @@ public enum BondEvent: Hashable, Sendable {
     case .repairingRefused: return "repairingRefused"
     case .pairingRefused: return "pairingRefused"
     case .forgotten: return "forgotten"
+    case .pairing: return "pairing"
     }
   }
+}
+
+/// What a pairing asks of a user (Vol 3 Part H 2.3.5.1).
+public enum PairingPrompt: Hashable, Sendable {
+  /// Passkey Entry: this device shows the passkey; the user types it on the peer.
+  case showPasskey(UInt32)
+  /// Passkey Entry: the peer shows a passkey; the user types it here.
+  case enterPasskey
+  /// Numeric Comparison: does the peer show this number?
+  case compare(UInt32)
+
+  /// `showPasskey`, `enterPasskey`, `compare`.
+  public var name: String {
+    switch self {
+    case .showPasskey: return "showPasskey"
+    case .enterPasskey: return "enterPasskey"
+    case .compare: return "compare"
+    }
+  }
+
+  public var number: UInt32? {
+    switch self {
+    case .showPasskey(let value), .compare(let value): return value
+    case .enterPasskey: return nil
+    }
+  }
+}
+
+/// A user's answer to a `PairingPrompt`.
+public enum PairingAnswer: Hashable, Sendable {
+  /// The passkey the peer shows (0 to 999999).
+  case passkey(UInt32)
+  /// Whether the peer shows the same number.
+  case confirm(Bool)
+}
+
+/// Six digits, leading zeros kept: how a passkey or a comparison value is shown.
+public func sixDigits(_ value: UInt32) -> String {
+  let digits = String(value % 1_000_000)
+  return String(repeating: "0", count: 6 - digits.count) + digits
 }
 
 /// A device's bonds, as its user manages them (an iPhone's "Forget This Device"): the
@@ -55,4 +99,12 @@ public protocol BondBook: AnyObject, Sendable {
   /// never had, so that the next encryption meets a missing key, as when the peer has lost
   /// the bond. False without a bond with `peer`.
   @discardableResult func spoil(_ peer: String) throws -> Bool
+  /// Gives the pairing that waits for its user (with `peer`, or any) the user's answer;
+  /// false when none waits for that kind of answer.
+  func answer(_ answer: PairingAnswer, for peer: String?) -> Bool
+}
+
+extension BondBook {
+  /// Pairings that never ask their user (the simulated links' Just Works) wait for nothing.
+  public func answer(_ answer: PairingAnswer, for peer: String?) -> Bool { false }
 }

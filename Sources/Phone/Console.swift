@@ -1,4 +1,5 @@
 import ANCS
+import ATT
 import Wire
 
 /// One command to the phone, typed at its console or sent as a JSON line.
@@ -21,6 +22,10 @@ public enum PhoneCommand: Hashable, Sendable {
   case bonds
   /// Forgets the bond with one accessory (by its address), or every bond.
   case forget(peer: String?)
+  /// Types the passkey an accessory shows, for the pairing that waits for it.
+  case passkey(UInt32)
+  /// Answers a numeric comparison: the accessory shows the same number, or not.
+  case confirm(Bool)
   /// Changes the media player the Apple Media Service shows.
   case media(MediaCommand)
   case help
@@ -41,6 +46,7 @@ extension PhoneCommand {
   public static let commandNames =
     [
       "post", "modify", "remove", "call", "list", "battery", "time", "disconnect", "allow", "revoke", "bonds", "forget",
+      "passkey", "confirm",
     ] + MediaCommand.words + ["help", "quit"]
 
   /// Keys of `post` (positive and negative also as positiveAction and negativeAction).
@@ -132,6 +138,18 @@ extension PhoneCommand {
         throw ConsoleError("forget takes one accessory's address or nothing (every bond): forget C3:1A:05:7E:22:90")
       }
       return .forget(peer: plain.first)
+    case "passkey":
+      try noPairs("passkey NNNNNN")
+      guard plain.count == 1, let value = PhoneConsole.parsePasskey(plain[0]) else {
+        throw ConsoleError("passkey takes the six digits the accessory shows: passkey 012345")
+      }
+      return .passkey(value)
+    case "confirm":
+      try noPairs("confirm yes|no")
+      guard plain.count == 1, ["yes", "no"].contains(plain[0].lowercased()) else {
+        throw ConsoleError("confirm takes yes (the accessory shows the same number) or no: confirm yes")
+      }
+      return .confirm(plain[0].lowercased() == "yes")
     case _ where MediaCommand.words.contains(word), "prev":
       return .media(try MediaCommand.parse(word: word == "prev" ? "previous" : word, plain: plain, pairs: pairs))
     case "help", "?":
@@ -393,6 +411,8 @@ extension PhoneCommand {
     case .revoke(let watch): return "revoke" + (watch.map { " \($0)" } ?? "")
     case .bonds: return "bonds"
     case .forget(let peer): return "forget" + (peer.map { " " + text($0) } ?? "")
+    case .passkey(let value): return "passkey " + sixDigits(value)
+    case .confirm(let yes): return "confirm " + (yes ? "yes" : "no")
     case .media(let command): return command.consoleWords.joined(separator: " ")
     case .help: return "help"
     case .quit: return "quit"
@@ -421,8 +441,9 @@ extension PhoneCommand {
   /// Parses one JSON command line: `{"cmd":"post","app":"com.example.chat","title":"Hi"}`.
   /// Post takes the fields of a scenario notification (without "id"); modify takes "uid"
   /// and the fields of a scenario modify step; remove "uid"; call "caller"; battery "level";
-  /// time "date"; allow and revoke an optional "watch"; forget an optional "peer"; list,
-  /// disconnect, bonds, help and quit nothing else. Nil for a blank line.
+  /// time "date"; allow and revoke an optional "watch"; forget an optional "peer"; passkey
+  /// "passkey" (six digits, a string); confirm "answer" (true or false); list, disconnect,
+  /// bonds, help and quit nothing else. Nil for a blank line.
   public static func parse(jsonLine line: String) throws(ConsoleError) -> PhoneCommand? {
     if line.allSatisfy(\.isWhitespace) { return nil }
     let json: JSON
@@ -485,6 +506,19 @@ extension PhoneCommand {
         watch = Int(number)
       }
       return cmd == "allow" ? .allow(watch: watch) : .revoke(watch: watch)
+    case "passkey":
+      try fields.only(["cmd", "passkey"], "in a passkey command")
+      guard case .string(let text)? = fields["passkey"], let value = PhoneConsole.parsePasskey(text) else {
+        throw ScenarioIssue(
+          path: root.key("passkey"), reason: "expected the six digits the accessory shows, as a string")
+      }
+      return .passkey(value)
+    case "confirm":
+      try fields.only(["cmd", "answer"], "in a confirm command")
+      guard case .bool(let yes)? = fields["answer"] else {
+        throw ScenarioIssue(path: root.key("answer"), reason: "expected true (the same number) or false")
+      }
+      return .confirm(yes)
     case "forget":
       try fields.only(["cmd", "peer"], "in a forget command")
       return .forget(
@@ -645,6 +679,16 @@ public struct PhoneConsole: Sendable {
       return done(
         "bonds", peers.isEmpty ? ["no bonds"] : peers.map { "bonded with \($0)" },
         [("peers", .array(peers.map(JSON.string)))])
+    case .passkey(let value):
+      guard phone.bonds?.answer(.passkey(value), for: nil) == true else {
+        return failed("passkey", "no pairing waits for a passkey")
+      }
+      return done("passkey", ["typed \(sixDigits(value))"], [])
+    case .confirm(let yes):
+      guard phone.bonds?.answer(.confirm(yes), for: nil) == true else {
+        return failed("confirm", "no pairing waits for a numeric comparison")
+      }
+      return done("confirm", [yes ? "confirmed: the numbers match" : "refused: the numbers differ"], [])
     case .forget(let peer):
       let forgotten: [String]?
       do { forgotten = try phone.forget(peer) } catch { return failed("forget", "\(error)") }
@@ -749,6 +793,12 @@ public struct PhoneConsole: Sendable {
     return .object(pairs)
   }
 
+  /// Six digits, 000000 to 999999.
+  static func parsePasskey(_ text: String) -> UInt32? {
+    guard text.count == 6, text.allSatisfy({ ("0"..."9").contains($0) }) else { return nil }
+    return UInt32(text)
+  }
+
   static let noBonds =
     "this phone keeps no bonds here (over l2cap:hciN the kernel keeps them: bluetoothctl remove ADDRESS)"
 
@@ -819,6 +869,8 @@ public struct PhoneConsole: Sendable {
       bonds            the accessories this phone has bonds with, by address
       forget [ADDRESS] forget an accessory's bond (without an address: every bond), as
                        iOS's "Forget This Device": its link drops and it must pair again
+      passkey NNNNNN   type the passkey an accessory shows while it pairs, e.g. passkey 012345
+      confirm yes|no   answer "does the accessory show this number?" while it pairs
       play ["TITLE" ["ARTIST" ["ALBUM"]]] [duration=M:SS]
                        play a track now (it goes after the current one in the queue);
                        without one, resume, e.g. play "Tall Bird" "Bartlebeats" "Frequency" duration=3:35

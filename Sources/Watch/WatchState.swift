@@ -168,13 +168,18 @@ public enum WatchEvent: Hashable, Sendable {
 
 extension BondEvent {
   /// `{"event":"bond","change":"bonded","peer":"C3:…","level":"encrypted","again":false}`
-  /// (Protocol/events.md); level and again only with bonded, reason with pairingRefused.
+  /// (Protocol/events.md); level and again only with bonded, reason with pairingRefused,
+  /// prompt and number (six digits) with pairing.
   public var json: JSON {
     var fields: [(String, JSON)] = [("event", .string("bond")), ("change", .string(name)), ("peer", .string(peer))]
     if case .bonded(_, let level, let again) = self {
       fields += [("level", .string(level.description)), ("again", .bool(again))]
     }
     if case .pairingRefused(_, let reason) = self { fields.append(("reason", .string(reason))) }
+    if case .pairing(_, let prompt) = self {
+      fields.append(("prompt", .string(prompt.name)))
+      if let number = prompt.number { fields.append(("number", .string(sixDigits(number)))) }
+    }
     return .object(fields)
   }
 }

@@ -296,7 +296,11 @@ public struct FaceUI: Hashable, Sendable {
       say(again ? "Paired again with the phone" : "Paired with the phone", now: now)
     case .forgotten:
       say("Bond forgotten", now: now)
-    case .encrypted, .peerLostKey:
+    case .pairing(_, .showPasskey(let value)):
+      say("Type \(sixDigits(value)) on the phone", short: sixDigits(value), now: now)
+    case .pairing(_, .compare(let value)):
+      say("Does the phone show \(sixDigits(value))?", short: sixDigits(value), now: now)
+    case .encrypted, .peerLostKey, .pairing(_, .enterPasskey):
       break
     }
   }

@@ -375,6 +375,12 @@ enum PhoneCommandLine {
     case .pairingRefused(let peer, let reason):
       return "\(peer) refused to pair" + (reason.isEmpty ? "" : ": \(reason)")
     case .forgotten(let peer): return "forgot the bond with \(peer)"
+    case .pairing(let peer, .enterPasskey):
+      return "\(peer) shows a passkey: type \"passkey\" and its six digits within 30 s"
+    case .pairing(let peer, .showPasskey(let value)):
+      return "type \(sixDigits(value)) on \(peer) to pair"
+    case .pairing(let peer, .compare(let value)):
+      return "does \(peer) show \(sixDigits(value))? type \"confirm yes\" or \"confirm no\" within 30 s"
     }
   }
 

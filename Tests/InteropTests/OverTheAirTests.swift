@@ -160,6 +160,40 @@ struct PhonePairingTests {
   }
 }
 
+extension PhonePairingTests {
+  /// Without answers given ahead the phone asks its user, as an iPhone does, and the user
+  /// answers with a command: the passkey the accessory shows, or yes to the number both show.
+  @Test(arguments: ["sc passkey", "sc numeric"])
+  func thePhoneAsksItsUser(mode: String) async throws {
+    try await withBumblePeer(role: "mitm-accessory \(mode)") { peer in
+      let port = try #require(await peer.readyPort())
+      let directory =
+        NSTemporaryDirectory() + "ancs-phone-asks-\(getpid())-\(mode.replacingOccurrences(of: " ", with: "-"))"
+      try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+      defer { try? FileManager.default.removeItem(atPath: directory) }
+      let phone = try AncsProcess([
+        "phone", "--bluetooth", "hci-tcp:127.0.0.1:\(port)", "--bonds", "\(directory)/phone.json", "--commands",
+        "jsonl",
+      ])
+      defer { phone.kill() }
+      let prompt = try #require(await phone.line(containing: #""change":"pairing""#), "\(phone.stderr)")
+      let shown = try #require(await peer.line(startingWith: mode.hasSuffix("numeric") ? "compare" : "passkey"))
+      let number = shown.split(separator: " ").last.map(String.init) ?? ""
+      if mode.hasSuffix("numeric") {
+        // Both show the same number.
+        #expect(prompt.contains(#""prompt":"compare""#) && prompt.contains(#""number":"\#(number)""#), "\(prompt)")
+        phone.send(#"{"cmd":"confirm","answer":true}"#)
+      } else {
+        #expect(prompt.contains(#""prompt":"enterPasskey""#), "\(prompt)")
+        phone.send(#"{"cmd":"passkey","passkey":"\#(number)"}"#)
+      }
+      #expect(await peer.line(startingWith: "paired") == "paired ltk", "\(peer.transcript) \(phone.stderr)")
+      #expect(await phone.line(containing: #""change":"bonded""#) != nil)
+      phone.send(#"{"cmd":"quit"}"#)
+    }
+  }
+}
+
 /// The ancs binary the tests start (ANCS_BINARY, or this checkout's debug build).
 let ancsBinary: String =
   ProcessInfo.processInfo.environment["ANCS_BINARY"] ?? repositoryRoot.appendingPathComponent(".build/debug/ancs").path

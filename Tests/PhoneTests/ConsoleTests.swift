@@ -110,7 +110,8 @@ private func jsonRefusal(_ line: String) -> String {
     .modify(uid: 4_294_967_295, NotificationChange(date: .now)),
     .remove(uid: 0), .call(caller: "Zoë \"Z\" Müller"), .list, .battery(42),
     .time(ANCSDate(year: 2027, month: 1, day: 1)),
-    .disconnect, .bonds, .forget(peer: nil), .forget(peer: "C3:1A:05:7E:22:90"), .help, .quit,
+    .disconnect, .bonds, .forget(peer: nil), .forget(peer: "C3:1A:05:7E:22:90"), .passkey(12345), .passkey(999_999),
+    .confirm(true), .confirm(false), .help, .quit,
   ]
 
   @Test(arguments: roundTrips) func consoleLinesRoundTrip(command: PhoneCommand) throws {
@@ -131,11 +132,11 @@ private func jsonRefusal(_ line: String) -> String {
     (
       "frobnicate",
       #"unknown command "frobnicate"; commands: post, modify, remove, call, list, battery, time, "#
-        + #"disconnect, allow, revoke, bonds, forget, play, pause, next, previous, seek, volume, shuffle, repeat, player, help, quit (type "help" for the syntax)"#
+        + #"disconnect, allow, revoke, bonds, forget, passkey, confirm, play, pause, next, previous, seek, volume, shuffle, repeat, player, help, quit (type "help" for the syntax)"#
     ),
     (
       #""post" chat"#,
-      #"a line starts with a command: post, modify, remove, call, list, battery, time, disconnect, allow, revoke, bonds, forget, play, pause, next, previous, seek, volume, shuffle, repeat, player, help, quit (try "help")"#
+      #"a line starts with a command: post, modify, remove, call, list, battery, time, disconnect, allow, revoke, bonds, forget, passkey, confirm, play, pause, next, previous, seek, volume, shuffle, repeat, player, help, quit (try "help")"#
     ),
     (#"post chat "Hello"#, #"missing closing quote (") in: post chat "Hello"#),
     (#"post chat "a\qb""#, #"unknown escape \q in quotes; use \" \\ \n or \t"#),
@@ -229,6 +230,14 @@ private func jsonRefusal(_ line: String) -> String {
     #expect(try PhoneCommand.parse(jsonLine: #"{"cmd":"bonds"}"#) == .bonds)
     #expect(try PhoneCommand.parse(jsonLine: #"{"cmd":"forget"}"#) == .forget(peer: nil))
     #expect(try PhoneCommand.parse(jsonLine: #"{"cmd":"forget","peer":"C3:1A"}"#) == .forget(peer: "C3:1A"))
+    #expect(try PhoneCommand.parse(jsonLine: #"{"cmd":"passkey","passkey":"012345"}"#) == .passkey(12345))
+    #expect(try PhoneCommand.parse(jsonLine: #"{"cmd":"confirm","answer":false}"#) == .confirm(false))
+    #expect(throws: ConsoleError.self) { try PhoneCommand.parse(jsonLine: #"{"cmd":"passkey","passkey":12345}"#) }
+    #expect(throws: ConsoleError.self) { try PhoneCommand.parse(jsonLine: #"{"cmd":"confirm","answer":"yes"}"#) }
+    #expect(throws: ConsoleError.self) { try PhoneCommand.parse("passkey 12345") }
+    #expect(throws: ConsoleError.self) { try PhoneCommand.parse("passkey +12345") }
+    #expect(throws: ConsoleError.self) { try PhoneCommand.parse("confirm maybe") }
+    #expect(try PhoneCommand.parse("confirm YES") == .confirm(true))
     #expect(try PhoneCommand.parse(jsonLine: #"{"cmd":"help"}"#) == .help)
     #expect(try PhoneCommand.parse(jsonLine: #"{"cmd":"quit"}"#) == .quit)
     #expect(try PhoneCommand.parse(jsonLine: "  ") == nil)
@@ -239,11 +248,11 @@ private func jsonRefusal(_ line: String) -> String {
     ("[1]", #"$: expected an object like {"cmd":"list"}, found an array"#),
     (
       #"{"title":"x"}"#,
-      #"$: missing key "cmd" (one of post, modify, remove, call, list, battery, time, disconnect, allow, revoke, bonds, forget, play, pause, next, previous, seek, volume, shuffle, repeat, player, help, quit)"#
+      #"$: missing key "cmd" (one of post, modify, remove, call, list, battery, time, disconnect, allow, revoke, bonds, forget, passkey, confirm, play, pause, next, previous, seek, volume, shuffle, repeat, player, help, quit)"#
     ),
     (
       #"{"cmd":"pots"}"#,
-      #"$.cmd: unknown command "pots"; valid: post, modify, remove, call, list, battery, time, disconnect, allow, revoke, bonds, forget, play, pause, next, previous, seek, volume, shuffle, repeat, player, help, quit"#
+      #"$.cmd: unknown command "pots"; valid: post, modify, remove, call, list, battery, time, disconnect, allow, revoke, bonds, forget, passkey, confirm, play, pause, next, previous, seek, volume, shuffle, repeat, player, help, quit"#
     ),
     (
       #"{"cmd":"post","app":"a.b","id":"n1"}"#,
@@ -405,6 +414,9 @@ private func jsonRefusal(_ line: String) -> String {
     keyring.keep(Keyring.Bond(key: 8, level: .encrypted), with: "C3:1A:05:7E:22:90")
     #expect(await console.run(line: "forget c3:1a:05:7e:22:90")?.ok == true)
     #expect(keyring.bondedPeers.isEmpty)
+    // No pairing over the simulated links asks its user.
+    #expect(await console.run(line: "passkey 123456")?.lines == ["no pairing waits for a passkey"])
+    #expect(await console.run(line: "confirm yes")?.lines == ["no pairing waits for a numeric comparison"])
   }
 
   @Test func theHelpExamplesParse() throws {

@@ -120,9 +120,24 @@ public final class BondStore: BondBook {
     self.observer.withLock { $0 = observer }
   }
 
+  /// Someone hears the store's events (a user who can answer a pairing's prompt).
+  public var hasObserver: Bool { observer.withLock { $0 != nil } }
+
   /// Reports what became of a bond to the observer (the security manager calls it).
   public func emit(_ event: BondEvent) {
     observer.withLock { $0 }?(event)
+  }
+
+  /// Where a user's answer to a pairing prompt goes: the security manager that asked.
+  private let answerer = Locked<(@Sendable (PairingAnswer, String?) -> Bool)?>(nil)
+
+  /// The security manager pairing with this store takes the user's answers.
+  public func takeAnswers(_ body: @escaping @Sendable (PairingAnswer, String?) -> Bool) {
+    answerer.withLock { $0 = body }
+  }
+
+  public func answer(_ answer: PairingAnswer, for peer: String?) -> Bool {
+    answerer.withLock { $0 }?(answer, peer) ?? false
   }
 
   /// A new random key, EDIV and Rand for the bond with `peer`: the peer's LTK request finds

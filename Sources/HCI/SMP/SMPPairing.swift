@@ -1,3 +1,5 @@
+import ATT
+
 /// Why a pairing procedure ended without keys.
 public enum SMPPairingError: Error, Hashable, Sendable, CustomStringConvertible {
   /// This side refused and sent Pairing Failed with `reason`; `detail` says why.
@@ -166,10 +168,7 @@ public struct SMPPairing: Sendable {
   }
 
   /// A passkey or comparison value as the user sees it: six digits, leading zeros kept.
-  public static func sixDigits(_ value: UInt32) -> String {
-    let digits = String(value % 1_000_000)
-    return String(repeating: "0", count: 6 - digits.count) + digits
-  }
+  public static func sixDigits(_ value: UInt32) -> String { ATT.sixDigits(value) }
 
   /// - Parameters:
   ///   - local, peer: the addresses the connection uses (c1, f5 and f6 hash them).

@@ -73,6 +73,8 @@ public final class SMPSecurityManager: HCISecurityManager {
     var timer: Task<Void, Never>?
     /// After an SMP timeout nothing more is sent on this link.
     var timedOut = false
+    /// The pairing waits for its user's answer to this, on this connection.
+    var prompt: (PairingPrompt, HCIConnection)?
   }
 
   public let options: Options
@@ -92,6 +94,56 @@ public final class SMPSecurityManager: HCISecurityManager {
     self.options = options
     self.clock = clock
     self.logger = logger
+    store?.takeAnswers { [weak self] answer, peer in self?.answer(answer, for: peer) ?? false }
+  }
+
+  /// The user's answer for the pairing that waits for one (with `peer`, an address as
+  /// `BondEvent` gives it, or any); false when none waits for that kind of answer.
+  @discardableResult
+  public func answer(_ answer: PairingAnswer, for peer: String? = nil) -> Bool {
+    let found = links.withLock { links -> (UInt16, HCIConnection)? in
+      for (handle, link) in links.sorted(by: { $0.key < $1.key }) {
+        guard let (prompt, connection) = link.prompt, peer == nil || connection.peerName == peer?.uppercased() else {
+          continue
+        }
+        switch (prompt, answer) {
+        case (.enterPasskey, .passkey), (.compare, .confirm): return (handle, connection)
+        default: continue
+        }
+      }
+      return nil
+    }
+    guard let (_, connection) = found else { return false }
+    update(connection) { $0.prompt = nil }
+    switch answer {
+    case .passkey(let value): perform(self.answer(connection) { $0.enterPasskey(value) }, on: connection)
+    case .confirm(let yes): perform(self.answer(connection) { $0.confirm(yes) }, on: connection)
+    }
+    return true
+  }
+
+  /// Asks the user through the store's observer, or answers from the options; without
+  /// either, refuses.
+  private func ask(_ prompt: PairingPrompt, on connection: HCIConnection) {
+    switch prompt {
+    case .enterPasskey where options.passkey != nil:
+      let passkey = options.passkey
+      perform(answer(connection) { $0.enterPasskey(passkey) }, on: connection)
+    case .compare where options.confirmsNumbers != nil:
+      let yes = options.confirmsNumbers ?? false
+      perform(answer(connection) { $0.confirm(yes) }, on: connection)
+    case .showPasskey:
+      store?.emit(.pairing(peer: connection.peerName, prompt))
+    default:
+      guard let store, store.hasObserver else {
+        logger.error("\(connection.name): the pairing asks its user (\(prompt.name)), and no one can answer")
+        perform(
+          answer(connection) { prompt == .enterPasskey ? $0.enterPasskey(nil) : $0.confirm(false) }, on: connection)
+        return
+      }
+      update(connection) { $0.prompt = (prompt, connection) }
+      store.emit(.pairing(peer: connection.peerName, prompt))
+    }
   }
 
   private var offer: PairingFeatures {
@@ -337,15 +389,13 @@ public final class SMPSecurityManager: HCISecurityManager {
         logger.error("\(connection.name): pairing failed: \(error)")
         finish(connection, .failure(error))
       case .displayPasskey(let value):
-        logger.info("\(connection.name): passkey \(SMPPairing.sixDigits(value)): type it on the peer")
+        logger.info("\(connection.name): passkey \(sixDigits(value)): type it on the peer")
+        ask(.showPasskey(value), on: connection)
       case .requestPasskey:
-        if options.passkey == nil { logger.error("\(connection.name): the peer shows a passkey, and none was given") }
-        let passkey = options.passkey
-        perform(answer(connection) { $0.enterPasskey(passkey) }, on: connection)
+        ask(.enterPasskey, on: connection)
       case .requestConfirmation(let value):
-        logger.info("\(connection.name): numeric comparison: \(SMPPairing.sixDigits(value))")
-        let yes = options.confirmsNumbers ?? false
-        perform(answer(connection) { $0.confirm(yes) }, on: connection)
+        logger.info("\(connection.name): numeric comparison: \(sixDigits(value))")
+        ask(.compare(value), on: connection)
       }
     }
   }
@@ -365,6 +415,7 @@ public final class SMPSecurityManager: HCISecurityManager {
       defer {
         link.waiters = []
         link.timer = nil
+        link.prompt = nil
       }
       return (link.waiters, link.timer)
     }
