@@ -21,6 +21,9 @@ public enum MediaActivity: Sendable {
   case wrote(AMSCharacteristic, [UInt8], refused: ATTErrorCode?)
   /// It read Entity Attribute (a Read or a Read Blob) while `selected` was selected.
   case read(selected: EntityAttribute?)
+  /// The phone has sent the current values of an accepted registration (after its Write
+  /// Response), as an iPhone does; a value told from now on goes after them.
+  case told(EntityID)
 }
 
 /// The harness phone's media player as its Apple Media Service shows it (Protocol/AMS.md):
@@ -122,6 +125,7 @@ final class NCMedia: Sendable {
     return .accepted(then: { [self] in
       state.withLock { $0.registrations[registration.entity] = registration.pairs.map(\.attribute) }
       await tellValues(registration.pairs, to: gatt)
+      activity.push(.told(registration.entity))
     })
   }
 
@@ -191,6 +195,17 @@ extension NCSession {
       throw .failed("the link closed before the accessory used the Apple Media Service")
     }
     return next
+  }
+
+  /// Waits until the phone has sent the values of the accessory's registration for `entity`
+  /// (`MediaActivity.told`), skipping what the accessory did meanwhile.
+  public func awaitValuesTold(_ entity: EntityID) async throws(CaseOutcome) {
+    let name = entity.name ?? "entity \(entity.rawValue)"
+    try await caseLog.awaiting("the phone to send the \(name)'s registered values") { () throws(CaseOutcome) in
+      while true {
+        if case .told(entity) = try await nextMediaActivity() { return }
+      }
+    }
   }
 
   /// Forgets what the accessory did to AMS so far.

@@ -145,6 +145,10 @@ enum NCMediaCases {
       rule: "\(rules): a cut value it shows is read whole (select it on Entity Attribute, then read)"
     ) { ctx in
       let session = try await registered(ctx)
+      // The registration's own notification of the title goes first: a long title told
+      // before it is sent could be overtaken by it, and the accessory would rightly show the
+      // old title after the cut one (a harness race seen once under ThreadSanitizer).
+      try await session.awaitValuesTold(.track)
       await session.forgetMediaActivity()
       let title = longTitle(mtu: session.connection.mtu)
       await session.tellMedia(.title, title)
