@@ -230,7 +230,8 @@ struct SnifferDecoder: Sendable {
     var payload = Array(packet.payload)
     if payload.isEmpty { return }
     if connection.encrypting[fromCentral] == true && packet.flags & AirPacket.decrypted == 0 {
-      guard let plain = open(packet, fromCentral: fromCentral, &connection) else { return }
+      // (An encrypted PDU holds at least one octet besides its MIC; a crafted one may not.)
+      guard let plain = open(packet, fromCentral: fromCentral, &connection), !plain.isEmpty else { return }
       payload = plain
     }
     switch packet.header & 0x03 {

@@ -341,6 +341,12 @@ struct AirSession {
     add(false, Hex.decode("0705a34c13a415")!)
     add(true, Hex.decode("0e1f7a70d66415226df26b17839a060405596bd6564f796b5b9ce6ff32f75a6d33")!)
     add(false, Hex.decode("061ff38881e7bd94c9c369b9a66846dd4786aa8c39ce540d0dae3adcdf89b96088")!)
+    // A crafted LL Control PDU of a MIC alone (no opcode), sealed right: read, and nothing.
+    let sample = try LinkLayerCipher(
+      ltk: 0x4C68_3841_39F5_74D8_36BC_F34E_9DFB_01BF, centralDiversifier: 0xACBD_CEDF_E0F1_0213,
+      peripheralDiversifier: 0x0213_2435_4657_6879, centralIV: 0xBADC_AB24, peripheralIV: 0xDEAF_BABE)
+    let micOnly = try sample.encrypt([], header: 0x03, counter: 2, fromCentral: true)
+    add(true, [0x03, UInt8(micOnly.count)] + micOnly)
     let bytes = air.pcap(packets)
     let records = try CaptureFormat.read(bytes, keys: [0x4C68_3841_39F5_74D8_36BC_F34E_9DFB_01BF]).records
     let data = records.filter { $0.kind == .acl }.map { (Array($0.bytes.dropFirst(4)), $0.sent) }
