@@ -418,6 +418,17 @@ struct PairingMethodTests {
     #expect(run.shown.isEmpty && run.compared.isEmpty)
   }
 
+  /// An answer before the question answers nothing: the pairing still asks, then completes.
+  @Test func anEarlyAnswerIsIgnored() {
+    var run = PairingRun(
+      centralOffer: features(.keyboardDisplay, mitm: true, sc: true),
+      peripheralOffer: features(.displayYesNo, mitm: true, sc: true))
+    #expect(run.central.confirm(true).isEmpty && run.central.enterPasskey(123_456).isEmpty)
+    run.run()
+    #expect(run.compared[.central] != nil && run.compared[.central] == run.compared[.peripheral])
+    #expect(run.encryptedWith != nil)
+  }
+
   @Test func passkeysShowSixDigits() {
     #expect(SMPPairing.sixDigits(42) == "000042" && SMPPairing.sixDigits(999_999) == "999999")
   }

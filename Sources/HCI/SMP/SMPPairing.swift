@@ -234,7 +234,8 @@ public struct SMPPairing: Sendable {
   /// The user's answer to `requestConfirmation`: no ends the pairing (Pairing Failed, Numeric
   /// Comparison Failed).
   public mutating func confirm(_ matches: Bool) -> [SMPAction] {
-    guard phase != .complete, phase != .failed, method == .numericComparison, !userConfirmed else { return [] }
+    // Only once the number is shown: an answer before it would answer nothing.
+    guard phase != .complete, phase != .failed, waitingForUser == .comparison else { return [] }
     return attempt { (self: inout SMPPairing) throws(SMPPairingError) in
       guard matches else { throw .refused(.numericComparisonFailed, "the user said the numbers differ") }
       self.userConfirmed = true
