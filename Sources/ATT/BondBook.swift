@@ -77,6 +77,12 @@ public enum PairingAnswer: Hashable, Sendable {
   case confirm(Bool)
 }
 
+/// A passkey as a user types it: exactly six digits (000000 to 999999); nil otherwise.
+public func passkey(digits text: String) -> UInt32? {
+  guard text.count == 6, text.allSatisfy({ ("0"..."9").contains($0) }) else { return nil }
+  return UInt32(text)
+}
+
 /// Six digits, leading zeros kept: how a passkey or a comparison value is shown.
 public func sixDigits(_ value: UInt32) -> String {
   let digits = String(value % 1_000_000)

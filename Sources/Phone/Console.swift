@@ -140,7 +140,7 @@ extension PhoneCommand {
       return .forget(peer: plain.first)
     case "passkey":
       try noPairs("passkey NNNNNN")
-      guard plain.count == 1, let value = PhoneConsole.parsePasskey(plain[0]) else {
+      guard plain.count == 1, let value = ATT.passkey(digits: plain[0]) else {
         throw ConsoleError("passkey takes the six digits the accessory shows: passkey 012345")
       }
       return .passkey(value)
@@ -508,7 +508,7 @@ extension PhoneCommand {
       return cmd == "allow" ? .allow(watch: watch) : .revoke(watch: watch)
     case "passkey":
       try fields.only(["cmd", "passkey"], "in a passkey command")
-      guard case .string(let text)? = fields["passkey"], let value = PhoneConsole.parsePasskey(text) else {
+      guard case .string(let text)? = fields["passkey"], let value = ATT.passkey(digits: text) else {
         throw ScenarioIssue(
           path: root.key("passkey"), reason: "expected the six digits the accessory shows, as a string")
       }
@@ -791,12 +791,6 @@ public struct PhoneConsole: Sendable {
     if let label = notification.positiveAction { pairs.append(("positiveAction", .string(label))) }
     if let label = notification.negativeAction { pairs.append(("negativeAction", .string(label))) }
     return .object(pairs)
-  }
-
-  /// Six digits, 000000 to 999999.
-  static func parsePasskey(_ text: String) -> UInt32? {
-    guard text.count == 6, text.allSatisfy({ ("0"..."9").contains($0) }) else { return nil }
-    return UInt32(text)
   }
 
   static let noBonds =

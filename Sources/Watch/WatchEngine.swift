@@ -508,6 +508,13 @@ public final class WatchEngine: Sendable {
     book.observe { [weak self] event in self?.emit(.bond(event)) }
   }
 
+  /// The wearer's answer to the pairing that asks (a passkey the phone shows, or yes or no
+  /// to a number both show): true when one was waiting for it; nil when the watch keeps no
+  /// bonds.
+  public func answerPairing(_ answer: PairingAnswer) -> Bool? {
+    bondBook.withLock { $0 }?.answer(answer, for: nil)
+  }
+
   /// Forgets every bond, as resetting a watch does, and drops the link: the phone, if it
   /// still holds its bond, meets a missing key. Returns the addresses forgotten; nil when the
   /// watch keeps no bonds.

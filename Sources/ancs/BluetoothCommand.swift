@@ -74,10 +74,8 @@ enum BluetoothCommandLine {
     }
     var passkey: UInt32?
     if let passkeyText {
-      guard passkeyText.count == 6, passkeyText.allSatisfy({ ("0"..."9").contains($0) }),
-        let value = UInt32(passkeyText)
-      else {
-        throw UsageError("--passkey takes the six digits the accessory shows, like 012345, not '\(passkeyText)'")
+      guard let value = ATT.passkey(digits: passkeyText) else {
+        throw UsageError("--passkey takes the six digits shown, like 012345, not '\(passkeyText)'")
       }
       passkey = value
     }
@@ -89,6 +87,34 @@ enum BluetoothCommandLine {
       confirm = confirmText == "yes"
     }
     return (passkey, confirm)
+  }
+
+  /// `--io CAPABILITY` and `--security LEVEL` of a watch (an accessory as it can be built):
+  /// what it can show and type, and whether it demands MITM protection.
+  static func accessorySecurity(_ args: inout Arguments, bluetooth: Settings?) throws(UsageError) -> (
+    io: IOCapability, mitm: Bool
+  ) {
+    let ioText = try args.value("--io")
+    let securityText = try args.value("--security")
+    if ioText != nil || securityText != nil, bluetooth == nil || bluetooth?.isKernel == true {
+      throw UsageError(
+        "\(ioText != nil ? "--io" : "--security") goes with --bluetooth hci-*: this program's host pairs there")
+    }
+    let capabilities: [String: IOCapability] = [
+      "display-only": .displayOnly, "display-yesno": .displayYesNo, "keyboard-only": .keyboardOnly,
+      "no-input-no-output": .noInputNoOutput, "keyboard-display": .keyboardDisplay,
+    ]
+    var io = IOCapability.noInputNoOutput
+    if let ioText {
+      guard let known = capabilities[ioText] else {
+        throw UsageError("--io takes \(capabilities.keys.sorted().joined(separator: ", ")), not '\(ioText)'")
+      }
+      io = known
+    }
+    guard securityText == nil || ["just-works", "mitm"].contains(securityText ?? "") else {
+      throw UsageError("--security takes just-works or mitm, not '\(securityText ?? "")'")
+    }
+    return (io, securityText == "mitm")
   }
 
   /// `--peer BDADDR`.

@@ -21,11 +21,21 @@ enum WatchCommand {
     `positive UID`, `negative UID`, `media COMMAND` (a remote command to the phone's
     media player: play, pause, toggle, next, previous, volume-up, volume-down, repeat,
     shuffle, forward, back, like, dislike, bookmark), `forget` (forget every bond, as
-    resetting a watch does), `quit`.
+    resetting a watch does), `passkey NNNNNN` and `confirm yes|no` (answers to a pairing
+    that asks: the event bond with change pairing), `quit`.
 
     options:
       --connect ADDRESS       unix:PATH or tcp:HOST:PORT of a running `ancs phone`
     \(BluetoothCommandLine.usage)
+      --io CAPABILITY         with --bluetooth hci-*: what the watch can show and type when
+                              it pairs: no-input-no-output (default), display-only,
+                              display-yesno, keyboard-only, keyboard-display
+      --security LEVEL        with --bluetooth hci-*: just-works (default) or mitm: ask for
+                              MITM protection and refuse a pairing without it
+      --passkey N             with --bluetooth hci-*: the six digits to type when the phone
+                              shows a passkey (else typed on stdin: passkey NNNNNN)
+      --confirm yes|no        with --bluetooth hci-*: the answer when the phone shows a
+                              number to compare (else on stdin: confirm yes)
       --name NAME             the watch's GAP Device Name, which the phone reads and
                               shows, and with --bluetooth the name advertised
                               (default ancs-sim watch)
@@ -134,6 +144,8 @@ enum WatchCommand {
     // "The Device Name characteristic value shall be 0 to 248 octets" (Vol 3 Part C 12.1).
     if let name, name.utf8.count > 248 { throw UsageError("--name takes at most 248 bytes of UTF-8") }
     let headless = args.flag("--headless")
+    let answers = try BluetoothCommandLine.pairingAnswers(&args, bluetooth: bluetooth)
+    let security = try BluetoothCommandLine.accessorySecurity(&args, bluetooth: bluetooth)
     var options = try options(&args)
     if let name { options.deviceName = name }
     let face = try FaceCommandLine.settings(&args)
@@ -146,7 +158,9 @@ enum WatchCommand {
       // FAULT refuse-repairing: breaks "pairs again with a phone that forgot the bond".
       let host = try await BluetoothCommandLine.open(
         bluetooth, on: loops, capture: capture, logger: logger,
-        security: .init(acceptRepairing: !options.faults.contains(.refuseRepairing)))
+        security: .init(
+          acceptRepairing: !options.faults.contains(.refuseRepairing), ioCapability: security.io, mitm: security.mitm,
+          requireMITM: security.mitm, passkey: answers.passkey, confirmsNumbers: answers.confirm))
       let advertisement = Advertisement(
         name: options.deviceName, solicitedServices: [BluetoothCommandLine.ancs])
       // A peripheral, as a watch is: advertise the ANCS solicitation, take the phone's
@@ -253,6 +267,22 @@ enum WatchCommand {
             continue
           }
           engine.media(command)
+        case "passkey", "confirm":
+          let answer: PairingAnswer?
+          if words[0] == "passkey" {
+            answer = words.count == 2 ? ATT.passkey(digits: words[1]).map(PairingAnswer.passkey) : nil
+          } else {
+            answer = words.count == 2 && ["yes", "no"].contains(words[1]) ? .confirm(words[1] == "yes") : nil
+          }
+          guard let answer else {
+            printError(
+              "ancs: usage: "
+                + (words[0] == "passkey" ? "passkey NNNNNN (the six digits the phone shows)" : "confirm yes|no"))
+            continue
+          }
+          if engine.answerPairing(answer) != true {
+            printError("ancs: no pairing waits for \(words[0] == "passkey" ? "a passkey" : "a numeric comparison")")
+          }
         case "forget":
           guard words.count == 1 else {
             printError("ancs: usage: forget (forgets every bond; it takes nothing after it)")
@@ -267,7 +297,8 @@ enum WatchCommand {
           }
         default:
           printError(
-            "ancs: unknown command '\(words[0])'; commands: positive UID, negative UID, media COMMAND, forget, quit")
+            "ancs: unknown command '\(words[0])'; commands: positive UID, negative UID, media COMMAND, forget, "
+              + "passkey NNNNNN, confirm yes|no, quit")
         }
       }
     }

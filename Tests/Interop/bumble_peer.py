@@ -30,6 +30,13 @@ one line per step ("found ...", "mtu ...", "read ...", "disconnected ..."), and 
                                        that connects to pair (Security Request), showing a
                                        passkey or comparing a number as above, then waits for
                                        the disconnection.
+    python bumble_peer.py mitm-phone sc|legacy passkey|numeric
+                                       A phone with a display: Bumble scans for a device that
+                                       solicits ANCS, connects, and pairs with MITM when it
+                                       asks (Security Request): DisplayOnly showing passkey
+                                       123456 ("passkey 123456"), or DisplayYesNo comparing a
+                                       number ("compare 012345"); then "paired ..." or
+                                       "pairing-failed REASON", and it disconnects.
     python bumble_peer.py pair-peripheral sc|legacy forget
                                        The same, but Bumble forgets its bonds ("forgot")
                                        before the second connection, as a reset accessory
@@ -335,6 +342,23 @@ async def bumble_mitm_accessory(device: Device):
     connection.on('disconnection', lambda reason: disconnected.set_result(reason))
     device.request_pairing(connection)
     say('disconnected', await disconnected)
+
+
+async def bumble_mitm_phone(device: Device):
+    """Connect to the ANCS advertiser; pair on its Security Request; disconnect."""
+    loop = asyncio.get_running_loop()
+    address, _ = await find_ancs_advertiser(device)
+    connection = await device.connect(address)
+    say('connected', connection.peer_address)
+    report_security(connection)
+    done = loop.create_future()
+    connection.on('pairing', lambda keys: done.done() or done.set_result(None))
+    connection.on('pairing_failure', lambda reason: done.done() or done.set_result(None))
+    connection.on(
+        'security_request', lambda auth_req: asyncio.ensure_future(device.pair(connection))
+    )
+    await asyncio.wait_for(done, 20)
+    await disconnect(connection)
 
 
 def report_security(connection):
@@ -937,6 +961,9 @@ async def main(role: str, mode: str | None, forget: bool = False, method: str | 
             await bumble_ams_client(device)
         elif role == 'ams-phone':
             await bumble_ams_phone(device)
+        elif role == 'mitm-phone':
+            use_mitm(device, mode == 'sc', method == 'numeric')
+            await bumble_mitm_phone(device)
         elif role == 'mitm-accessory':
             use_mitm(device, mode == 'sc', method == 'numeric')
             await bumble_mitm_accessory(device)
@@ -976,7 +1003,7 @@ if __name__ == '__main__':
     )
     mitm = (
         len(arguments) == 3
-        and arguments[0] in ('pair-peripheral', 'mitm-accessory')
+        and arguments[0] in ('pair-peripheral', 'mitm-accessory', 'mitm-phone')
         and (arguments[1:] in (['sc', 'passkey'], ['legacy', 'passkey'], ['sc', 'numeric']))
     )
     ancs_client = len(arguments) == 2 and arguments[0] == 'ancs-client' and arguments[1].isdigit()
@@ -985,7 +1012,7 @@ if __name__ == '__main__':
         sys.exit(
             'usage: bumble_peer.py central|peripheral|parameters-peripheral|radio [uart]'
             '|pair-central MODE [forget]|pair-peripheral MODE [forget|passkey|numeric]'
-            '|mitm-accessory MODE passkey|numeric'
+            '|mitm-accessory MODE passkey|numeric|mitm-phone MODE passkey|numeric'
             '|ancs-client COUNT|ams-client|ams-phone|ancs-accessory TRANSPORT'
         )
     asyncio.run(

@@ -194,6 +194,54 @@ extension PhonePairingTests {
   }
 }
 
+/// Issue #16 (3): `ancs watch` pairs as an accessory can be built, against a Bumble phone
+/// that shows a passkey (DisplayOnly) or a number (DisplayYesNo) and asks for MITM: the watch
+/// types the passkey given ahead or on its standard input after its `pairing` event, confirms
+/// the number, and with `--security mitm` but no way to show or type refuses Just Works.
+@Suite(
+  "ancs watch pairs as an accessory with a keyboard or a display", .serialized,
+  .enabled(if: bumblePython != nil, "needs python3 -m venv and PyPI to install bumble (scripts/bumble-venv.sh)"),
+  .enabled(if: FileManager.default.isExecutableFile(atPath: ancsBinary), "needs the ancs binary: swift build first"),
+  .timeLimit(scaledMinutes(1)))
+struct WatchPairingTests {
+  @Test(arguments: [
+    ("sc passkey", ["--io", "keyboard-only", "--passkey", "123456"], "paired ltk"),
+    ("legacy passkey", ["--io", "keyboard-only", "--passkey", "123456"], "paired legacy"),
+    ("sc passkey", ["--io", "keyboard-only"], "paired ltk"),
+    ("sc numeric", ["--io", "display-yesno", "--confirm", "yes"], "paired ltk"),
+    ("sc numeric", ["--io", "no-input-no-output"], "pairing-failed"),
+  ])
+  func theWatchPairsWithMITM(mode: String, flags: [String], outcome: String) async throws {
+    try await withBumblePeer(role: "mitm-phone \(mode)") { peer in
+      let port = try #require(await peer.readyPort())
+      let directory =
+        NSTemporaryDirectory() + "ancs-watch-pairing-\(getpid())-" + (mode + flags.joined()).filter(\.isLetter)
+      try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+      defer { try? FileManager.default.removeItem(atPath: directory) }
+      let watch = try AncsProcess(
+        [
+          "watch", "--bluetooth", "hci-tcp:127.0.0.1:\(port)", "--bonds", "\(directory)/watch.json", "--headless",
+          "--security", "mitm",
+        ] + flags)
+      defer { watch.kill() }
+      if !flags.contains("--passkey") && mode.hasSuffix("passkey") {
+        // Asked on its standard input, as a wearer would be.
+        let prompt = try #require(await watch.line(containing: #""change":"pairing""#), "\(watch.stderr)")
+        #expect(prompt.contains(#""prompt":"enterPasskey""#), "\(prompt)")
+        watch.send("passkey 123456")
+      }
+      let result = await peer.line(startingWith: outcome.hasPrefix("paired") ? "paired" : "pairing-failed")
+      #expect(result?.hasPrefix(outcome) == true, "\(peer.transcript) \(watch.stderr)")
+      if outcome == "pairing-failed" {
+        // Authentication Requirements (0x03): the watch demands MITM, and it can neither
+        // show nor type.
+        #expect(result == "pairing-failed 3", "\(result ?? "")")
+      }
+      watch.send("quit")
+    }
+  }
+}
+
 /// The ancs binary the tests start (ANCS_BINARY, or this checkout's debug build).
 let ancsBinary: String =
   ProcessInfo.processInfo.environment["ANCS_BINARY"] ?? repositoryRoot.appendingPathComponent(".build/debug/ancs").path
