@@ -27,6 +27,8 @@ struct AirPacket: Sendable {
   static let offensesValid: UInt16 = 0x0020
   static let crcChecked: UInt16 = 0x0400
   static let crcValid: UInt16 = 0x0800
+  static let micChecked: UInt16 = 0x1000
+  static let micValid: UInt16 = 0x2000
 
   var header: UInt8 { pdu[0] }
   /// The payload after the header (and the CTEInfo octet when CP is set).
@@ -229,6 +231,16 @@ struct SnifferDecoder: Sendable {
     guard connection.isNew(packet, fromCentral: fromCentral) else { return }
     var payload = Array(packet.payload)
     if payload.isEmpty { return }
+    if packet.flags & AirPacket.decrypted != 0 && packet.flags & AirPacket.micChecked != 0 {
+      // Decrypted by the sniffer, its MIC checked: the last 4 octets are the MIC; one it
+      // found wrong leaves the packet unread.
+      guard packet.flags & AirPacket.micValid != 0 else {
+        connection.damaged += 1
+        return
+      }
+      payload = Array(payload.dropLast(LinkLayerCipher.micLength))
+      if payload.isEmpty { return }
+    }
     if connection.encrypting[fromCentral] == true && packet.flags & AirPacket.decrypted == 0 {
       // (An encrypted PDU holds at least one octet besides its MIC; a crafted one may not.)
       guard let plain = open(packet, fromCentral: fromCentral, &connection), !plain.isEmpty else { return }

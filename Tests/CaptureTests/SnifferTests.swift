@@ -42,6 +42,9 @@ struct AirSession {
     var accessAddress: UInt32
     var pdu: [UInt8]
     var damaged = false
+    /// RF header flags of its own (a sniffer that decrypted it: 0x0008, MIC checked 0x1000,
+    /// valid 0x2000).
+    var flags: UInt16 = 0
   }
 
   /// One PDU to send: its LLID and payload.
@@ -210,7 +213,7 @@ struct AirSession {
     var file = littleEndian(0xA1B2_C3D4, 4) + [2, 0, 4, 0] + littleEndian(0, 8) + littleEndian(65_535, 4)
     file += littleEndian(256, 4)
     for packet in packets {
-      var flags: UInt16 = 0x0001 | 0x0002 | 0x0010 | 0x0020
+      var flags: UInt16 = 0x0001 | 0x0002 | 0x0010 | 0x0020 | packet.flags
       if crcChecked { flags |= packet.damaged ? 0x0400 : 0x0C00 }
       if directionInHeader, let fromCentral = packet.fromCentral { flags |= (fromCentral ? 2 : 3) << 7 }
       let initial = packet.accessAddress == 0x8E89_BED6 ? 0x55_5555 : Self.crcInit
@@ -361,6 +364,28 @@ struct AirSession {
       records.compactMap(\.note?.text).first
         == "a connection already open (access address 0x50654A8B, no CONNECT_IND in the capture): its direction from timing, and encrypted traffic unreadable without its LL_ENC_REQ"
     )
+  }
+
+  /// Packets the sniffer decrypted itself are read as they are; when it checked their MIC,
+  /// the MIC is left out, and a MIC it found wrong leaves the packet out.
+  @Test func packetsTheSnifferDecryptedAreRead() throws {
+    var air = AirSession(packets: [])
+    air.directionInHeader = true
+    let attWrite: [UInt8] = [0x07, 0x00, 0x04, 0x00, 0x12, 0x0E, 0x00, 0x00, 0x2A, 0x00]  // L2CAP, Write Request
+    let mic: [UInt8] = [0xDE, 0xAD, 0xBE, 0xEF]
+    var packets: [AirSession.Air] = []
+    for (index, flags) in [0x0008, 0x3008, 0x1008].enumerated() {
+      let body = flags == 0x0008 ? attWrite : attWrite + mic
+      packets.append(
+        AirSession.Air(
+          microseconds: AirSession.start + Int64(index) * 30_000, channel: UInt8(1 + index), fromCentral: false,
+          accessAddress: AirSession.accessAddress, pdu: [0x02 | UInt8(index & 1) << 3, UInt8(body.count)] + body,
+          flags: UInt16(flags)))
+    }
+    let read = try CaptureFormat.read(air.pcap(packets))
+    let acl = read.records.filter { $0.kind == .acl }.map { Array($0.bytes.dropFirst(4)) }
+    #expect(acl == [attWrite, attWrite], "\(acl)")
+    #expect(read.records.filter { $0.kind == .acl }.map(\.number) == [1, 2])
   }
 
   /// tshark reads the test's captures as a sniffer's: every CRC right (Wireshark checks it
