@@ -90,6 +90,11 @@ enum ConformCommand {
                           as btsnoop (Wireshark, btmon)
       --peer BDADDR       (accessory, over the air) connect to this device, not the first
                           that solicits ANCS
+      --passkey N         (accessory, over the air) the harness pairs as an iPhone
+                          (KeyboardDisplay, MITM asked, SC): the six digits to type when
+                          the accessory shows a passkey
+      --confirm yes|no    (accessory, over the air) the answer when the accessory shows a
+                          number to compare
       --name NAME         (phone, over the air) the name the harness advertises
                           (default ancs-sim conform)
 
@@ -181,6 +186,7 @@ enum ConformCommand {
     let peerText = try args.value("--peer")
     let name = try args.value("--name")
     let capture = try args.value("--capture")
+    let answers = try BluetoothCommandLine.pairingAnswers(&args, bluetooth: bluetooth)
     var timers = AccessoryTimers()
     var timersGiven: [String] = []
     for timer in AccessoryTimer.allCases {
@@ -228,6 +234,9 @@ enum ConformCommand {
     switch role {
     case "phone":
       if listen != nil || observe != nil { throw UsageError("--listen and --observe are for conform accessory") }
+      if answers.passkey != nil || answers.confirm != nil {
+        throw UsageError("--passkey and --confirm are for conform accessory: the harness pairs as the phone there")
+      }
       let links: PhoneLinksUnderTest
       if let bluetooth {
         let radio = try await BluetoothCommandLine.open(bluetooth, on: loops, capture: capture, logger: logger)
@@ -255,9 +264,13 @@ enum ConformCommand {
       if let bluetooth {
         // The accessory may be started by --spawn; the radio is opened first, so a bad
         // transport fails before anything starts.
-        // The harness is an iPhone: it drops an accessory that lost its bond, keeping its own.
+        // The harness is an iPhone: it drops an accessory that lost its bond, keeping its own,
+        // and pairs with an iPhone's features, typing or confirming what it is given.
         let radio = try await BluetoothCommandLine.open(
-          bluetooth, on: loops, capture: capture, logger: logger, security: .init(disconnectOnKeyMissing: true))
+          bluetooth, on: loops, capture: capture, logger: logger,
+          security: .init(
+            disconnectOnKeyMissing: true, ioCapability: .keyboardDisplay, mitm: true, passkey: answers.passkey,
+            confirmsNumbers: answers.confirm))
         accessoryLinks = CentralLinks(
           host: radio, filter: peer.map { .address($0) } ?? .solicits(BluetoothCommandLine.solicited))
       } else {

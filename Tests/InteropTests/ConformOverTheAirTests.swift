@@ -54,6 +54,27 @@ struct ConformOverTheAirTests {
     }
   }
 
+  /// Issue #16 (4): an accessory that demands MITM protection and compares a number
+  /// (`--io display-yesno --security mitm`) is judged with the harness pairing as an iPhone
+  /// and confirming the number (`--confirm yes`): the cases around encryption and
+  /// subscription pass.
+  @Test("a watch that demands MITM is judged, the harness confirming the number")
+  func watchThatDemandsMITM() async throws {
+    try await withRadio { harnessController, watchController, directory in
+      let watch =
+        "ancs watch --bluetooth \(watchController) --bonds \(directory)/watch.json --headless "
+        + "--io display-yesno --security mitm --confirm yes --reconnect-delay 0.01"
+      let run = try await conform([
+        "conform", "accessory", "--bluetooth", harnessController, "--bonds", "\(directory)/harness.json",
+        "--json", "\(directory)/report.json", "--timeout", scaledSeconds(20), "--confirm", "yes", "--case",
+        "ANCS/NC/DISC/BV-01", "--case", "ANCS/NC/DISC/BV-07", "--spawn", watch,
+      ])
+      let report = try Report(path: "\(directory)/report.json")
+      #expect(run.status == 0, "\(run.failures)")
+      #expect(report.cases.count == 2 && report.passed == 2, "\(run.failures)")
+    }
+  }
+
   /// The README's table "A published comparison" is what this run gives: each case's result,
   /// row by row. Bumble is pinned (0.0.236), so a change here is a change in the harness.
   @Test(
