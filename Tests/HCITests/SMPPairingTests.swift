@@ -1,3 +1,4 @@
+import ATT
 import HCI
 import Testing
 import Wire
@@ -430,6 +431,6 @@ struct PairingMethodTests {
   }
 
   @Test func passkeysShowSixDigits() {
-    #expect(SMPPairing.sixDigits(42) == "000042" && SMPPairing.sixDigits(999_999) == "999999")
+    #expect(sixDigits(42) == "000042" && sixDigits(999_999) == "999999")
   }
 }

@@ -1,5 +1,3 @@
-import ATT
-
 /// Why a pairing procedure ended without keys.
 public enum SMPPairingError: Error, Hashable, Sendable, CustomStringConvertible {
   /// This side refused and sent Pairing Failed with `reason`; `detail` says why.
@@ -167,9 +165,6 @@ public struct SMPPairing: Sendable {
       responderKeyDistribution: acceptedKeys)
   }
 
-  /// A passkey or comparison value as the user sees it: six digits, leading zeros kept.
-  public static func sixDigits(_ value: UInt32) -> String { ATT.sixDigits(value) }
-
   /// - Parameters:
   ///   - local, peer: the addresses the connection uses (c1, f5 and f6 hash them).
   ///   - offer: IO capability, AuthReq and key size of this side (a central's Pairing Request).
@@ -267,9 +262,7 @@ public struct SMPPairing: Sendable {
       localRandom = Self.random()
       phase = .awaitingRandom
       return [.send(.pairingConfirm(try legacyConfirm(localRandom)))]
-    case .firstRound:
-      return try roundConfirm()
-    case .roundAnswer:
+    case .firstRound, .roundAnswer:
       return try roundConfirm()
     case .comparison:
       return try compared()

@@ -101,19 +101,19 @@ public final class SMPSecurityManager: HCISecurityManager {
   /// `BondEvent` gives it, or any); false when none waits for that kind of answer.
   @discardableResult
   public func answer(_ answer: PairingAnswer, for peer: String? = nil) -> Bool {
-    let found = links.withLock { links -> (UInt16, HCIConnection)? in
-      for (handle, link) in links.sorted(by: { $0.key < $1.key }) {
+    let found = links.withLock { links -> HCIConnection? in
+      for (_, link) in links.sorted(by: { $0.key < $1.key }) {
         guard let (prompt, connection) = link.prompt, peer == nil || connection.peerName == peer?.uppercased() else {
           continue
         }
         switch (prompt, answer) {
-        case (.enterPasskey, .passkey), (.compare, .confirm): return (handle, connection)
+        case (.enterPasskey, .passkey), (.compare, .confirm): return connection
         default: continue
         }
       }
       return nil
     }
-    guard let (_, connection) = found else { return false }
+    guard let connection = found else { return false }
     update(connection) { $0.prompt = nil }
     switch answer {
     case .passkey(let value): perform(self.answer(connection) { $0.enterPasskey(value) }, on: connection)
