@@ -31,7 +31,8 @@ enum WatchCommand {
                               it pairs: no-input-no-output (default), display-only,
                               display-yesno, keyboard-only, keyboard-display
       --security LEVEL        with --bluetooth hci-*: just-works (default) or mitm: ask for
-                              MITM protection and refuse a pairing without it
+                              MITM protection, refuse a pairing without it, and use no
+                              link encrypted with a key made without it
       --passkey N             with --bluetooth hci-*: the six digits to type when the phone
                               shows a passkey (else typed on stdin: passkey NNNNNN)
       --confirm yes|no        with --bluetooth hci-*: the answer when the phone shows a
@@ -148,6 +149,8 @@ enum WatchCommand {
     let security = try BluetoothCommandLine.accessorySecurity(&args, bluetooth: bluetooth)
     var options = try options(&args)
     if let name { options.deviceName = name }
+    // Subscribes only once the link is authenticated: a bond made by Just Works is not enough.
+    if security.mitm { options.security = .authenticated }
     let face = try FaceCommandLine.settings(&args)
     let capture = try args.value("--capture")
     let logger = args.logger()

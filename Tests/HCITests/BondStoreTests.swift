@@ -44,6 +44,27 @@ struct BondStoreTests {
     }
   }
 
+  @Test("a bond made with MITM protection stays authenticated in the file; a file from before says nothing: Just Works")
+  func authenticatedKept() async throws {
+    try await withBondPath { path in
+      var bond = sampleBond
+      bond.authenticated = true
+      try BondStore(path: path).save(bond)
+      let text = try String(contentsOfFile: path, encoding: .utf8)
+      #expect(text.contains("\"authenticated\":true"))
+      #expect(try BondStore(path: path).all.first?.level == .authenticated)
+      // As written before the field existed.
+      try text.replacingOccurrences(of: ",\"authenticated\":true", with: "")
+        .write(toFile: path, atomically: true, encoding: .utf8)
+      #expect(try BondStore(path: path).all.first?.level == .encrypted)
+      try text.replacingOccurrences(of: "\"authenticated\":true", with: "\"authenticated\":1")
+        .write(toFile: path, atomically: true, encoding: .utf8)
+      #expect(throws: BondStoreError(path: path, problem: "bonds[0].authenticated: not true or false")) {
+        try BondStore(path: path)
+      }
+    }
+  }
+
   @Test("saving a bond with the same peer replaces it")
   func replaces() async throws {
     try await withBondPath { path in

@@ -17,8 +17,13 @@ private var roomy: FakeController.Settings {
 
 /// Plays the peer's host with our own engine in the other role: SMP PDUs through the fake
 /// controller, LE Enable Encryption and the LTK request as a controller pair would.
-private func runPeer(_ engine: inout SMPPairing, fake: FakeController, initial: [SMPAction]) async throws -> SMPAction?
-{
+///
+/// The peer's user: types the passkeys `passkeys` gives (what our host shows), and answers
+/// a numeric comparison with `confirms`.
+private func runPeer(
+  _ engine: inout SMPPairing, fake: FakeController, initial: [SMPAction], passkeys: Inbox<UInt32>? = nil,
+  confirms: Bool = false
+) async throws -> SMPAction? {
   var pending = initial
   while true {
     if pending.isEmpty {
@@ -51,8 +56,12 @@ private func runPeer(_ engine: inout SMPPairing, fake: FakeController, initial: 
       fake.send(.encryptionChange(EncryptionChange(connectionHandle: 0x0040, encryptionEnabled: matches ? 1 : 0)))
       pending += engine.encryptionChanged(status: .success, enabled: matches)
     case .completed, .failed: return action
-    case .displayPasskey, .requestPasskey, .requestConfirmation:
-      Issue.record("a Just Works peer asked its user: \(action)")
+    case .requestPasskey where passkeys != nil:
+      pending += engine.enterPasskey(await passkeys?.next())
+    case .requestConfirmation:
+      pending += engine.confirm(confirms)
+    case .displayPasskey, .requestPasskey:
+      Issue.record("the peer asked its user: \(action)")
       return action
     }
   }
@@ -289,10 +298,207 @@ struct SecurityManagerTests {
     #expect(await fake.nextFrame() == L2CAPFrame(channel: .smp, payload: [0x05, 0x08]))
   }
 
-  @Test("Just Works cannot give an authenticated link")
-  func authenticatedRefused() async throws {
-    let (_, _, connection) = try await connectedHost(role: .central, roomy, security: SMPSecurityManager(store: nil))
-    await #expect(throws: BearerError.self) { try await connection.pair(.authenticated) }
+}
+
+/// The options of a host that pairs as an iPhone does: KeyboardDisplay, MITM asked.
+private func iPhoneLike(confirms: Bool? = nil) -> SMPSecurityManager.Options {
+  SMPSecurityManager.Options(ioCapability: .keyboardDisplay, mitm: true, confirmsNumbers: confirms)
+}
+
+/// Our peer's Pairing Response or Request with `io`, asking for MITM protection.
+private func mitmOffer(_ io: IOCapability, secureConnections: Bool = true) -> PairingFeatures {
+  SMPPairing.features(ioCapability: io, mitm: true, secureConnections: secureConnections)
+}
+
+@Suite("SMP security manager: authenticated links (MITM protection)")
+struct AuthenticatedLinkTests {
+  @Test("numeric comparison gives an authenticated link and bond; the next connection encrypts with it, authenticated")
+  func numericComparison() async throws {
+    try await withBondPath { path in
+      let security = SMPSecurityManager(store: try BondStore(path: path), options: iPhoneLike(confirms: true))
+      let (fake, _, connection) = try await connectedHost(role: .central, roomy, security: security)
+      let pairing = Task { try await connection.pair(.authenticated) }
+      var peripheral = SMPPairing(
+        role: .peripheral, local: peerAddress, peer: connection.local, offer: mitmOffer(.displayYesNo),
+        requiresMITM: true)
+      let outcome = try await runPeer(&peripheral, fake: fake, initial: [], confirms: true)
+      #expect(peripheral.method == .numericComparison)
+      #expect(try await pairing.value == .authenticated)
+      #expect(connection.securityLevel == .authenticated)
+      guard case .completed(let bond?)? = outcome else {
+        Issue.record("the peripheral did not complete: \(String(describing: outcome))")
+        return
+      }
+      #expect(bond.authenticated)
+      let stored = try #require(try BondStore(path: path).bond(for: peerAddress))
+      #expect(stored.ltk == bond.ltk && stored.level == .authenticated)
+
+      // A new host reads the file: its bond's key is authenticated, so it encrypts.
+      let (again, _, second) = try await connectedHost(
+        role: .central, roomy, security: SMPSecurityManager(store: try BondStore(path: path), options: iPhoneLike()))
+      let reconnect = Task { try await second.pair(.authenticated) }
+      #expect(try #require(await again.nextCommand()).opcode == LEStartEncryption.opcode)
+      again.send(.encryptionChange(EncryptionChange(connectionHandle: 0x0040, encryptionEnabled: 1)))
+      #expect(try await reconnect.value == .authenticated)
+    }
+  }
+
+  @Test(
+    "passkey entry with our central showing: the store's observer gets the passkey the peer types",
+    arguments: [true, false])
+  func passkeyShown(secureConnections: Bool) async throws {
+    try await withBondPath { path in
+      let store = try BondStore(path: path)
+      let shown = Inbox<UInt32>()
+      store.observe { event in
+        if case .pairing(_, .showPasskey(let value)) = event { shown.push(value) }
+      }
+      let security = SMPSecurityManager(
+        store: store,
+        options: SMPSecurityManager.Options(secureConnections: secureConnections, ioCapability: .displayOnly))
+      let (fake, _, connection) = try await connectedHost(role: .central, roomy, security: security)
+      let pairing = Task { try await connection.pair(.authenticated) }
+      var peripheral = SMPPairing(
+        role: .peripheral, local: peerAddress, peer: connection.local,
+        offer: mitmOffer(.keyboardOnly, secureConnections: secureConnections), requiresMITM: true)
+      let outcome = try await runPeer(&peripheral, fake: fake, initial: [], passkeys: shown)
+      #expect(try await pairing.value == .authenticated)
+      guard case .completed? = outcome else {
+        Issue.record("the peripheral did not complete: \(String(describing: outcome))")
+        return
+      }
+      #expect(store.bond(for: peerAddress)?.level == .authenticated)
+    }
+  }
+
+  @Test(
+    "asked for an authenticated link, a central whose peer can only do Just Works refuses: Authentication Requirements")
+  func justWorksIsNotEnough() async throws {
+    let (fake, _, connection) = try await connectedHost(
+      role: .central, roomy, security: SMPSecurityManager(store: nil, options: iPhoneLike()))
+    let pairing = Task { try await connection.pair(.authenticated) }
+    let request = try SMPPDU(decoding: try #require(await fake.nextFrame()).payload)
+    guard case .pairingRequest(let features) = request else {
+      Issue.record("not a Pairing Request: \(request)")
+      return
+    }
+    #expect(features.authReq.contains(.mitm))
+    fake.send(.smp, SMPPDU.pairingResponse(SMPPairing.justWorks(secureConnections: true)).encoded)
+    #expect(
+      try SMPPDU(decoding: try #require(await fake.nextFrame()).payload)
+        == .pairingFailed(.authenticationRequirements))
+    await #expect(throws: BearerError.self) { try await pairing.value }
+    #expect(connection.securityLevel == .unencrypted)
+  }
+
+  @Test("a central with a Just Works bond: encrypts with it when encryption is enough, pairs for MITM otherwise")
+  func justWorksBondIsNotAuthenticated() async throws {
+    try await withBondPath { path in
+      let (store, bond) = try storeWithBond(at: path)
+      #expect(!bond.authenticated)
+      // A peripheral's Security Request without MITM: the bond will do.
+      let (fake, _, connection) = try await connectedHost(
+        role: .central, roomy, security: SMPSecurityManager(store: store, options: iPhoneLike()))
+      fake.send(.smp, SMPPDU.securityRequest([.bonding, .secureConnections]).encoded)
+      #expect(try LEStartEncryption(packet: try #require(await fake.nextCommand())).longTermKey == bond.ltk)
+      fake.send(.encryptionChange(EncryptionChange(connectionHandle: 0x0040, encryptionEnabled: 1)))
+      #expect(try await connection.pair(.encrypted) == .encrypted)
+      // With MITM (Vol 3 Part H 2.4.6), the bond does not meet it: the central pairs.
+      fake.send(.smp, SMPPDU.securityRequest([.bonding, .secureConnections, .mitm]).encoded)
+      let request = try SMPPDU(decoding: try #require(await fake.nextFrame()).payload)
+      guard case .pairingRequest(let features) = request else {
+        Issue.record("not a Pairing Request: \(request)")
+        return
+      }
+      #expect(features.authReq.contains(.mitm))
+
+      // A new connection whose own user asks for an authenticated link pairs too.
+      let (other, _, second) = try await connectedHost(
+        role: .central, roomy, security: SMPSecurityManager(store: try BondStore(path: path), options: iPhoneLike()))
+      let pairing = Task { try await second.pair(.authenticated) }
+      let frame = try #require(await other.nextFrame())
+      guard case .pairingRequest = try SMPPDU(decoding: frame.payload) else {
+        Issue.record("not a Pairing Request: \(frame)")
+        return
+      }
+      other.send(.smp, SMPPDU.pairingFailed(.pairingNotSupported).encoded)
+      await #expect(throws: BearerError.self) { try await pairing.value }
+    }
+  }
+
+  @Test(
+    "a peripheral that needs an authenticated link asks with MITM; a Just Works bond's key is refused, an authenticated one taken",
+    arguments: [false, true])
+  func peripheralNeedsMITM(authenticatedBond: Bool) async throws {
+    try await withBondPath { path in
+      let store = try BondStore(path: path)
+      var bond = sampleBond
+      bond.peer = peerAddress
+      bond.authenticated = authenticatedBond
+      try store.save(bond)
+      let (fake, _, connection) = try await connectedHost(
+        role: .peripheral, roomy,
+        security: SMPSecurityManager(
+          store: store, options: SMPSecurityManager.Options(ioCapability: .displayOnly, mitm: true, requireMITM: true)))
+      let pairing = Task { try await connection.pair(.authenticated) }
+      #expect(
+        try SMPPDU(decoding: try #require(await fake.nextFrame()).payload)
+          == .securityRequest([.bonding, .secureConnections, .mitm]))
+      // A central that encrypts with the bond anyway.
+      fake.send(
+        .leLongTermKeyRequest(
+          LELongTermKeyRequest(connectionHandle: 0x0040, randomNumber: bond.rand, encryptedDiversifier: bond.ediv)))
+      #expect(try LELongTermKeyRequestReply(packet: try #require(await fake.nextCommand())).longTermKey == bond.ltk)
+      fake.send(.encryptionChange(EncryptionChange(connectionHandle: 0x0040, encryptionEnabled: 1)))
+      if authenticatedBond {
+        #expect(try await pairing.value == .authenticated)
+      } else {
+        await #expect(throws: BearerError.self) { try await pairing.value }
+        #expect(connection.securityLevel == .encrypted)
+      }
+    }
+  }
+
+  @Test("a new key on an encrypted link (Encryption Key Refresh Complete) gives the level of that key")
+  func keyRefresh() async throws {
+    try await withBondPath { path in
+      let (store, bond) = try storeWithBond(at: path)
+      let (fake, _, connection) = try await connectedHost(
+        role: .central, roomy, security: SMPSecurityManager(store: store, options: iPhoneLike(confirms: true)))
+      let first = Task { try await connection.pair(.encrypted) }
+      #expect(try LEStartEncryption(packet: try #require(await fake.nextCommand())).longTermKey == bond.ltk)
+      fake.send(.encryptionChange(EncryptionChange(connectionHandle: 0x0040, encryptionEnabled: 1)))
+      #expect(try await first.value == .encrypted)
+      // Paired again, with MITM, on the encrypted link: the controller refreshes the key.
+      let pairing = Task { try await connection.pair(.authenticated) }
+      var peripheral = SMPPairing(
+        role: .peripheral, local: peerAddress, peer: connection.local, offer: mitmOffer(.displayYesNo),
+        requiresMITM: true)
+      var pending: [SMPAction] = []
+      while true {
+        if pending.isEmpty {
+          if peripheral.phase == .awaitingEncryption {
+            let start = try LEStartEncryption(packet: try #require(await fake.nextCommand()))
+            #expect(
+              peripheral.keyForRequest(ediv: start.encryptedDiversifier, rand: start.randomNumber) == start.longTermKey)
+            fake.send(.encryptionKeyRefreshComplete(EncryptionKeyRefreshComplete(connectionHandle: 0x0040)))
+            pending += peripheral.encryptionChanged(status: .success, enabled: true)
+            continue
+          }
+          if peripheral.phase == .complete || peripheral.phase == .failed { break }
+          let frame = try #require(await fake.nextFrame())
+          pending += peripheral.receive(try SMPPDU(decoding: frame.payload))
+          continue
+        }
+        switch pending.removeFirst() {
+        case .send(let pdu): fake.send(.smp, pdu.encoded)
+        case .requestConfirmation: pending += peripheral.confirm(true)
+        default: break
+        }
+      }
+      #expect(try await pairing.value == .authenticated)
+      #expect(store.bond(for: peerAddress)?.authenticated == true)
+    }
   }
 }
 

@@ -236,6 +236,10 @@ struct WatchPairingTests {
         // Authentication Requirements (0x03): the watch demands MITM, and it can neither
         // show nor type.
         #expect(result == "pairing-failed 3", "\(result ?? "")")
+      } else {
+        // The key was made with MITM protection: the watch's bond says so.
+        let bonded = await watch.line(containing: #""change":"bonded""#)
+        #expect(bonded?.contains(#""level":"authenticated""#) == true, "\(bonded ?? "") \(watch.stderr)")
       }
       watch.send("quit")
     }

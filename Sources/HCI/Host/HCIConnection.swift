@@ -18,6 +18,9 @@ public enum LinkRole: Hashable, Sendable, CustomStringConvertible {
 public final class HCIConnection: ATTBearer {
   private struct State {
     var encrypted = false
+    /// The key the security manager last gave the controller came from a pairing with MITM
+    /// protection.
+    var authenticatedKey = false
     var open = true
     /// Disconnect has been sent.
     var disconnecting = false
@@ -49,9 +52,20 @@ public final class HCIConnection: ATTBearer {
 
   public var name: String { "\(host.stream.name) \(role) to \(peer.address)" }
 
-  /// Encrypted once the controller reported Encryption Change on (Just Works keys are never
-  /// authenticated); unencrypted again if it reports encryption off.
-  public var securityLevel: SecurityLevel { state.withLock { $0.encrypted } ? .encrypted : .unencrypted }
+  /// Encrypted once the controller reported Encryption Change on: authenticated when the key
+  /// came from Passkey Entry or Numeric Comparison (or a bond they made), encrypted for a Just
+  /// Works key; unencrypted again if it reports encryption off.
+  public var securityLevel: SecurityLevel {
+    state.withLock { state in
+      state.encrypted ? (state.authenticatedKey ? .authenticated : .encrypted) : .unencrypted
+    }
+  }
+
+  /// The security manager gives the controller a key (LE Enable Encryption, or the answer to
+  /// an LTK request): the link's level once encrypted with it.
+  func usesKey(authenticated: Bool) {
+    state.withLock { $0.authenticatedKey = authenticated }
+  }
   /// The peer's address as the bond store names it (its identity address once bonded), else
   /// the address it connected with: so `forget` finds its link, and bond events name it.
   public var peerName: String {
@@ -193,6 +207,16 @@ public final class HCIConnection: ATTBearer {
   func encryptionChanged(_ event: EncryptionChange) {
     state.withLock { $0.encrypted = event.status == .success && event.encryptionEnabled != 0 }
     host.security.encryptionChanged(event, on: self)
+  }
+
+  /// Encryption started again on an encrypted link (a new key, as when pairing again for MITM
+  /// protection): the controller reports Encryption Key Refresh Complete instead of Encryption
+  /// Change (Vol 4 Part E 7.7.39), told to the security manager as the change it is.
+  func keyRefreshed(_ event: EncryptionKeyRefreshComplete) {
+    encryptionChanged(
+      EncryptionChange(
+        status: event.status, connectionHandle: event.connectionHandle,
+        encryptionEnabled: event.status == .success ? 1 : 0))
   }
 
   /// `reason` nil: the host closed.

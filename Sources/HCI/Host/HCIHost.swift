@@ -308,6 +308,8 @@ public final class HCIHost: Sendable {
       disconnected(event)
     case .encryptionChange(let event):
       connection(event.connectionHandle)?.encryptionChanged(event)
+    case .encryptionKeyRefreshComplete(let event):
+      connection(event.connectionHandle)?.keyRefreshed(event)
     case .leLongTermKeyRequest(let event):
       if let connection = connection(event.connectionHandle) {
         security.longTermKeyRequested(event, on: connection)

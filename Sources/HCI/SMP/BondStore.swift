@@ -264,6 +264,7 @@ public final class BondStore: BondBook {
       ("ltk", .string(Hex.encode(bond.ltk.bigEndianBytes, separator: ""))), ("ediv", .number(Double(bond.ediv))),
       ("rand", .string(Hex.encode(littleEndianBytes(bond.rand, count: 8).reversed(), separator: ""))),
       ("secureConnections", .bool(bond.secureConnections)), ("keySize", .number(Double(bond.keySize))),
+      ("authenticated", .bool(bond.authenticated)),
     ]
     return .object(fields)
   }
@@ -299,10 +300,15 @@ public final class BondStore: BondBook {
     guard let secure = entry["secureConnections"]?.bool else {
       throw FieldProblem(field: "secureConnections", reason: "not true or false")
     }
+    // Absent in files written before keys were told apart: those bonds came from Just Works.
+    let authenticated = entry["authenticated"]
+    guard authenticated == nil || authenticated?.bool != nil else {
+      throw FieldProblem(field: "authenticated", reason: "not true or false")
+    }
     return Bond(
       peer: peer, identity: try address("identity", "identityType"), irk: try number("irk", digits: 32), ltk: ltk,
       ediv: UInt16(try integer("ediv", in: 0...0xFFFF)), rand: UInt64(rand), secureConnections: secure,
-      keySize: UInt8(try integer("keySize", in: 7...16)))
+      keySize: UInt8(try integer("keySize", in: 7...16)), authenticated: authenticated?.bool ?? false)
   }
 
   private func failure(_ problem: String) -> BondStoreError { BondStoreError(path: path, problem: problem) }

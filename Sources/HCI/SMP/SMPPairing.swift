@@ -1,3 +1,5 @@
+import ATT
+
 /// Why a pairing procedure ended without keys.
 public enum SMPPairingError: Error, Hashable, Sendable, CustomStringConvertible {
   /// This side refused and sent Pairing Failed with `reason`; `detail` says why.
@@ -662,6 +664,7 @@ public struct SMPPairing: Sendable {
     }
     bond.identity = received.identity
     bond.irk = received.irk
+    bond.authenticated = method?.authenticated ?? false
     return bond
   }
 
@@ -718,10 +721,13 @@ public struct Bond: Hashable, Sendable {
   public var rand: UInt64
   public var secureConnections: Bool
   public var keySize: UInt8
+  /// Paired with MITM protection (Passkey Entry or Numeric Comparison): the key gives an
+  /// authenticated link (security mode 1 level 3 or 4); a Just Works key an encrypted one.
+  public var authenticated: Bool
 
   public init(
     peer: DeviceAddress, identity: DeviceAddress? = nil, irk: UInt128? = nil, ltk: UInt128, ediv: UInt16, rand: UInt64,
-    secureConnections: Bool, keySize: UInt8 = 16
+    secureConnections: Bool, keySize: UInt8 = 16, authenticated: Bool = false
   ) {
     self.peer = peer
     self.identity = identity
@@ -731,5 +737,9 @@ public struct Bond: Hashable, Sendable {
     self.rand = rand
     self.secureConnections = secureConnections
     self.keySize = keySize
+    self.authenticated = authenticated
   }
+
+  /// The level a link encrypted with this bond's key has.
+  public var level: SecurityLevel { authenticated ? .authenticated : .encrypted }
 }

@@ -75,6 +75,9 @@ public final class SMPSecurityManager: HCISecurityManager {
     var timedOut = false
     /// The pairing waits for its user's answer to this, on this connection.
     var prompt: (PairingPrompt, HCIConnection)?
+    /// The highest level a `pair` on this link has asked for: `.authenticated` asks for MITM
+    /// protection and refuses a pairing without it.
+    var wanted = SecurityLevel.unencrypted
   }
 
   public let options: Options
@@ -146,9 +149,11 @@ public final class SMPSecurityManager: HCISecurityManager {
     }
   }
 
-  private var offer: PairingFeatures {
+  /// This side's Pairing Request or Response: MITM asked when the options say so or the
+  /// link needs an authenticated key.
+  private func offer(mitm: Bool) -> PairingFeatures {
     SMPPairing.features(
-      ioCapability: options.ioCapability, mitm: options.mitm, secureConnections: options.secureConnections,
+      ioCapability: options.ioCapability, mitm: options.mitm || mitm, secureConnections: options.secureConnections,
       bonding: options.bonding)
   }
 
@@ -173,8 +178,8 @@ public final class SMPSecurityManager: HCISecurityManager {
       perform(actions, on: connection)
       return
     }
-    if case .securityRequest = decoded {
-      securityRequested(on: connection)
+    if case .securityRequest(let authReq) = decoded {
+      securityRequested(authReq, on: connection)
       return
     }
     if case .pairingRequest = decoded, connection.role == .peripheral, !options.acceptRepairing,
@@ -198,9 +203,10 @@ public final class SMPSecurityManager: HCISecurityManager {
       if case .pairingRequest = decoded, connection.role == .peripheral,
         link.pairing == nil || link.pairing?.phase == .complete || link.pairing?.phase == .failed
       {
+        let mitm = link.wanted == .authenticated
         link.pairing = SMPPairing(
-          role: .peripheral, local: connection.local, peer: connection.peer, offer: offer,
-          requiresMITM: options.requireMITM)
+          role: .peripheral, local: connection.local, peer: connection.peer, offer: offer(mitm: mitm),
+          requiresMITM: options.requireMITM || mitm)
         link.reencrypting = false
       }
       guard var pairing = link.pairing else {
@@ -219,10 +225,14 @@ public final class SMPSecurityManager: HCISecurityManager {
 
   public func longTermKeyRequested(_ request: LELongTermKeyRequest, on connection: HCIConnection) {
     let handle = request.connectionHandle
-    let key = links.withLock { links -> UInt128? in
-      links[handle]?.pairing?.keyForRequest(ediv: request.encryptedDiversifier, rand: request.randomNumber)
+    let running = links.withLock { links -> (UInt128, Bool)? in
+      guard let pairing = links[handle]?.pairing,
+        let key = pairing.keyForRequest(ediv: request.encryptedDiversifier, rand: request.randomNumber)
+      else { return nil }
+      return (key, pairing.method?.authenticated ?? false)
     }
-    if let key {
+    if let (key, authenticated) = running {
+      connection.usesKey(authenticated: authenticated)
       connection.sendCommand(LELongTermKeyRequestReply(connectionHandle: handle, longTermKey: key))
       return
     }
@@ -230,7 +240,8 @@ public final class SMPSecurityManager: HCISecurityManager {
       bond.rand == request.randomNumber
     {
       update(connection) { link in link.reencrypting = true }
-      logger.info("\(connection.name): encrypting with the stored bond")
+      logger.info("\(connection.name): encrypting with the stored bond (\(bond.level))")
+      connection.usesKey(authenticated: bond.authenticated)
       connection.sendCommand(LELongTermKeyRequestReply(connectionHandle: handle, longTermKey: bond.ltk))
       return
     }
@@ -256,7 +267,9 @@ public final class SMPSecurityManager: HCISecurityManager {
         // it), or, as an iPhone, give up on the link and keep the bond.
         lostKey = !enabled && connection.role == .central && event.status == HCIStatus.pinOrKeyMissing
         pairAgain = lostKey && !options.disconnectOnKeyMissing
-        if !pairAgain { finished = enabled ? .success(.encrypted) : .failure(.encryptionFailed(event.status)) }
+        if !pairAgain {
+          finished = enabled ? .success(connection.securityLevel) : .failure(.encryptionFailed(event.status))
+        }
       }
       return []
     }
@@ -266,7 +279,7 @@ public final class SMPSecurityManager: HCISecurityManager {
     if let finished { finish(connection, finished) }
     if pairAgain {
       logger.info("\(connection.name): the peer has no key for the bond, pairing again")
-      begin(on: connection, useBond: false)
+      begin(on: connection, useBond: false, needs: .encrypted)
     } else if lostKey {
       logger.info("\(connection.name): the peer has no key for the bond; disconnecting, the bond kept")
       Task { try? await connection.disconnect(reason: .authenticationFailure) }
@@ -284,9 +297,6 @@ public final class SMPSecurityManager: HCISecurityManager {
 
   public func pair(_ level: SecurityLevel, on connection: HCIConnection) async throws(BearerError) -> SecurityLevel {
     if connection.securityLevel >= level { return connection.securityLevel }
-    guard level <= .encrypted else {
-      throw .pairingFailed("Just Works gives unauthenticated keys only; \(level) needs MITM protection")
-    }
     let waiter = Inbox<Result<SecurityLevel, SMPPairingError>>()
     // Looked at again under the links' lock, which the Encryption Change takes after the
     // connection records it: a change that came since the look above is seen here, one
@@ -294,12 +304,13 @@ public final class SMPSecurityManager: HCISecurityManager {
     let (timedOut, reached) = update(connection) { link -> (Bool, Bool) in
       if connection.securityLevel >= level { return (false, true) }
       link.waiters.append(waiter)
+      link.wanted = max(link.wanted, level)
       return (link.timedOut, false)
     }
     if reached { return connection.securityLevel }
     if timedOut { throw .pairingFailed(SMPPairingError.timeout.description) }
     if connection.role == .central {
-      begin(on: connection)
+      begin(on: connection, needs: level, requireMITM: level == .authenticated)
     } else {
       let ongoing = links.withLock {
         $0[connection.handle]?.pairing.map { $0.phase != .complete && $0.phase != .failed }
@@ -307,6 +318,7 @@ public final class SMPSecurityManager: HCISecurityManager {
       if ongoing != true {
         var authReq: AuthReq = options.bonding ? .bonding : []
         if options.secureConnections { authReq.insert(.secureConnections) }
+        if options.mitm || level == .authenticated { authReq.insert(.mitm) }
         connection.sendSMP(SMPPDU.securityRequest(authReq).encoded)
         armTimer(on: connection)
       }
@@ -314,7 +326,9 @@ public final class SMPSecurityManager: HCISecurityManager {
     let deadline = clock.now + options.timeout
     let result = await withDeadline(deadline, on: clock) { await waiter.next() }
     switch result {
-    case .success(let level)?: return level
+    case .success(let reached)? where reached < level:
+      throw .pairingFailed("the link is \(reached), with a key made without MITM protection; \(level) needs one")
+    case .success(let reached)?: return reached
     case .failure(let error)?: throw .pairingFailed(error.description)
     case nil:
       if !connection.isConnected { throw .disconnected }
@@ -324,30 +338,41 @@ public final class SMPSecurityManager: HCISecurityManager {
 
   // MARK: Central
 
-  private func securityRequested(on connection: HCIConnection) {
+  /// "After receiving a Security Request, the master shall first check whether it has the
+  /// required security information to enable encryption ... If this information is missing or
+  /// does not meet the security properties requested by the slave, then the master shall
+  /// initiate the pairing procedure" (Vol 3 Part H 2.4.6): a request for MITM protection is
+  /// met by an authenticated bond only.
+  private func securityRequested(_ authReq: AuthReq, on connection: HCIConnection) {
     guard connection.role == .central else {
       // A Security Request is the peripheral's; a central sending one is answered as unknown.
       connection.sendSMP(SMPPDU.pairingFailed(.commandNotSupported).encoded)
       return
     }
-    guard connection.securityLevel == .unencrypted else { return }
-    begin(on: connection)
+    let needs: SecurityLevel = authReq.contains(.mitm) ? .authenticated : .encrypted
+    guard connection.securityLevel < needs else { return }
+    begin(on: connection, needs: needs)
   }
 
-  /// Encrypts with the bond if there is one (and `useBond`), otherwise starts pairing; nothing
-  /// if either runs.
-  private func begin(on connection: HCIConnection, useBond: Bool = true) {
-    let bond = useBond ? store?.bond(for: connection.peer) : nil
+  /// Encrypts with the bond if there is one (and `useBond`) whose key gives `needs`,
+  /// otherwise starts pairing (asking for MITM protection for `.authenticated`, and refusing
+  /// a pairing without it when `requireMITM`); nothing if either runs.
+  private func begin(
+    on connection: HCIConnection, useBond: Bool = true, needs: SecurityLevel, requireMITM: Bool = false
+  ) {
+    let bond = useBond ? store?.bond(for: connection.peer).flatMap { $0.level >= needs ? $0 : nil } : nil
     let actions = update(connection) { link -> [SMPAction] in
       if link.timedOut || link.reencrypting { return [] }
       if let pairing = link.pairing, pairing.phase != .complete, pairing.phase != .failed { return [] }
       if let bond {
         link.reencrypting = true
+        connection.usesKey(authenticated: bond.authenticated)
         return [.startEncryption(ltk: bond.ltk, ediv: bond.ediv, rand: bond.rand)]
       }
+      let mitm = needs == .authenticated || link.wanted == .authenticated
       var pairing = SMPPairing(
-        role: .central, local: connection.local, peer: connection.peer, offer: offer,
-        requiresMITM: options.requireMITM)
+        role: .central, local: connection.local, peer: connection.peer, offer: offer(mitm: mitm),
+        requiresMITM: options.requireMITM || requireMITM || link.wanted == .authenticated)
       let actions = pairing.start()
       link.pairing = pairing
       return actions
@@ -370,6 +395,14 @@ public final class SMPSecurityManager: HCISecurityManager {
         connection.sendSMP(pdu.encoded)
         if pdu.code != .pairingFailed { armTimer(on: connection) }
       case .startEncryption(let ltk, let ediv, let rand):
+        // Started by the pairing (a bond's key was set by `begin`).
+        let method = links.withLock { links -> PairingMethod? in
+          guard let link = links[connection.handle], !link.reencrypting else { return nil }
+          return link.pairing?.method
+        }
+        if let method {
+          connection.usesKey(authenticated: method.authenticated)
+        }
         connection.sendCommand(
           LEStartEncryption(
             connectionHandle: connection.handle, randomNumber: rand, encryptedDiversifier: ediv, longTermKey: ltk))
