@@ -73,12 +73,20 @@ public struct WatchLineWearer: WearerStimulus {
 /// whoever reads the accessory's output. Lines that are not JSON objects are ignored.
 public final class AccessoryObserver: Sendable {
   let events = Inbox<JSON>()
+  private let tap = Locked<(@Sendable (JSON) -> Void)?>(nil)
 
   public init() {}
 
   public func push(line: String) {
     guard let json = try? JSON(parsing: line), json["event"]?.string != nil else { return }
+    tap.withLock { $0 }?(json)
     events.push(json)
+  }
+
+  /// Shows every event to `body` as well, as it comes, whatever the cases read (the
+  /// harness's `PairingRelay`).
+  public func tap(_ body: @escaping @Sendable (JSON) -> Void) {
+    tap.withLock { $0 = body }
   }
 
   /// The accessory's output ended.

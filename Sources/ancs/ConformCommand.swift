@@ -94,7 +94,10 @@ enum ConformCommand {
                           (KeyboardDisplay, MITM asked, SC): the six digits to type when
                           the accessory shows a passkey
       --confirm yes|no    (accessory, over the air) the answer when the accessory shows a
-                          number to compare
+                          number to compare. Without them, with --spawn or --observe, the
+                          harness reads the accessory's number from its event lines (bond,
+                          change pairing) and, with --spawn, types its own passkey or
+                          answer on the accessory's input
       --name NAME         (phone, over the air) the name the harness advertises
                           (default ancs-sim conform)
 
@@ -426,6 +429,17 @@ enum ConformCommand {
       process = spawned
       observer = watched
       wearer = WatchLineWearer { line throws(StimulusError) in try spawned.send(line) }
+    }
+    if let observer, let book = listener.bondBook {
+      // Over the air, the number the accessory shows answers the harness's pairing (the
+      // simulated links' pairings never ask).
+      var typeOnAccessory: (@Sendable (String) -> Void)?
+      if let spawned = process {
+        typeOnAccessory = { line in try? spawned.send(line) }
+      }
+      let relay = PairingRelay(book: book, typeOnAccessory: typeOnAccessory, say: { printError("conform: \($0)") })
+      relay.start()
+      observer.tap { relay.accessoryReported($0) }
     }
     printError("conform: \(listener.waitingLine)")
     let accessory = AccessoryUnderTest(

@@ -75,6 +75,30 @@ struct ConformOverTheAirTests {
     }
   }
 
+  /// Issue #16 (4): nothing given ahead on either side. The harness reads the number the
+  /// spawned watch shows from its event lines: it types the watch's passkey, types its own
+  /// passkey on the watch's input, or confirms an equal number on both.
+  @Test(
+    "a watch that demands MITM pairs with the harness reading its event lines",
+    arguments: ["display-only", "keyboard-only", "display-yesno"])
+  func harnessReadsTheWatch(io: String) async throws {
+    try await withRadio { harnessController, watchController, directory in
+      let watch =
+        "ancs watch --bluetooth \(watchController) --bonds \(directory)/watch.json --headless "
+        + "--io \(io) --security mitm --reconnect-delay 0.01"
+      let run = try await conform([
+        "conform", "accessory", "--bluetooth", harnessController, "--bonds", "\(directory)/harness.json",
+        "--json", "\(directory)/report.json", "--timeout", scaledSeconds(20), "--case", "ANCS/NC/SEC/BV-01",
+        "--spawn", watch,
+      ])
+      let report = try Report(path: "\(directory)/report.json")
+      #expect(run.status == 0, "\(run.failures)")
+      #expect(report.cases.count == 1 && report.passed == 1, "\(run.failures)")
+      let bonds = try String(contentsOfFile: "\(directory)/harness.json", encoding: .utf8)
+      #expect(bonds.contains(#""authenticated":true"#), "\(bonds)")
+    }
+  }
+
   /// The README's table "A published comparison" is what this run gives: each case's result,
   /// row by row. Bumble is pinned (0.0.236), so a change here is a change in the harness.
   @Test(

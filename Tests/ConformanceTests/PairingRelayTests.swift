@@ -1,0 +1,98 @@
+import ATT
+import Conformance
+import Runtime
+import Testing
+import Wire
+
+/// A bond book that records the answers given to its pairings.
+private final class AnsweredBook: BondBook, @unchecked Sendable {
+  let answers = Locked<[PairingAnswer]>([])
+  let observer = Locked<(@Sendable (BondEvent) -> Void)?>(nil)
+  var bondedPeers: [String] { [] }
+  func forget(_ peer: String?) throws -> [String] { [] }
+  func observe(_ observer: @escaping @Sendable (BondEvent) -> Void) { self.observer.withLock { $0 = observer } }
+  func spoil(_ peer: String) throws -> Bool { false }
+  func answer(_ answer: PairingAnswer, for peer: String?) -> Bool {
+    answers.withLock { $0.append(answer) }
+    return true
+  }
+  /// The harness's pairing asks its user.
+  func ask(_ prompt: PairingPrompt) { observer.withLock { $0 }?(.pairing(peer: "C0:00:00:00:00:01", prompt)) }
+}
+
+private func pairingLine(_ prompt: String, _ number: String? = nil) throws -> JSON {
+  let field = number.map { #","number":"\#($0)""# } ?? ""
+  return try JSON(
+    parsing: #"{"event":"bond","change":"pairing","peer":"C1:00:00:00:00:02","prompt":"\#(prompt)""# + field + "}")
+}
+
+@Suite("The harness reads the accessory's number from its event lines")
+struct PairingRelayTests {
+  private func relay() -> (PairingRelay, AnsweredBook, Locked<[String]>, Locked<[String]>) {
+    let book = AnsweredBook()
+    let typed = Locked<[String]>([])
+    let said = Locked<[String]>([])
+    let relay = PairingRelay(
+      book: book, typeOnAccessory: { line in typed.withLock { $0.append(line) } },
+      say: { line in said.withLock { $0.append(line) } })
+    relay.start()
+    return (relay, book, typed, said)
+  }
+
+  @Test("the passkey the accessory shows is typed on the harness, whichever comes first, once")
+  func accessoryShows() throws {
+    let (relay, book, _, _) = relay()
+    relay.accessoryReported(try pairingLine("showPasskey", "012345"))
+    #expect(book.answers.withLock { $0 }.isEmpty)
+    book.ask(.enterPasskey)
+    #expect(book.answers.withLock { $0 } == [.passkey(12345)])
+    // The next pairing waits for the accessory's next passkey.
+    book.ask(.enterPasskey)
+    #expect(book.answers.withLock { $0 }.count == 1)
+    relay.accessoryReported(try pairingLine("showPasskey", "999999"))
+    #expect(book.answers.withLock { $0 } == [.passkey(12345), .passkey(999_999)])
+  }
+
+  @Test(
+    "both compare: each side hears whether the numbers are equal", arguments: [("654321", true), ("654320", false)])
+  func bothCompare(accessory: String, equal: Bool) throws {
+    let (relay, book, typed, _) = relay()
+    book.ask(.compare(654_321))
+    #expect(book.answers.withLock { $0 }.isEmpty)
+    relay.accessoryReported(try pairingLine("compare", accessory))
+    #expect(book.answers.withLock { $0 } == [.confirm(equal)])
+    #expect(typed.withLock { $0 } == [equal ? "confirm yes" : "confirm no"])
+  }
+
+  @Test("the harness shows a passkey: typed on the accessory once it asks")
+  func harnessShows() throws {
+    let (relay, book, typed, said) = relay()
+    book.ask(.showPasskey(42))
+    #expect(typed.withLock { $0 }.isEmpty)
+    relay.accessoryReported(try pairingLine("enterPasskey"))
+    #expect(typed.withLock { $0 } == ["passkey 000042"])
+    #expect(book.answers.withLock { $0 }.isEmpty)
+    #expect(!said.withLock { $0 }.contains { $0.contains("000042") })
+  }
+
+  @Test("an accessory without an input: the person running the harness is told the passkey to type")
+  func noInput() {
+    let book = AnsweredBook()
+    let said = Locked<[String]>([])
+    let relay = PairingRelay(book: book, typeOnAccessory: nil, say: { line in said.withLock { $0.append(line) } })
+    relay.start()
+    book.ask(.showPasskey(123_456))
+    #expect(said.withLock { $0 } == ["type the passkey 123456 on the accessory"])
+  }
+
+  @Test("other event lines, and a prompt with a bad number, answer nothing")
+  func otherLines() throws {
+    let (relay, book, typed, _) = relay()
+    book.ask(.enterPasskey)
+    relay.accessoryReported(try JSON(parsing: #"{"event":"added","uid":1,"title":"showPasskey"}"#))
+    relay.accessoryReported(try pairingLine("showPasskey", "12345"))
+    relay.accessoryReported(try pairingLine("showPasskey", "abcdef"))
+    #expect(book.answers.withLock { $0 }.isEmpty)
+    #expect(typed.withLock { $0 }.isEmpty)
+  }
+}
