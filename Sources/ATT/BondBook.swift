@@ -108,9 +108,15 @@ public protocol BondBook: AnyObject, Sendable {
   /// Gives the pairing that waits for its user (with `peer`, or any) the user's answer;
   /// false when none waits for that kind of answer.
   func answer(_ answer: PairingAnswer, for peer: String?) -> Bool
+  /// For a conformance harness: pairs afresh at most at `level` from now on (`.encrypted`:
+  /// as a device that can neither show nor type a number, Just Works only); nil pairs as
+  /// configured again. False when this device cannot.
+  @discardableResult func limitPairing(to level: SecurityLevel?) -> Bool
 }
 
 extension BondBook {
   /// Pairings that never ask their user (the simulated links' Just Works) wait for nothing.
   public func answer(_ answer: PairingAnswer, for peer: String?) -> Bool { false }
+  /// A device whose pairing cannot be held down.
+  @discardableResult public func limitPairing(to level: SecurityLevel?) -> Bool { false }
 }

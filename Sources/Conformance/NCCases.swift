@@ -10,7 +10,7 @@ enum NCCases {
   static let all: [ConformanceCase] =
     // The bond cases last: they leave the accessory's bonds changed (or, when it fails them,
     // broken), which must not decide the cases after them.
-    discovery + security + notificationSource + controlPoint + dataSource + NCMediaCases.all + bonds
+    discovery + security + notificationSource + controlPoint + dataSource + NCMediaCases.all + mitm + bonds
 
   static let accessoryRules = "Protocol/ANCS.md, What an accessory must do"
 
@@ -602,6 +602,65 @@ extension Result where Success == ControlPointCommand {
 }
 
 extension NCCases {
+  // MARK: - SEC: MITM protection
+  //
+  // For an accessory that requires a passkey or a compared number. Near the end: the
+  // second leaves a bond made without MITM protection on an accessory that takes one
+  // wrongly.
+
+  static let mitmRule = "Protocol/HCI.md, Pairing: an accessory that requires MITM protection"
+
+  static let mitm: [ConformanceCase] = [
+    ConformanceCase(
+      "ANCS/NC/SEC/BV-02", "Requires MITM protection: uses ANCS over an authenticated link, again with its bond",
+      rule: "\(mitmRule) subscribes over a link encrypted with an authenticated key, and encrypts with that bond "
+        + "at the same level on its next connection"
+    ) { ctx in
+      try ctx.requireStatedMITM()
+      let bonds = try ctx.bonds()
+      let first = try await ctx.subscribed()
+      let level = first.connection.securityLevel
+      try check(level == .authenticated, "the accessory subscribed on a link at security level \(level)")
+      let peer = try ctx.bondedPeer(first, in: bonds)
+      first.close()
+      let second = try await ctx.accept()
+      try await second.awaitSubscribed(" (on its next connection, encrypted with the bond)")
+      let again = second.connection.securityLevel
+      try check(again == .authenticated, "on its next connection the accessory subscribed at security level \(again)")
+      try check(bonds.bondedPeers.contains(peer), "the harness no longer holds the bond with \(peer)")
+    },
+    ConformanceCase(
+      "ANCS/NC/SEC/BI-01", "Requires MITM protection: uses no ANCS on a link paired without it",
+      rule: "\(mitmRule) refuses Just Works, or uses no link encrypted with its key"
+    ) { ctx in
+      try ctx.requireStatedMITM()
+      let bonds = try ctx.bonds()
+      let first = try await ctx.subscribed()
+      // Then a phone that can neither show nor type a number: it forgets the accessory and
+      // can only pair again by Just Works.
+      _ = try bonds.forget(nil)
+      guard bonds.limitPairing(to: .encrypted) else {
+        throw CaseOutcome.skipped("the harness cannot pair without MITM protection on these links")
+      }
+      defer {
+        bonds.limitPairing(to: nil)
+        // A bond made without MITM protection is not kept for the cases after this one.
+        _ = try? bonds.forget(nil)
+      }
+      first.close()
+      let session = try await ctx.accept()
+      // Two thirds of the case's time to subscribe, which it must not do; a link it drops
+      // counts as not subscribing.
+      let subscribed = try? await firstWithin(ctx.timeout * 2 / 3, clock: ctx.clock, late: { _ in }) {
+        try await session.awaitSubscribed(" (it must not: the link has no MITM protection)")
+        return true
+      }
+      let level = session.connection.securityLevel
+      try check(subscribed != true, "the accessory subscribed on a link at security level \(level)")
+      ctx.log.peerDid("used no ANCS on the link paired without MITM protection")
+    },
+  ]
+
   // MARK: - BOND: bond trouble
   //
   // Last in the catalog: an accessory that fails one of these may be unable to pair with

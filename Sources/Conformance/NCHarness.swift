@@ -23,16 +23,21 @@ public struct AccessoryUnderTest: Sendable {
   /// The harness phone's bonds on the links `accept` gives; nil when those links keep none,
   /// and the bond cases are skipped.
   public var bonds: (any BondBook)?
+  /// Its maker states that it requires MITM protection (a passkey or a compared number):
+  /// the cases that judge that run; otherwise they are skipped.
+  public var requiresMITM: Bool
 
   public init(
     accept: @escaping @Sendable () async throws -> any ATTBearer, observer: AccessoryObserver? = nil,
-    wearer: (any WearerStimulus)? = nil, timers: AccessoryTimers = AccessoryTimers(), bonds: (any BondBook)? = nil
+    wearer: (any WearerStimulus)? = nil, timers: AccessoryTimers = AccessoryTimers(), bonds: (any BondBook)? = nil,
+    requiresMITM: Bool = false
   ) {
     self.accept = accept
     self.observer = observer
     self.wearer = wearer
     self.timers = timers
     self.bonds = bonds
+    self.requiresMITM = requiresMITM
   }
 }
 
@@ -681,6 +686,13 @@ public final class NCContext: CaseContext {
 
   /// The harness phone's bonds; the case is skipped when its links keep none.
   public func bonds() throws(CaseOutcome) -> any BondBook { try harnessBonds(accessory.bonds) }
+
+  /// Skips the case unless the accessory's maker states that it requires MITM protection.
+  public func requireStatedMITM() throws(CaseOutcome) {
+    guard accessory.requiresMITM else {
+      throw .skipped("for an accessory that requires MITM protection, stated with --requires-mitm")
+    }
+  }
 
   /// The accessory's address on `session`'s link, with which the harness phone has bonded.
   public func bondedPeer(_ session: NCSession, in book: any BondBook) throws(CaseOutcome) -> String {

@@ -51,6 +51,7 @@ public final class Keyring: BondBook {
   private struct State {
     package var bonds: [String: Bond] = [:]
     package var observer: (@Sendable (BondEvent) -> Void)?
+    package var ceiling: SecurityLevel?
   }
 
   /// This device's address on the simulated links.
@@ -103,6 +104,15 @@ public final class Keyring: BondBook {
       state.bonds[peer] = Bond(key: bond.key &+ 1 | 1 << 63, level: bond.level)
       return true
     }
+  }
+
+  /// The highest level this device pairs afresh at, when a harness holds it down.
+  package var ceiling: SecurityLevel? { state.withLock { $0.ceiling } }
+
+  @discardableResult
+  public func limitPairing(to level: SecurityLevel?) -> Bool {
+    state.withLock { $0.ceiling = level }
+    return true
   }
 
   package func emit(_ event: BondEvent) {
@@ -242,7 +252,9 @@ package struct BondExchange {
   }
 
   /// Pairs afresh: a Bond Request with a new key, unless this end's policy refuses.
-  private mutating func offer(_ wanted: SecurityLevel, to address: String, level: SecurityLevel) -> [Effect] {
+  /// A keyring held down (`limitPairing`) offers no more than its ceiling, whatever was asked.
+  private mutating func offer(_ asked: SecurityLevel, to address: String, level: SecurityLevel) -> [Effect] {
+    let wanted = keyring.ceiling.map { min($0, asked) } ?? asked
     if case .pairReject(let reason, let text) = policy.answer(wanted: UInt8(wanted.rawValue), current: level) {
       return [.send(.pairReject(reason: reason, text: text))]
     }

@@ -91,6 +91,9 @@ public struct WatchFaults: FaultSwitches, Hashable {
   public static let remoteCommandPadded = WatchFaults(rawValue: 1 << 35)
   /// Writes any remote command the wearer asks for, listed by the player or not.
   public static let commandsUnchecked = WatchFaults(rawValue: 1 << 36)
+  /// Asks for an encrypted link only, and uses one without MITM protection, though its
+  /// maker states that it requires MITM (`--security mitm`).
+  public static let mitmNotRequired = WatchFaults(rawValue: 1 << 37)
 
   /// What the faults that change bytes on the wire do to the watch's PDUs on their way out
   /// (nil: none of them is on). The machine's commands stay right; the bearer changes them.
@@ -207,6 +210,9 @@ public struct WatchFaults: FaultSwitches, Hashable {
     Definition(
       name: "no-device-name", fault: .noDeviceName,
       rule: "iPhone.md, Behaviour on the link: the phone reads the accessory's Device Name"),
+    Definition(
+      name: "mitm-not-required", fault: .mitmNotRequired,
+      rule: "HCI.md, Pairing: an accessory that requires MITM protection uses no link encrypted without it"),
     Definition(
       name: "refuse-repairing", fault: .refuseRepairing,
       rule: "iPhone.md, Pairing and bonds: a phone that forgot the bond pairs afresh; the accessory pairs again"),

@@ -490,8 +490,16 @@ public final class WatchEngine: Sendable {
   }
 
   private func pair(_ bearer: any ATTBearer) async throws {
+    // FAULT mitm-not-required: breaks "uses no link encrypted without MITM protection".
+    let needed: SecurityLevel =
+      options.security == .authenticated && !options.faults.contains(.mitmNotRequired) ? .authenticated : .encrypted
     do {
-      _ = try await bearer.pair(options.security == .authenticated ? .authenticated : .encrypted)
+      let level = try await bearer.pair(needed)
+      // A link may come back below what was asked (a phone that paired without MITM
+      // protection): it is not used.
+      guard level >= needed else {
+        throw BearerError.pairingFailed("the link is \(level); this watch needs it \(needed)")
+      }
     } catch {
       // FAULT pairing-failure-fatal: breaks "comes back once the phone forgot the bond".
       if options.faults.contains(.pairingFailureFatal) { stop() }

@@ -90,15 +90,19 @@ enum BluetoothCommandLine {
   }
 
   /// `--io CAPABILITY` and `--security LEVEL` of a watch (an accessory as it can be built):
-  /// what it can show and type, and whether it demands MITM protection.
+  /// what it can show and type, and whether it demands MITM protection. `--io` needs this
+  /// program's host (hci-*); `--security` works on the simulated links too, whose pairing
+  /// gives the level asked for.
   static func accessorySecurity(_ args: inout Arguments, bluetooth: Settings?) throws(UsageError) -> (
     io: IOCapability, mitm: Bool
   ) {
     let ioText = try args.value("--io")
     let securityText = try args.value("--security")
-    if ioText != nil || securityText != nil, bluetooth == nil || bluetooth?.isKernel == true {
-      throw UsageError(
-        "\(ioText != nil ? "--io" : "--security") goes with --bluetooth hci-*: this program's host pairs there")
+    if ioText != nil, bluetooth == nil || bluetooth?.isKernel == true {
+      throw UsageError("--io goes with --bluetooth hci-*: this program's host pairs there")
+    }
+    if securityText != nil, bluetooth?.isKernel == true {
+      throw UsageError("--security goes with --bluetooth hci-* or a simulated link: the kernel pairs over l2cap")
     }
     let capabilities: [String: IOCapability] = [
       "display-only": .displayOnly, "display-yesno": .displayYesNo, "keyboard-only": .keyboardOnly,

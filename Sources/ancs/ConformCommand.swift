@@ -71,6 +71,9 @@ enum ConformCommand {
                           again (no default: ancs watch's is 6 hours)
       --sharing-recheck S (accessory) how often it asks again while the phone does not
                           share (default 10, as ancs watch)
+      --requires-mitm     (accessory) its maker states that it requires MITM protection
+                          (a passkey or a compared number): SEC/BV-02 and SEC/BI-01
+                          judge that; without it they are skipped
       --wait-for-accessory S  (accessory) how long the first connection may take
                           (default --timeout); none by then ends the run with exit 2
       --wait-for-phone S  (phone) how long to keep trying the first connection (default
@@ -199,6 +202,7 @@ enum ConformCommand {
       }
     }
     let waitForAccessory = try args.seconds("--wait-for-accessory", in: 0...3600)
+    let requiresMITM = args.flag("--requires-mitm")
     let waitForPhone = try args.seconds("--wait-for-phone", in: 0...3600)
     let common = try Common(&args, overTheAir: bluetooth != nil)
     let logger = args.logger()
@@ -216,6 +220,7 @@ enum ConformCommand {
     if waitForAccessory != nil && role != "accessory" {
       throw UsageError("--wait-for-accessory is for conform accessory")
     }
+    if requiresMITM && role != "accessory" { throw UsageError("--requires-mitm is for conform accessory") }
     if waitForPhone != nil && role != "phone" { throw UsageError("--wait-for-phone is for conform phone") }
     if name != nil && role != "phone" { throw UsageError("--name is for conform phone --bluetooth") }
     let peer = try peerText.map(BluetoothCommandLine.address)
@@ -291,7 +296,7 @@ enum ConformCommand {
         }
       }
       return try await judgeAccessory(
-        cases, accessoryLinks, spawn: spawn, observe: observe, timers: timers,
+        cases, accessoryLinks, spawn: spawn, observe: observe, timers: timers, requiresMITM: requiresMITM,
         wait: waitForAccessory ?? common.timeout, common)
     default:
       throw UsageError("conform needs a role: ancs conform phone --connect ADDRESS or accessory --listen ADDRESS")
@@ -395,16 +400,18 @@ enum ConformCommand {
 
   static func judgeAccessory(
     _ cases: [ConformanceCase], _ listener: any AccessoryLinks, spawn: String?, observe: String?,
-    timers: AccessoryTimers, wait: Double, _ common: Common
+    timers: AccessoryTimers, requiresMITM: Bool, wait: Double, _ common: Common
   ) async throws -> Int32 {
     try await finishing(listener.finish) {
-      try await judge(cases, listener, spawn: spawn, observe: observe, timers: timers, wait: wait, common)
+      try await judge(
+        cases, listener, spawn: spawn, observe: observe, timers: timers, requiresMITM: requiresMITM, wait: wait,
+        common)
     }
   }
 
   private static func judge(
     _ cases: [ConformanceCase], _ listener: any AccessoryLinks, spawn: String?, observe: String?,
-    timers: AccessoryTimers, wait: Double, _ common: Common
+    timers: AccessoryTimers, requiresMITM: Bool, wait: Double, _ common: Common
   ) async throws -> Int32 {
     let capturePath = try prepareCaptureDirectory(common.captureDirectory)
     var observer: AccessoryObserver?
@@ -444,7 +451,7 @@ enum ConformCommand {
     printError("conform: \(listener.waitingLine)")
     let accessory = AccessoryUnderTest(
       accept: { try await listener.nextAccessory() }, observer: observer, wearer: wearer, timers: timers,
-      bonds: listener.bondBook)
+      bonds: listener.bondBook, requiresMITM: requiresMITM)
     var runner = ConformanceRunner(
       accessory: accessory, timeout: common.duration, captureDirectory: capturePath, contactWait: seconds(wait))
     runner.keepsCaptures = common.html != nil

@@ -30,9 +30,9 @@ enum WatchCommand {
       --io CAPABILITY         with --bluetooth hci-*: what the watch can show and type when
                               it pairs: no-input-no-output (default), display-only,
                               display-yesno, keyboard-only, keyboard-display
-      --security LEVEL        with --bluetooth hci-*: just-works (default) or mitm: ask for
-                              MITM protection, refuse a pairing without it, and use no
-                              link encrypted with a key made without it
+      --security LEVEL        just-works (default) or mitm: ask for MITM protection, refuse
+                              a pairing without it, and use no link encrypted with a key
+                              made without it (over hci-* and the simulated links)
       --passkey N             with --bluetooth hci-*: the six digits to type when the phone
                               shows a passkey (else typed on stdin: passkey NNNNNN)
       --confirm yes|no        with --bluetooth hci-*: the answer when the phone shows a
@@ -163,7 +163,8 @@ enum WatchCommand {
         bluetooth, on: loops, capture: capture, logger: logger,
         security: .init(
           acceptRepairing: !options.faults.contains(.refuseRepairing), ioCapability: security.io, mitm: security.mitm,
-          requireMITM: security.mitm, passkey: answers.passkey, confirmsNumbers: answers.confirm))
+          requireMITM: security.mitm && !options.faults.contains(.mitmNotRequired), passkey: answers.passkey,
+          confirmsNumbers: answers.confirm))
       let advertisement = Advertisement(
         name: options.deviceName, solicitedServices: [BluetoothCommandLine.ancs])
       // A peripheral, as a watch is: advertise the ANCS solicitation, take the phone's

@@ -29,6 +29,8 @@ func ownWatch(_ configure: (inout WatchOptions) -> Void = { _ in }) -> (WatchEng
   options.resubscribeAfterSilence = scaled(.seconds(8))
   options.sharingRecheckInterval = scaled(.milliseconds(300))
   options.titleMaximum = 64
+  // It requires MITM protection, and its maker says so (SEC/BV-02, SEC/BI-01).
+  options.security = .authenticated
   configure(&options)
   let connections = Inbox<any ATTBearer>()
   // Both keep bonds, as a watch and an iPhone do (the SEC bond cases need them).
@@ -57,7 +59,8 @@ func ownWatch(_ configure: (inout WatchOptions) -> Void = { _ in }) -> (WatchEng
     accept: {
       guard let bearer = await connections.next() else { throw StimulusError("the watch stopped connecting") }
       return bearer
-    }, observer: observer, wearer: EngineWearer(engine: engine), timers: timers, bonds: harnessKeys)
+    }, observer: observer, wearer: EngineWearer(engine: engine), timers: timers, bonds: harnessKeys,
+    requiresMITM: true)
   Task { await engine.run() }
   return (engine, accessory)
 }
@@ -94,7 +97,10 @@ struct AccessoryBinaryTests {
   static let timers =
     "--command-timeout \(scaledSeconds(0.3)) --liveness \(scaledSeconds(0.2)) --call-recheck \(scaledSeconds(0.2)) "
     + "--resubscribe-after \(scaledSeconds(8)) --sharing-recheck \(scaledSeconds(0.3))"
-  static let watch = "ancs watch --headless \(timers) --title-max 64 --reconnect-delay 0.01"
+  /// It requires MITM protection (on the simulated links, an authenticated link).
+  static let watch = "ancs watch --headless --security mitm \(timers) --title-max 64 --reconnect-delay 0.01"
+  /// What the harness is told about the watch: its timers, and that it requires MITM.
+  static let stated = timers + " --requires-mitm"
 
   /// `--spawn`: the harness starts the watch, observes its output and is its wearer.
   @Test func wholeSuitePassesWithASpawnedWatch() async throws {
@@ -105,7 +111,7 @@ struct AccessoryBinaryTests {
       [
         "conform", "accessory", "--listen", socket, "--spawn", "\(Self.watch) --connect \(socket)", "--junit",
         "\(directory)/report.xml", "--capture-dir", "\(directory)/captures", "--timeout", scaledSeconds(5),
-      ] + Self.timers.split(separator: " ").map(String.init))
+      ] + Self.stated.split(separator: " ").map(String.init))
     let count = ConformanceCatalog.nc.count
     #expect(status == 0, "\(log.split(separator: "\n").filter { $0.contains("FAIL") })")
     #expect(table.contains("\(count) cases: \(count) passed, 0 failed, 0 skipped"), "\(table)\(log)")
@@ -129,7 +135,7 @@ struct AccessoryBinaryTests {
       (for i in $(seq 200); do [ -S '\(directory)/harness.sock' ] && break; sleep 0.05; done; \
       \(watch) --connect \(socket)) | \
       \(binary) conform accessory --listen \(socket) --observe - --json '\(directory)/report.json' \
-      --timeout \(scaledSeconds(5)) \(Self.timers)
+      --timeout \(scaledSeconds(5)) \(Self.stated)
       """
     // In a process group of its own, so a time-out kills the watch too.
     let (status, out, err) = try await runProgram("/usr/bin/setsid", ["/bin/sh", "-c", script])

@@ -15,7 +15,10 @@ import Wire
   static func ams(_ id: String) -> String { "AMS/NC/" + id }
   /// Cases that wait for a fetch of a notification the harness posted.
   static let fetching = all.filter { $0.hasPrefix("ANCS/") }.filter {
-    !["DISC/BV-01", "DISC/BV-02", "DISC/BV-07", "DISC/BV-08", "SEC/BV-01", "BOND/BV-01", "BOND/BV-02"].map(nc)
+    ![
+      "DISC/BV-01", "DISC/BV-02", "DISC/BV-07", "DISC/BV-08", "SEC/BV-01", "SEC/BV-02", "SEC/BI-01", "BOND/BV-01",
+      "BOND/BV-02",
+    ].map(nc)
       .contains($0)
   }
   /// Cases that check what the accessory shows (observe), and the action case, which waits
@@ -59,8 +62,11 @@ import Wire
     "no-device-name": ["DISC/BV-08"].map(nc),
     // The case where the accessory lost its bond ends in pairing afresh too: from the
     // accessory's side, a phone it still has a (different) bond with.
+    "mitm-not-required": ["SEC/BV-02", "SEC/BI-01"].map(nc),
     "refuse-repairing": ["BOND/BV-01", "BOND/BV-02"].map(nc),
-    "pairing-failure-fatal": ["BOND/BV-02"].map(nc),
+    // It also stops for good when SEC/BI-01 offers no MITM protection: the BOND cases
+    // after it find no accessory.
+    "pairing-failure-fatal": ["BOND/BV-01", "BOND/BV-02"].map(nc),
     // It registers again once subscribed, so only the cases that judge its order fail.
     "media-register-before-subscribe": ["DISC/BV-01", "DISC/BV-02"].map(ams),
     "entity-update-flags-as-value": ["EU/BV-01"].map(ams),
@@ -171,7 +177,7 @@ import Wire
         "conform", "accessory", "--listen", socket, "--spawn",
         "\(AccessoryBinaryTests.watch) --connect \(socket) --fault swapped-actions", "--capture-dir",
         "\(directory)/captures",
-      ] + AccessoryBinaryTests.timers.split(separator: " ").map(String.init))
+      ] + AccessoryBinaryTests.stated.split(separator: " ").map(String.init))
     let log = stderr + stdout
     #expect(status == 1, "\(log)")
     #expect(log.contains("FAIL ANCS/NC/CP/BV-03"), "\(log)")

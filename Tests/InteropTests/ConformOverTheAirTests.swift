@@ -37,6 +37,7 @@ struct ConformOverTheAirTests {
     try await withRadio { harnessController, watchController, directory in
       let watch =
         "ancs watch --bluetooth \(watchController) --bonds \(directory)/watch.json --headless "
+        + "--io display-yesno --security mitm "
         + "--command-timeout \(scaledSeconds(1)) --liveness \(scaledSeconds(1)) "
         + "--call-recheck \(scaledSeconds(1)) --sharing-recheck \(scaledSeconds(1)) "
         + "--resubscribe-after \(scaledSeconds(10)) --title-max 64 --reconnect-delay 0.01"
@@ -44,7 +45,7 @@ struct ConformOverTheAirTests {
         "conform", "accessory", "--bluetooth", harnessController, "--bonds", "\(directory)/harness.json",
         "--json", "\(directory)/report.json", "--timeout", scaledSeconds(20), "--liveness", scaledSeconds(1),
         "--call-recheck", scaledSeconds(1), "--sharing-recheck", scaledSeconds(1), "--resubscribe-after",
-        scaledSeconds(10), "--spawn", watch,
+        scaledSeconds(10), "--requires-mitm", "--spawn", watch,
       ])
       let report = try Report(path: "\(directory)/report.json")
       #expect(run.status == 0, "\(run.failures)")

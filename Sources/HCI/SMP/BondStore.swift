@@ -140,6 +140,21 @@ public final class BondStore: BondBook {
     answerer.withLock { $0 }?(answer, peer) ?? false
   }
 
+  /// Where `limitPairing` goes: the security manager pairing with this store.
+  private let limiter = Locked<(@Sendable (SecurityLevel?) -> Void)?>(nil)
+
+  /// The security manager pairing with this store takes `limitPairing`.
+  public func takeLimits(_ body: @escaping @Sendable (SecurityLevel?) -> Void) {
+    limiter.withLock { $0 = body }
+  }
+
+  @discardableResult
+  public func limitPairing(to level: SecurityLevel?) -> Bool {
+    guard let limit = limiter.withLock({ $0 }) else { return false }
+    limit(level)
+    return true
+  }
+
   /// A new random key, EDIV and Rand for the bond with `peer`: the peer's LTK request finds
   /// no such bond, as when it has lost its own.
   @discardableResult

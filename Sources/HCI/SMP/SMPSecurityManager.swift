@@ -86,6 +86,8 @@ public final class SMPSecurityManager: HCISecurityManager {
   private let clock: any EngineClock
   private let logger: Logger
   private let links = Locked([UInt16: Link]())
+  /// Held down by a conformance harness: `.encrypted` pairs as NoInputNoOutput without MITM.
+  private let ceiling = Locked<SecurityLevel?>(nil)
 
   /// - Parameters:
   ///   - store: where bonds are kept and looked up; nil pairs without keeping bonds.
@@ -98,7 +100,18 @@ public final class SMPSecurityManager: HCISecurityManager {
     self.clock = clock
     self.logger = logger
     store?.takeAnswers { [weak self] answer, peer in self?.answer(answer, for: peer) ?? false }
+    store?.takeLimits { [weak self] level in self?.limitPairing(to: level) }
   }
+
+  /// Pairs afresh as a device that can neither show nor type (Just Works, no MITM asked or
+  /// required) while `level` is `.encrypted`; nil pairs as the options say again. A
+  /// conformance harness uses it to offer an accessory a link without MITM protection.
+  public func limitPairing(to level: SecurityLevel?) {
+    ceiling.withLock { $0 = level }
+  }
+
+  /// Whether pairings may give MITM protection now.
+  private var mayAuthenticate: Bool { ceiling.withLock { $0 }.map { $0 >= .authenticated } ?? true }
 
   /// The user's answer for the pairing that waits for one (with `peer`, an address as
   /// `BondEvent` gives it, or any); false when none waits for that kind of answer.
@@ -152,10 +165,18 @@ public final class SMPSecurityManager: HCISecurityManager {
   /// This side's Pairing Request or Response: MITM asked when the options say so or the
   /// link needs an authenticated key.
   private func offer(mitm: Bool) -> PairingFeatures {
-    SMPPairing.features(
+    guard mayAuthenticate else {
+      return SMPPairing.features(
+        ioCapability: .noInputNoOutput, mitm: false, secureConnections: options.secureConnections,
+        bonding: options.bonding)
+    }
+    return SMPPairing.features(
       ioCapability: options.ioCapability, mitm: options.mitm || mitm, secureConnections: options.secureConnections,
       bonding: options.bonding)
   }
+
+  /// Whether this side refuses a pairing without MITM protection.
+  private func requiresMITM(_ asked: Bool) -> Bool { mayAuthenticate && (options.requireMITM || asked) }
 
   // MARK: HCISecurityManager
 
@@ -206,7 +227,7 @@ public final class SMPSecurityManager: HCISecurityManager {
         let mitm = link.wanted == .authenticated
         link.pairing = SMPPairing(
           role: .peripheral, local: connection.local, peer: connection.peer, offer: offer(mitm: mitm),
-          requiresMITM: options.requireMITM || mitm)
+          requiresMITM: requiresMITM(mitm))
         link.reencrypting = false
       }
       guard var pairing = link.pairing else {
@@ -372,7 +393,7 @@ public final class SMPSecurityManager: HCISecurityManager {
       let mitm = needs == .authenticated || link.wanted == .authenticated
       var pairing = SMPPairing(
         role: .central, local: connection.local, peer: connection.peer, offer: offer(mitm: mitm),
-        requiresMITM: options.requireMITM || requireMITM || link.wanted == .authenticated)
+        requiresMITM: requiresMITM(requireMITM || link.wanted == .authenticated))
       let actions = pairing.start()
       link.pairing = pairing
       return actions
