@@ -30,13 +30,17 @@ one line per step ("found ...", "mtu ...", "read ...", "disconnected ..."), and 
                                        that connects to pair (Security Request), showing a
                                        passkey or comparing a number as above, then waits for
                                        the disconnection.
-    python bumble_peer.py mitm-phone sc|legacy passkey|numeric
+    python bumble_peer.py mitm-phone sc|legacy passkey|numeric|keyboard-display
                                        A phone with a display: Bumble scans for a device that
                                        solicits ANCS, connects, and pairs with MITM when it
                                        asks (Security Request): DisplayOnly showing passkey
                                        123456 ("passkey 123456"), or DisplayYesNo comparing a
                                        number ("compare 012345"); then "paired ..." or
-                                       "pairing-failed REASON", and it disconnects.
+                                       "pairing-failed REASON", and it disconnects. With
+                                       keyboard-display it pairs as an iPhone does
+                                       (KeyboardDisplay): it says "enter-passkey" and types
+                                       the passkey given on stdin ("passkey 012345"), or
+                                       shows its own, or agrees to a compared number.
     python bumble_peer.py pair-peripheral sc|legacy forget
                                        The same, but Bumble forgets its bonds ("forgot")
                                        before the second connection, as a reset accessory
@@ -321,6 +325,45 @@ class ShowingDelegate(PairingDelegate):
     async def compare_numbers(self, number: int, digits: int) -> bool:
         say('compare', f'{number:06d}')
         return True
+
+
+class KeyboardDisplayDelegate(PairingDelegate):
+    """A phone as an iPhone is built, KeyboardDisplay: it types the passkey the test hands
+    it on standard input (`passkey NNNNNN`, after saying `enter-passkey`), shows its own
+    passkey, and agrees to a compared number, saying each."""
+
+    def __init__(self):
+        super().__init__(io_capability=PairingDelegate.DISPLAY_OUTPUT_AND_KEYBOARD_INPUT)
+        self.lines = None
+
+    async def get_number(self):
+        if self.lines is None:
+            self.lines = stdin_lines()
+        say('enter-passkey')
+        while True:
+            words = (await self.lines.get()).split()
+            if not words:
+                return None
+            if words[0] == 'passkey' and len(words) == 2 and words[1].isdigit():
+                return int(words[1])
+
+    async def display_number(self, number: int, digits: int) -> None:
+        say('passkey', f'{number:06d}')
+
+    async def compare_numbers(self, number: int, digits: int) -> bool:
+        say('compare', f'{number:06d}')
+        return True
+
+    async def confirm(self, auto: bool = False) -> bool:
+        return True
+
+
+def use_keyboard_display(device: Device, sc: bool):
+    """Pairing as an iPhone does it: KeyboardDisplay, MITM asked, bonding."""
+    delegate = KeyboardDisplayDelegate()
+    device.pairing_config_factory = lambda connection: PairingConfig(
+        sc=sc, mitm=True, bonding=True, delegate=delegate
+    )
 
 
 def use_mitm(device: Device, sc: bool, numeric: bool):
@@ -961,6 +1004,9 @@ async def main(role: str, mode: str | None, forget: bool = False, method: str | 
             await bumble_ams_client(device)
         elif role == 'ams-phone':
             await bumble_ams_phone(device)
+        elif role == 'mitm-phone' and method == 'keyboard-display':
+            use_keyboard_display(device, mode == 'sc')
+            await bumble_mitm_phone(device)
         elif role == 'mitm-phone':
             use_mitm(device, mode == 'sc', method == 'numeric')
             await bumble_mitm_phone(device)
@@ -1005,6 +1051,11 @@ if __name__ == '__main__':
         len(arguments) == 3
         and arguments[0] in ('pair-peripheral', 'mitm-accessory', 'mitm-phone')
         and (arguments[1:] in (['sc', 'passkey'], ['legacy', 'passkey'], ['sc', 'numeric']))
+    ) or (
+        len(arguments) == 3
+        and arguments[0] == 'mitm-phone'
+        and arguments[1] in ('sc', 'legacy')
+        and arguments[2] == 'keyboard-display'
     )
     ancs_client = len(arguments) == 2 and arguments[0] == 'ancs-client' and arguments[1].isdigit()
     accessory = len(arguments) == 2 and arguments[0] == 'ancs-accessory'
@@ -1012,7 +1063,7 @@ if __name__ == '__main__':
         sys.exit(
             'usage: bumble_peer.py central|peripheral|parameters-peripheral|radio [uart]'
             '|pair-central MODE [forget]|pair-peripheral MODE [forget|passkey|numeric]'
-            '|mitm-accessory MODE passkey|numeric|mitm-phone MODE passkey|numeric'
+            '|mitm-accessory MODE passkey|numeric|mitm-phone MODE passkey|numeric|keyboard-display'
             '|ancs-client COUNT|ams-client|ams-phone|ancs-accessory TRANSPORT'
         )
     asyncio.run(

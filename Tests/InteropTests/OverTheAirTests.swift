@@ -244,6 +244,64 @@ struct WatchPairingTests {
       watch.send("quit")
     }
   }
+
+  /// Issue #16 (6): each `--io` against a Bumble central built as an iPhone is
+  /// (KeyboardDisplay, MITM asked). The watch's passkey is read from its event line and typed
+  /// on Bumble (one digit off for the wrong passkey), Bumble's is typed on the watch, numbers
+  /// are confirmed; without a display, Just Works.
+  @Test(arguments: [
+    ("sc", "display-only", "bumble-types"),
+    ("legacy", "display-only", "bumble-types"),
+    ("sc", "display-only", "bumble-types-wrong"),
+    ("sc", "keyboard-only", "watch-types"),
+    ("legacy", "keyboard-display", "watch-types"),
+    ("sc", "display-yesno", "compare"),
+    ("sc", "keyboard-display", "compare"),
+    ("sc", "no-input-no-output", "just-works"),
+  ])
+  func theWatchPairsWithAnIPhoneLikeCentral(mode: String, io: String, how: String) async throws {
+    try await withBumblePeer(role: "mitm-phone \(mode) keyboard-display") { peer in
+      let port = try #require(await peer.readyPort())
+      let directory = NSTemporaryDirectory() + "ancs-watch-kd-\(getpid())-\(mode)-\(io)-\(how)"
+      try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+      defer { try? FileManager.default.removeItem(atPath: directory) }
+      let security = how == "just-works" ? [] : ["--security", "mitm"]
+      let watch = try AncsProcess(
+        [
+          "watch", "--bluetooth", "hci-tcp:127.0.0.1:\(port)", "--bonds", "\(directory)/watch.json", "--headless",
+          "--io", io,
+        ] + security + (how == "compare" ? ["--confirm", "yes"] : []))
+      defer { watch.kill() }
+      switch how {
+      case "bumble-types", "bumble-types-wrong":
+        // The watch shows its passkey (on its face, and as this event line).
+        let shown = try #require(await watch.line(containing: #""prompt":"showPasskey""#), "\(watch.stderr)")
+        let digits = shown.components(separatedBy: #""number":""#).last?.prefix(6)
+        let passkey = try #require(digits.flatMap { Int($0) }, "\(shown)")
+        #expect(await peer.line(startingWith: "enter-passkey") != nil, "\(peer.transcript)")
+        let typed = how == "bumble-types" ? passkey : (passkey + 1) % 1_000_000
+        peer.send("passkey " + String(format: "%06d", typed))
+      case "watch-types":
+        let shown = try #require(await peer.line(startingWith: "passkey "), "\(peer.transcript)")
+        let prompt = try #require(await watch.line(containing: #""change":"pairing""#), "\(watch.stderr)")
+        #expect(prompt.contains(#""prompt":"enterPasskey""#), "\(prompt)")
+        watch.send(String(shown))
+      default: break
+      }
+      let result = await peer.line(startingWith: how == "bumble-types-wrong" ? "pairing-failed" : "paired")
+      if how == "bumble-types-wrong" {
+        // The watch, checking Bumble's confirm values against its own passkey, refuses:
+        // Confirm Value Failed (0x04).
+        #expect(result == "pairing-failed 4", "\(peer.transcript) \(watch.stderr)")
+      } else {
+        #expect(result == (mode == "sc" ? "paired ltk" : "paired legacy"), "\(peer.transcript) \(watch.stderr)")
+        let bonded = await watch.line(containing: #""change":"bonded""#)
+        let level = how == "just-works" ? "encrypted" : "authenticated"
+        #expect(bonded?.contains(#""level":"\#(level)""#) == true, "\(bonded ?? "") \(watch.stderr)")
+      }
+      watch.send("quit")
+    }
+  }
 }
 
 /// The ancs binary the tests start (ANCS_BINARY, or this checkout's debug build).
