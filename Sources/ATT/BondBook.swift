@@ -112,6 +112,11 @@ public protocol BondBook: AnyObject, Sendable {
   /// as a device that can neither show nor type a number, Just Works only); nil pairs as
   /// configured again. False when this device cannot.
   @discardableResult func limitPairing(to level: SecurityLevel?) -> Bool
+  /// For a conformance harness: the next pairing fails as when a user types a wrong passkey
+  /// or says that the compared numbers differ. False when this device cannot.
+  func spoilNextPairing() -> Bool
+  /// True while `spoilNextPairing`'s pairing has not yet come.
+  var nextPairingSpoiled: Bool { get }
 }
 
 extension BondBook {
@@ -119,4 +124,6 @@ extension BondBook {
   public func answer(_ answer: PairingAnswer, for peer: String?) -> Bool { false }
   /// A device whose pairing cannot be held down.
   @discardableResult public func limitPairing(to level: SecurityLevel?) -> Bool { false }
+  public func spoilNextPairing() -> Bool { false }
+  public var nextPairingSpoiled: Bool { false }
 }

@@ -659,6 +659,29 @@ extension NCCases {
       try check(subscribed != true, "the accessory subscribed on a link at security level \(level)")
       ctx.log.peerDid("used no ANCS on the link paired without MITM protection")
     },
+    ConformanceCase(
+      "ANCS/NC/SEC/BI-02", "Requires MITM protection: recovers from a pairing with a wrong passkey",
+      rule: "\(mitmRule) pairs afresh on its next try after a pairing that failed (Confirm Value Failed or "
+        + "Numeric Comparison Failed), and uses no ANCS before"
+    ) { ctx in
+      try ctx.requireStatedMITM()
+      let bonds = try ctx.bonds()
+      let first = try await ctx.subscribed()
+      // The phone's user forgets the accessory, then mistypes the passkey (or says the
+      // numbers differ) when it pairs again.
+      _ = try bonds.forget(nil)
+      guard bonds.spoilNextPairing() else {
+        throw CaseOutcome.skipped("the harness cannot spoil a pairing on these links")
+      }
+      first.close()
+      let session = try await ctx.subscribedOnALiveLink(
+        " (after a pairing that failed on a wrong passkey, the accessory must try again)")
+      try check(
+        !bonds.nextPairingSpoiled,
+        "the accessory subscribed without pairing: the harness, which had forgotten it, never paired")
+      let level = session.connection.securityLevel
+      try check(level == .authenticated, "the accessory subscribed on a link at security level \(level)")
+    },
   ]
 
   // MARK: - BOND: bond trouble

@@ -52,6 +52,7 @@ public final class Keyring: BondBook {
     package var bonds: [String: Bond] = [:]
     package var observer: (@Sendable (BondEvent) -> Void)?
     package var ceiling: SecurityLevel?
+    package var spoiled = false
   }
 
   /// This device's address on the simulated links.
@@ -113,6 +114,21 @@ public final class Keyring: BondBook {
   public func limitPairing(to level: SecurityLevel?) -> Bool {
     state.withLock { $0.ceiling = level }
     return true
+  }
+
+  public func spoilNextPairing() -> Bool {
+    state.withLock { $0.spoiled = true }
+    return true
+  }
+
+  public var nextPairingSpoiled: Bool { state.withLock { $0.spoiled } }
+
+  /// Takes the spoiled pairing, if one is armed.
+  package func takeSpoiled() -> Bool {
+    state.withLock { state in
+      defer { state.spoiled = false }
+      return state.spoiled
+    }
   }
 
   package func emit(_ event: BondEvent) {
@@ -258,6 +274,12 @@ package struct BondExchange {
     if case .pairReject(let reason, let text) = policy.answer(wanted: UInt8(wanted.rawValue), current: level) {
       return [.send(.pairReject(reason: reason, text: text))]
     }
+    // A harness's spoiled pairing: as if its user typed a wrong passkey.
+    if keyring.takeSpoiled() {
+      return [
+        .send(.pairReject(reason: LinkFraming.RejectReason.confirmValueFailed, text: Self.wrongPasskeyText))
+      ]
+    }
     let key = UInt64.random(in: 1...UInt64.max)
     offered = (address, key)
     return [.send(.bondRequest(wanted: UInt8(wanted.rawValue), key: key, address: keyring.address))]
@@ -266,5 +288,7 @@ package struct BondExchange {
   package static let keyMissingText =
     "the phone encrypted with a bond this device does not hold (PIN or Key Missing); "
     + "forget this device on the phone to pair again"
+  package static let wrongPasskeyText =
+    "the pairing failed: Confirm Value Failed (the phone's user typed a wrong passkey)"
   package static let repairingRefusedText = "the accessory refuses to pair again: it already has a bond with this phone"
 }

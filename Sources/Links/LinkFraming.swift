@@ -73,6 +73,8 @@ public enum LinkFraming {
   /// SMP's reason codes, reused in Pair Reject.
   public enum RejectReason {
     public static let authenticationRequirements: UInt8 = 0x03
+    /// Confirm Value Failed: what a wrong passkey ends in.
+    public static let confirmValueFailed: UInt8 = 0x04
     public static let pairingNotSupported: UInt8 = 0x05
     public static let invalidParameters: UInt8 = 0x0A
     /// Unspecified reason: sent before disconnecting by an end whose bond the other lacks.

@@ -72,8 +72,8 @@ enum ConformCommand {
       --sharing-recheck S (accessory) how often it asks again while the phone does not
                           share (default 10, as ancs watch)
       --requires-mitm     (accessory) its maker states that it requires MITM protection
-                          (a passkey or a compared number): SEC/BV-02 and SEC/BI-01
-                          judge that; without it they are skipped
+                          (a passkey or a compared number): SEC/BV-02, SEC/BI-01 and
+                          SEC/BI-02 judge that; without it they are skipped
       --wait-for-accessory S  (accessory) how long the first connection may take
                           (default --timeout); none by then ends the run with exit 2
       --wait-for-phone S  (phone) how long to keep trying the first connection (default

@@ -459,6 +459,48 @@ struct AuthenticatedLinkTests {
     }
   }
 
+  @Test("a spoiled pairing (a harness's mistake on purpose): numbers said to differ, or a passkey shown one off")
+  func spoiledPairing() async throws {
+    try await withBondPath { path in
+      // Numeric Comparison, the answer given ahead: yes becomes no.
+      let store = try BondStore(path: path)
+      // Only a store a security manager pairs with can spoil a pairing.
+      #expect(!store.spoilNextPairing())
+      let (fake, _, connection) = try await connectedHost(
+        role: .central, roomy, security: SMPSecurityManager(store: store, options: iPhoneLike(confirms: true)))
+      #expect(store.spoilNextPairing() && store.nextPairingSpoiled)
+      let pairing = Task { try await connection.pair(.authenticated) }
+      var peripheral = SMPPairing(
+        role: .peripheral, local: peerAddress, peer: connection.local, offer: mitmOffer(.displayYesNo),
+        requiresMITM: true)
+      let outcome = try await runPeer(&peripheral, fake: fake, initial: [], confirms: true)
+      #expect(outcome == .failed(.peerFailed(.numericComparisonFailed)))
+      await #expect(throws: BearerError.self) { try await pairing.value }
+      #expect(!store.nextPairingSpoiled && store.all.isEmpty)
+    }
+    try await withBondPath { path in
+      // Passkey Entry with our central showing: the peer's user types what it shows.
+      let store = try BondStore(path: path)
+      let shown = Inbox<UInt32>()
+      store.observe { event in
+        if case .pairing(_, .showPasskey(let value)) = event { shown.push(value) }
+      }
+      let security = SMPSecurityManager(store: store, options: SMPSecurityManager.Options(ioCapability: .displayOnly))
+      #expect(store.spoilNextPairing())
+      let (fake, _, connection) = try await connectedHost(role: .central, roomy, security: security)
+      let pairing = Task { try await connection.pair(.authenticated) }
+      var peripheral = SMPPairing(
+        role: .peripheral, local: peerAddress, peer: connection.local, offer: mitmOffer(.keyboardOnly),
+        requiresMITM: true)
+      let outcome = try await runPeer(&peripheral, fake: fake, initial: [], passkeys: shown)
+      guard case .failed(.refused(.confirmValueFailed, _))? = outcome else {
+        Issue.record("the peer did not refuse the confirm value: \(String(describing: outcome))")
+        return
+      }
+      await #expect(throws: BearerError.self) { try await pairing.value }
+    }
+  }
+
   @Test("a new key on an encrypted link (Encryption Key Refresh Complete) gives the level of that key")
   func keyRefresh() async throws {
     try await withBondPath { path in

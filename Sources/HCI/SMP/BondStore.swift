@@ -155,6 +155,25 @@ public final class BondStore: BondBook {
     return true
   }
 
+  /// Armed by `spoilNextPairing`; the security manager takes it when its next pairing asks.
+  private let spoiled = Locked(false)
+
+  public func spoilNextPairing() -> Bool {
+    guard limiter.withLock({ $0 != nil }) else { return false }
+    spoiled.withLock { $0 = true }
+    return true
+  }
+
+  public var nextPairingSpoiled: Bool { spoiled.withLock { $0 } }
+
+  /// The security manager's next pairing is to go wrong (taken once).
+  public func takeSpoiled() -> Bool {
+    spoiled.withLock { armed in
+      defer { armed = false }
+      return armed
+    }
+  }
+
   /// A new random key, EDIV and Rand for the bond with `peer`: the peer's LTK request finds
   /// no such bond, as when it has lost its own.
   @discardableResult

@@ -75,6 +75,8 @@ public final class SMPSecurityManager: HCISecurityManager {
     var timedOut = false
     /// The pairing waits for its user's answer to this, on this connection.
     var prompt: (PairingPrompt, HCIConnection)?
+    /// The answer to `prompt` is to be spoiled (`BondStore.spoilNextPairing`).
+    var spoiled = false
     /// The highest level a `pair` on this link has asked for: `.authenticated` asks for MITM
     /// protection and refuses a pairing without it.
     var wanted = SecurityLevel.unencrypted
@@ -130,26 +132,39 @@ public final class SMPSecurityManager: HCISecurityManager {
       return nil
     }
     guard let connection = found else { return false }
-    update(connection) { $0.prompt = nil }
+    let spoiled = update(connection) { link -> Bool in
+      link.prompt = nil
+      defer { link.spoiled = false }
+      return link.spoiled
+    }
     switch answer {
-    case .passkey(let value): perform(self.answer(connection) { $0.enterPasskey(value) }, on: connection)
-    case .confirm(let yes): perform(self.answer(connection) { $0.confirm(yes) }, on: connection)
+    case .passkey(let value):
+      let typed = spoiled ? (value + 1) % 1_000_000 : value
+      perform(self.answer(connection) { $0.enterPasskey(typed) }, on: connection)
+    case .confirm(let yes): perform(self.answer(connection) { $0.confirm(yes && !spoiled) }, on: connection)
     }
     return true
   }
 
   /// Asks the user through the store's observer, or answers from the options; without
   /// either, refuses.
+  ///
+  /// A pairing the store has spoiled (a conformance harness's `spoilNextPairing`) goes wrong
+  /// as a user's mistake would: the passkey typed one off, the numbers said to differ, the
+  /// passkey shown one off (so that the peer's user types a wrong one).
   private func ask(_ prompt: PairingPrompt, on connection: HCIConnection) {
+    let spoiled = store?.takeSpoiled() ?? false
+    if spoiled { logger.info("\(connection.name): this pairing is spoiled on purpose (a wrong passkey or answer)") }
     switch prompt {
     case .enterPasskey where options.passkey != nil:
-      let passkey = options.passkey
+      let passkey = options.passkey.map { spoiled ? ($0 + 1) % 1_000_000 : $0 }
       perform(answer(connection) { $0.enterPasskey(passkey) }, on: connection)
     case .compare where options.confirmsNumbers != nil:
-      let yes = options.confirmsNumbers ?? false
+      let yes = (options.confirmsNumbers ?? false) && !spoiled
       perform(answer(connection) { $0.confirm(yes) }, on: connection)
-    case .showPasskey:
-      store?.emit(.pairing(peer: connection.peerName, prompt))
+    case .showPasskey(let value):
+      let shown = spoiled ? (value + 1) % 1_000_000 : value
+      store?.emit(.pairing(peer: connection.peerName, .showPasskey(shown)))
     default:
       guard let store, store.hasObserver else {
         logger.error("\(connection.name): the pairing asks its user (\(prompt.name)), and no one can answer")
@@ -157,7 +172,10 @@ public final class SMPSecurityManager: HCISecurityManager {
           answer(connection) { prompt == .enterPasskey ? $0.enterPasskey(nil) : $0.confirm(false) }, on: connection)
         return
       }
-      update(connection) { $0.prompt = (prompt, connection) }
+      update(connection) {
+        $0.prompt = (prompt, connection)
+        $0.spoiled = spoiled
+      }
       store.emit(.pairing(peer: connection.peerName, prompt))
     }
   }
