@@ -1,5 +1,6 @@
 import AMS
 import ANCS
+import ATT
 import Watch
 
 /// The watch face as a pure function: the engine's `WatchState` and the face's `FaceUI` at
@@ -72,12 +73,53 @@ private struct Face {
         if let notification = visible.first(where: { $0.uid == uid }) { drawDetail(notification) } else { drawList() }
       }
     }
+    // The pairing's question, with a toast still readable over it.
+    if let pairing = ui.pairing { drawPairing(pairing) }
     if let toast = ui.toast, toast.until > now {
       // Over the oldest entries of the list; over the hint line where it would hide a message.
       let boxed = ui.activeCall(state) == nil && ui.page == .list
       if boxed { drawToast(toast) } else { drawToastLine(toast) }
     }
     if ui.showingHelp { drawHelp() }
+  }
+
+  // MARK: - Pairing
+
+  /// The pairing's question over the body: a passkey or a number large and centred, or the
+  /// digits typed so far, and the keys that answer.
+  mutating func drawPairing(_ pairing: PairingScreen) {
+    let rect = layout.body
+    canvas.fill(rect)
+    let title = ("Pairing with the phone", Style(bold: true, tint: .accent))
+    var lines: [(String, Style)] = [title, ("", .plain)]
+    func number(_ value: UInt32) -> [(String, Style)] {
+      let digits = sixDigits(value)
+      let big = bigDigits(digits, scale: 1)
+      // Large where the body has room for the title, five rows and the question.
+      guard rect.height >= 11, let row = big.first, DisplayText.width(row) <= rect.width else {
+        return [(digits, Style(bold: true))]
+      }
+      // And in plain text, for a screen reader or a copy.
+      return big.map { ($0, Style(bold: true)) } + [(digits, .dim)]
+    }
+    let enter = charset == .unicode ? "⏎" : "Enter"
+    switch pairing {
+    case .show(let value):
+      lines += number(value) + [("", .plain), ("Type this passkey on the phone", .plain), ("esc hides", .dim)]
+    case .compare(let value):
+      lines +=
+        number(value) + [
+          ("", .plain), ("Does the phone show this number?", .plain), ("y yes   n no", Style(bold: true)),
+        ]
+    case .enter(let typed):
+      let slots = (typed.map(String.init) + Array(repeating: "_", count: max(0, 6 - typed.count)))
+      lines += [
+        ("Type the passkey the phone shows", .plain), ("", .plain),
+        (slots.joined(separator: " "), Style(bold: true, tint: .accent)), ("", .plain),
+        ("\(enter) send   esc cancel", .dim),
+      ]
+    }
+    drawCentered(lines, in: rect)
   }
 
   // MARK: - The case

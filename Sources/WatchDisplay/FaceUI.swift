@@ -12,7 +12,19 @@ public enum FaceEffect: Hashable, Sendable {
   case alert(AlertStyle)
   /// Send a remote command to the phone's media player (the engine's `media`).
   case media(RemoteCommandID)
+  /// Answer the pairing that asks the wearer (the engine's `answerPairing`).
+  case answerPairing(PairingAnswer)
   case quit
+}
+
+/// A pairing that asks the wearer, over every screen until it is answered or ends.
+public enum PairingScreen: Hashable, Sendable {
+  /// The watch shows a passkey for the wearer to type on the phone.
+  case show(UInt32)
+  /// Does the phone show this number? y or n.
+  case compare(UInt32)
+  /// The phone shows a passkey; the wearer types it here (the digits so far).
+  case enter(typed: String)
 }
 
 /// A short message over the bottom of the face.
@@ -64,6 +76,8 @@ public struct FaceUI: Hashable, Sendable {
   /// Calls the wearer sent to the background with Esc; they stay in the list.
   public var hiddenCalls: Set<UInt32> = []
   public var toast: Toast?
+  /// The pairing that asks the wearer, if one does.
+  public var pairing: PairingScreen?
   /// The cursor: a notification, and where it was in case that one leaves.
   public var selected: UInt32?
   var selectedIndex = 0
@@ -125,6 +139,44 @@ public struct FaceUI: Hashable, Sendable {
   public func unreadCount(_ state: WatchState) -> Int { visible(state).filter { !seen.contains($0.uid) }.count }
 
   // MARK: - Keys
+
+  /// A key while a pairing asks the wearer: digits, Backspace and Enter for a passkey, y or n
+  /// for a compared number, Esc to put the question away (the pairing then times out on
+  /// the phone's side). Nil when no pairing asks, or the key means what it always does (a
+  /// shown passkey leaves the face usable).
+  public mutating func pairingKey(_ key: Key, now: Duration) -> [FaceEffect]? {
+    guard let pairing else { return nil }
+    switch (pairing, key) {
+    case (_, .character("q")), (_, .character("Q")):
+      return [.quit]
+    case (.enter(let typed), .character(let character)) where ("0"..."9").contains(character):
+      if typed.count < 6 { self.pairing = .enter(typed: typed + String(character)) }
+    case (.enter(let typed), .backspace):
+      self.pairing = .enter(typed: String(typed.dropLast()))
+    case (.enter(let typed), .enter), (.enter(let typed), .character("\n")), (.enter(let typed), .character("\n")):
+      guard let value = passkey(digits: typed) else {
+        say("The passkey has six digits", now: now)
+        return []
+      }
+      self.pairing = nil
+      say("Passkey sent", now: now)
+      return [.answerPairing(.passkey(value))]
+    case (.compare, .character("y")), (.compare, .character("Y")), (.compare, .enter),
+      (.compare, .character("\n")), (.compare, .character("\n")):
+      self.pairing = nil
+      return [.answerPairing(.confirm(true))]
+    case (.compare, .character("n")), (.compare, .character("N")):
+      self.pairing = nil
+      return [.answerPairing(.confirm(false))]
+    case (_, .escape):
+      self.pairing = nil
+    case (.show, _), (_, .resize):
+      return nil
+    default:
+      break
+    }
+    return []
+  }
 
   /// Carries out the wearer's intent.
   public mutating func handle(_ intent: FaceIntent, state: WatchState, now: Duration) -> [FaceEffect] {
@@ -300,8 +352,18 @@ public struct FaceUI: Hashable, Sendable {
       say("Type \(sixDigits(value)) on the phone", short: sixDigits(value), now: now)
     case .pairing(_, .compare(let value)):
       say("Does the phone show \(sixDigits(value))?", short: sixDigits(value), now: now)
-    case .encrypted, .peerLostKey, .pairing(_, .enterPasskey):
+    case .pairing(_, .enterPasskey):
+      say("Type the passkey the phone shows", short: "Type the passkey", now: now)
+    case .encrypted, .peerLostKey:
       break
+    }
+    // The question stays up until the pairing ends, one way or another.
+    switch change {
+    case .pairing(_, .showPasskey(let value)): pairing = .show(value)
+    case .pairing(_, .compare(let value)): pairing = .compare(value)
+    case .pairing(_, .enterPasskey): pairing = .enter(typed: "")
+    case .forgotten: break
+    default: pairing = nil
     }
   }
 
@@ -355,7 +417,9 @@ public struct FaceUI: Hashable, Sendable {
       if allowed { say("The phone shares its notifications again", short: "Notifications shared", now: now) }
     case .bond(let change):
       sayBond(change, now: now)
-    case .modified, .disconnected, .time, .battery, .media, .mediaCommands, .remoteCommand:
+    case .disconnected:
+      pairing = nil
+    case .modified, .time, .battery, .media, .mediaCommands, .remoteCommand:
       break
     }
     sync(state, now: now)

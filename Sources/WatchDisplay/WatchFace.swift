@@ -131,7 +131,9 @@ private final class Loop: @unchecked Sendable {
       ui.sync(state, now: now)
       terminal.draw(FaceModel.screen(state, ui, now: now))
       guard let key = terminal.key(within: Self.tick) else { continue }
-      if key == .resize {
+      if let effects = ui.pairingKey(key, now: engine.now) {
+        if apply(effects) { return WatchFace.Exit(code: 0) }
+      } else if key == .resize {
         ui.size = terminal.size()
       } else if let intent = KeyMap.intent(for: key) {
         if apply(ui.handle(intent, state: engine.state, now: engine.now)) { return WatchFace.Exit(code: 0) }
@@ -146,6 +148,7 @@ private final class Loop: @unchecked Sendable {
       case .perform(let action, let uid, let session): engine.perform(action, on: uid, session: session)
       case .alert(let style): terminal.alert(style)
       case .media(let command): engine.media(command)
+      case .answerPairing(let answer): _ = engine.answerPairing(answer)
       case .quit: return true
       }
     }

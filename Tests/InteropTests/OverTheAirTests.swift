@@ -245,6 +245,56 @@ struct WatchPairingTests {
     }
   }
 
+  /// Issue #16 (3), as a person would: the watch face in tmux (80x24, UTF-8) asks for the
+  /// passkey a Bumble phone shows, the keys type it, and the two pair; then a watch with a
+  /// display shows its passkey in large digits and Bumble, typing it, pairs too.
+  @Test(.enabled(if: tmuxPath != nil, "tmux is not installed (make deps installs it)"))
+  func theFaceTypesAndShowsPasskeys() async throws {
+    for (role, io) in [("mitm-phone sc passkey", "keyboard-only"), ("mitm-phone sc keyboard-display", "display-only")] {
+      try await withBumblePeer(role: role) { peer in
+        let port = try #require(await peer.readyPort())
+        let directory = NSTemporaryDirectory() + "ancs-face-pairing-\(getpid())-\(io)"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let tmux = try Tmux()
+        defer { tmux.kill() }
+        try await tmux.start(
+          "\(quoted(ancsBinary)) watch --bluetooth hci-tcp:127.0.0.1:\(port) --bonds \(quoted(directory + "/watch.json")) "
+            + "--io \(io) --security mitm; echo ancs-exit-$?", width: 80, height: 24)
+        if io == "keyboard-only" {
+          let shown = try #require(await peer.line(startingWith: "passkey "), "\(peer.transcript)")
+          #expect(shown == "passkey 123456")
+          let asked = try await tmux.waitForScreen("the face to ask for the passkey") {
+            $0.contains("Type the passkey the phone shows")
+          }
+          #expect(asked.contains("_ _ _ _ _ _"), "\(asked)")
+          try await tmux.keys("1", "2", "3", "4", "5", "6")
+          _ = try await tmux.waitForScreen("the digits typed") { $0.contains("1 2 3 4 5 6") }
+          try await tmux.keys("Enter")
+        } else {
+          let shown = try await tmux.waitForScreen("the face to show its passkey") {
+            $0.contains("Type this passkey on the phone")
+          }
+          #expect(shown.split(separator: "\n").filter { $0.contains("█") }.count >= 5, "\(shown)")
+          // Under the large digits, the same in plain text.
+          let digits = try #require(
+            shown.split(separator: "\n").lazy.compactMap { line -> String? in
+              line.split(separator: " ").first { $0.count == 6 && $0.allSatisfy(\.isNumber) }.map(String.init)
+            }.first, "\(shown)")
+          #expect(await peer.line(startingWith: "enter-passkey") != nil, "\(peer.transcript)")
+          peer.send("passkey \(digits)")
+        }
+        #expect(await peer.line(startingWith: "paired") == "paired ltk", "\(peer.transcript)")
+        _ = try await tmux.waitForScreen("the question to leave the face") {
+          !$0.contains("Pairing with the phone") && $0.contains("Paired with the phone")
+        }
+        try await tmux.keys("q")
+        let exited = try await tmux.waitForScreen("quit") { $0.contains("ancs-exit-") }
+        #expect(exited.contains("ancs-exit-0"), "\(exited)")
+      }
+    }
+  }
+
   /// Issue #16 (6): each `--io` against a Bumble central built as an iPhone is
   /// (KeyboardDisplay, MITM asked). The watch's passkey is read from its event line and typed
   /// on Bumble (one digit off for the wrong passkey), Bumble's is typed on the watch, numbers

@@ -39,6 +39,52 @@ import Wire
     #expect(ui.toast?.text == "Paired again with the phone")
   }
 
+  /// Issue #16 (3): a pairing that asks the wearer takes the face until it is answered: a
+  /// passkey typed with the digit keys (Backspace erases, Enter sends six digits), a
+  /// compared number answered y or n, a shown passkey large and centred.
+  @Test func aPairingAsksTheWearerOnTheFace() throws {
+    let peer = "C0:00:00:00:00:01"
+    var ui = Fixture.ui(five)
+    _ = ui.observe(.bond(.pairing(peer: peer, .enterPasskey)), state: five, now: now)
+    #expect(ui.pairing == .enter(typed: ""))
+    for digit in "0123" { #expect(ui.pairingKey(.character(digit), now: now) == []) }
+    #expect(ui.pairingKey(.backspace, now: now) == [])
+    #expect(ui.pairing == .enter(typed: "012"))
+    var text = FaceModel.screen(five, ui, now: now).text
+    #expect(text.contains("Type the passkey the phone shows") && text.contains("0 1 2 _ _ _"), "\(text)")
+    // Five digits are not a passkey; letters are not digits; the seventh digit is dropped.
+    #expect(ui.pairingKey(.enter, now: now) == [])
+    #expect(ui.toast?.text == "The passkey has six digits")
+    for key in "x4567" { _ = ui.pairingKey(.character(key), now: now) }
+    #expect(ui.pairing == .enter(typed: "012456"))
+    #expect(ui.pairingKey(.enter, now: now) == [.answerPairing(.passkey(12456))])
+    #expect(ui.pairing == nil)
+
+    _ = ui.observe(.bond(.pairing(peer: peer, .compare(42))), state: five, now: now)
+    text = FaceModel.screen(five, ui, now: now).text
+    #expect(text.contains("Does the phone show this number?") && text.contains("y yes"), "\(text)")
+    #expect(ui.pairingKey(.character("n"), now: now) == [.answerPairing(.confirm(false))])
+    _ = ui.observe(.bond(.pairing(peer: peer, .compare(42))), state: five, now: now)
+    #expect(ui.pairingKey(.character("y"), now: now) == [.answerPairing(.confirm(true))])
+
+    // A shown passkey: large digits; other keys work as ever; the pairing's end clears it.
+    _ = ui.observe(.bond(.pairing(peer: peer, .showPasskey(123_456))), state: five, now: now)
+    text = FaceModel.screen(five, ui, now: now).text
+    #expect(text.contains("Type this passkey on the phone") && text.contains("Type 123456 on the phone"), "\(text)")
+    #expect(text.split(separator: "\n").filter { $0.contains("█") }.count >= 5, "five rows of large digits:\n\(text)")
+    #expect(ui.pairingKey(.down, now: now) == nil)
+    _ = ui.observe(.bond(.bonded(peer: peer, level: .authenticated, again: false)), state: five, now: now)
+    #expect(ui.pairing == nil)
+    #expect(ui.pairingKey(.character("1"), now: now) == nil)
+
+    // Esc puts a question away; the link's end does too.
+    _ = ui.observe(.bond(.pairing(peer: peer, .enterPasskey)), state: five, now: now)
+    #expect(ui.pairingKey(.escape, now: now) == [] && ui.pairing == nil)
+    _ = ui.observe(.bond(.pairing(peer: peer, .compare(7))), state: five, now: now)
+    _ = ui.observe(.disconnected(reason: "the phone left"), state: five, now: now)
+    #expect(ui.pairing == nil)
+  }
+
   @Test func theListIsNewestFirstAndTheCursorMoves() {
     var ui = Fixture.ui(five)
     #expect(ui.visible(five).map(\.uid) == [5, 4, 3, 2, 1])
