@@ -10,6 +10,7 @@ enum NPCases {
   static let all: [ConformanceCase] =
     service + security + notificationSource + preExisting + attributes
     + fragmentation + appAttributes + actions + errors + dataSource + uids + iPhone + bonds + NPMediaCases.all
+    + mitm
 
   // MARK: - Helpers
 
@@ -751,6 +752,25 @@ enum NPCases {
   ]
 
   // MARK: - BOND: bond trouble
+
+  // Last: the phone's bond with the harness is authenticated after it, which every later
+  // pairing would use.
+  static let mitm: [ConformanceCase] = [
+    ConformanceCase(
+      "ANCS/NP/SEC/BV-05", "Pairs with MITM protection when the accessory asks for it",
+      rule: "Protocol/iPhone.md, Pairing and bonds: KeyboardDisplay, Bonding, MITM, SC; Core Vol 3 Part H 2.4.6: "
+        + "a Security Request with MITM is met by pairing when the bond is not authenticated",
+      needsStimulus: false
+    ) { ctx in
+      guard ctx.phone.pairsWithMITM else {
+        throw CaseOutcome.skipped(
+          "needs a harness accessory that can show or type a number: conform phone --io display-yesno (or another)")
+      }
+      let session = try await ctx.open(encrypt: false)
+      let level = try await session.pairAuthenticated()
+      try check(level == .authenticated, "the phone paired an accessory that asked for MITM protection at \(level)")
+    }
+  ]
 
   static let bonds: [ConformanceCase] = [
     ConformanceCase(

@@ -46,14 +46,18 @@ public struct PhoneUnderTest: Sendable {
   /// The harness accessory's own bonds on the links `connect` gives; nil when those links
   /// keep none, and the bond cases are skipped.
   public var bonds: (any BondBook)?
+  /// The harness accessory can pair with MITM protection: on the simulated links always;
+  /// over the air when it has a display or a keyboard (`conform phone --io`).
+  public var pairsWithMITM: Bool
 
   public init(
     connect: @escaping @Sendable () async throws -> any ATTBearer, stimulus: (any PhoneStimulus)?,
-    bonds: (any BondBook)? = nil
+    bonds: (any BondBook)? = nil, pairsWithMITM: Bool = true
   ) {
     self.connect = connect
     self.stimulus = stimulus
     self.bonds = bonds
+    self.pairsWithMITM = pairsWithMITM
   }
 }
 
@@ -308,6 +312,14 @@ public final class NPSession: Sendable {
 
   /// Pairs to the encrypted level on this link, as an accessory that discovered first does.
   public func pair() async throws(CaseOutcome) { try await Self.pair(connection.bearer) }
+
+  /// Pairs this link with MITM protection, as an accessory that requires it does; the level
+  /// the link then has.
+  public func pairAuthenticated() async throws(CaseOutcome) -> SecurityLevel {
+    do { return try await connection.bearer.pair(.authenticated) } catch {
+      throw .failed("pairing with MITM protection failed: \(error)")
+    }
+  }
 
   /// Pairs `bearer` to the encrypted level at least.
   static func pair(_ bearer: any ATTBearer) async throws(CaseOutcome) {

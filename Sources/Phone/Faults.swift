@@ -119,6 +119,9 @@ public struct PhoneFaults: FaultSwitches, Hashable {
   public static let amsEntityAttributeCut = PhoneFaults(rawValue: 1 << 43)
   /// Remote commands are acknowledged and not performed.
   public static let amsCommandsIgnored = PhoneFaults(rawValue: 1 << 44)
+  /// Pairs by Just Works only, as a phone that can neither show nor type a number: an
+  /// accessory that asks for MITM protection never gets it.
+  public static let justWorksOnly = PhoneFaults(rawValue: 1 << 45)
 
   public typealias Definition = FaultDefinition<PhoneFaults>
   public typealias UnknownFault = Wire.UnknownFault
@@ -149,6 +152,9 @@ public struct PhoneFaults: FaultSwitches, Hashable {
     Definition(
       name: "subscriptions-need-authentication", fault: .subscriptionsNeedAuthentication,
       rule: "Session and security: an encrypted link is what the CCCDs need (no more)"),
+    Definition(
+      name: "just-works-only", fault: .justWorksOnly,
+      rule: "iPhone.md, Pairing and bonds: KeyboardDisplay, MITM; an accessory that asks for MITM protection gets it"),
     Definition(
       name: "category-count-before-event", fault: .categoryCountBeforeEvent,
       rule: "Notification Source: CategoryCount counts active notifications \"after this event\""),

@@ -345,6 +345,8 @@ public final class Phone: Sendable {
   public func keepBonds(in book: any BondBook) {
     bondBook.withLock { $0 = book }
     book.observe { [weak self] event in self?.emit(.bond(event)) }
+    // FAULT just-works-only: breaks "an accessory that asks for MITM protection gets it".
+    if faults.contains(.justWorksOnly) { book.limitPairing(to: .encrypted) }
   }
 
   /// How this phone reacts when an accessory lacks the key of its bond: as an iPhone, it

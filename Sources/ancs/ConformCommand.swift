@@ -101,6 +101,11 @@ enum ConformCommand {
                           harness reads the accessory's number from its event lines (bond,
                           change pairing) and, with --spawn, types its own passkey or
                           answer on the accessory's input
+      --io CAPABILITY     (phone, over the air) the harness accessory's display:
+                          display-only (it shows a passkey, printed here, for the
+                          phone's user to type) or display-yesno (it shows a number and
+                          agrees); without it the accessory pairs by Just Works and
+                          SEC/BV-05 is skipped
       --name NAME         (phone, over the air) the name the harness advertises
                           (default ancs-sim conform)
 
@@ -203,6 +208,7 @@ enum ConformCommand {
     }
     let waitForAccessory = try args.seconds("--wait-for-accessory", in: 0...3600)
     let requiresMITM = args.flag("--requires-mitm")
+    let ioText = try args.value("--io")
     let waitForPhone = try args.seconds("--wait-for-phone", in: 0...3600)
     let common = try Common(&args, overTheAir: bluetooth != nil)
     let logger = args.logger()
@@ -221,6 +227,17 @@ enum ConformCommand {
       throw UsageError("--wait-for-accessory is for conform accessory")
     }
     if requiresMITM && role != "accessory" { throw UsageError("--requires-mitm is for conform accessory") }
+    // The harness accessory's display: it shows what a pairing with MITM protection needs,
+    // and agrees to a number it compares; it never types.
+    let shows: [String: IOCapability] = ["display-only": .displayOnly, "display-yesno": .displayYesNo]
+    if let ioText {
+      guard role == "phone", bluetooth != nil, bluetooth?.isKernel != true else {
+        throw UsageError("--io is for conform phone --bluetooth hci-*: the harness accessory's display")
+      }
+      guard shows[ioText] != nil else {
+        throw UsageError("--io takes display-only or display-yesno, not '\(ioText)'")
+      }
+    }
     if waitForPhone != nil && role != "phone" { throw UsageError("--wait-for-phone is for conform phone") }
     if name != nil && role != "phone" { throw UsageError("--name is for conform phone --bluetooth") }
     let peer = try peerText.map(BluetoothCommandLine.address)
@@ -247,7 +264,18 @@ enum ConformCommand {
       }
       let links: PhoneLinksUnderTest
       if let bluetooth {
-        let radio = try await BluetoothCommandLine.open(bluetooth, on: loops, capture: capture, logger: logger)
+        let io = ioText.flatMap { shows[$0] }
+        let radio = try await BluetoothCommandLine.open(
+          bluetooth, on: loops, capture: capture, logger: logger,
+          security: .init(ioCapability: io ?? .noInputNoOutput, confirmsNumbers: io == nil ? nil : true))
+        if let book = BluetoothCommandLine.bonds(of: radio) {
+          // A passkey the harness accessory shows is for the person at the phone.
+          book.observe { event in
+            if case .pairing(_, .showPasskey(let value)) = event {
+              printError("conform: the accessory shows the passkey \(sixDigits(value)): type it on the phone")
+            }
+          }
+        }
         let advertisement = Advertisement(
           name: name ?? "ancs-sim conform", solicitedServices: [BluetoothCommandLine.ancs])
         links = .overTheAir(radio, advertisement)
@@ -262,7 +290,9 @@ enum ConformCommand {
       // Over a simulated link a phone that is up takes the connection at once; over the air
       // it has to find the harness first.
       let wait = waitForPhone ?? (bluetooth == nil ? 0 : common.timeout)
-      return try await judgePhone(cases, links, spawn: spawn, wait: wait, common)
+      // Over the air the harness accessory pairs with MITM protection only with a display.
+      let pairsWithMITM = bluetooth == nil || ioText != nil
+      return try await judgePhone(cases, links, spawn: spawn, wait: wait, pairsWithMITM: pairsWithMITM, common)
     case "accessory":
       if connect != nil { throw UsageError("--connect is for conform phone; the accessory role takes --listen") }
       if spawn != nil && observe != nil {
@@ -333,9 +363,12 @@ enum ConformCommand {
   }
 
   static func judgePhone(
-    _ cases: [ConformanceCase], _ links: PhoneLinksUnderTest, spawn: String?, wait: Double, _ common: Common
+    _ cases: [ConformanceCase], _ links: PhoneLinksUnderTest, spawn: String?, wait: Double, pairsWithMITM: Bool,
+    _ common: Common
   ) async throws -> Int32 {
-    try await finishing(links.finish) { try await judge(cases, links, spawn: spawn, wait: wait, common) }
+    try await finishing(links.finish) {
+      try await judge(cases, links, spawn: spawn, wait: wait, pairsWithMITM: pairsWithMITM, common)
+    }
   }
 
   /// Runs `body`, then `finish` (which leaves a controller as it was found) however the run
@@ -351,7 +384,8 @@ enum ConformCommand {
   }
 
   private static func judge(
-    _ cases: [ConformanceCase], _ links: PhoneLinksUnderTest, spawn: String?, wait: Double, _ common: Common
+    _ cases: [ConformanceCase], _ links: PhoneLinksUnderTest, spawn: String?, wait: Double, pairsWithMITM: Bool,
+    _ common: Common
   ) async throws -> Int32 {
     let capturePath = try prepareCaptureDirectory(common.captureDirectory)
     var process: SpawnedPhone?
@@ -385,7 +419,8 @@ enum ConformCommand {
       }
       stimulus = channel
     }
-    let phone = PhoneUnderTest(connect: { try await links.next() }, stimulus: stimulus, bonds: links.bonds)
+    let phone = PhoneUnderTest(
+      connect: { try await links.next() }, stimulus: stimulus, bonds: links.bonds, pairsWithMITM: pairsWithMITM)
     var runner = ConformanceRunner(
       phone: phone, timeout: common.duration, captureDirectory: capturePath, contactWait: seconds(wait))
     runner.keepsCaptures = common.html != nil

@@ -58,6 +58,20 @@ struct CLITests {
       (["watch", "--bluetooth", "hci-tcp:127.0.0.1:1", "--io", "screen"], "--io takes display-only, display-yesno"),
       (["watch", "--bluetooth", "hci-tcp:127.0.0.1:1", "--security", "high"], "--security takes just-works or mitm"),
       (["conform", "phone", "--bluetooth", "hci-tcp:127.0.0.1:1", "--passkey", "123456"], "are for conform accessory"),
+      (
+        ["conform", "phone", "--connect", "unix:/tmp/x.sock", "--io", "display-yesno"],
+        "--io is for conform phone --bluetooth"
+      ),
+      (["conform", "accessory", "--listen", "unix:/tmp/x.sock", "--io", "display-yesno"], "--io is for conform phone"),
+      (
+        ["conform", "phone", "--bluetooth", "hci-tcp:127.0.0.1:1", "--io", "keyboard-only"],
+        "--io takes display-only or"
+      ),
+      (
+        ["conform", "phone", "--connect", "unix:/tmp/x.sock", "--requires-mitm"],
+        "--requires-mitm is for conform accessory"
+      ),
+      (["watch", "--connect", "unix:/tmp/x.sock", "--security", "high"], "--security takes just-works or mitm"),
       (["bench", "--fleet", "0"], "--fleet needs a whole number from 1"),
       (["bench", "--fleet", "many"], "--fleet"),
       (["bench", "--fleet", "10", "--air", "2m,30ms,185,251"], "--fleet goes alone"),

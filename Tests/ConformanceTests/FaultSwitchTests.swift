@@ -12,7 +12,7 @@ import Testing
   // notify or write property, or an encrypted subscription fail all of them, as they must.
   static let shape = ["SVC/BV-01", "SVC/BV-02", "SVC/BV-03", "SVC/BV-04", "SEC/BI-01", "SEC/BI-02", "SEC/BI-03"]
   /// The iPhone cases that never touch ANCS, and the bond case, which only pairs.
-  static let beside = ["IOS/BV-01", "IOS/BV-02", "IOS/BI-03", "IOS/BV-05", "BOND/BV-01"]
+  static let beside = ["SEC/BV-05", "IOS/BV-01", "IOS/BV-02", "IOS/BI-03", "IOS/BV-05", "BOND/BV-01"]
   static let subscribing = all.filter { !(shape + beside).map(np).contains($0) && !$0.hasPrefix("AMS/") }
   static let controlPointWriters = all.filter { id in
     ["GNA/", "FRAG/", "GAA/", "PNA/", "CP/", "DS/", "IOS/BV-04"].contains { id.hasPrefix("ANCS/NP/" + $0) }
@@ -36,6 +36,7 @@ import Testing
     "data-source-unencrypted": ["SEC/BI-02", "IOS/BV-05"].map(np),
     "control-point-unencrypted": ["SEC/BI-03", "IOS/BV-05"].map(np),
     "subscriptions-need-authentication": subscribing,
+    "just-works-only": ["SEC/BV-05"].map(np),
     "category-count-before-event": ["NS/BV-01", "NS/BV-05"].map(np),
     "modified-as-added": ["NS/BV-02"].map(np),
     "removed-as-modified": ["NS/BV-03", "NS/BV-05", "PNA/BV-01", "PNA/BV-02"].map(np),

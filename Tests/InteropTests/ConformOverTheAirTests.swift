@@ -18,7 +18,9 @@ struct ConformOverTheAirTests {
       let run = try await conform([
         "conform", "phone", "--bluetooth", harnessController, "--bonds", "\(directory)/harness.json",
         "--json", "\(directory)/report.json", "--timeout", scaledSeconds(20), "--capture", "\(directory)/air.btsnoop",
-        "--spawn", "ancs phone --bluetooth \(phoneController) --bonds \(directory)/phone.json --commands jsonl",
+        // An accessory with a display that agrees to the number; the phone's user too.
+        "--io", "display-yesno", "--spawn",
+        "ancs phone --bluetooth \(phoneController) --bonds \(directory)/phone.json --commands jsonl --confirm yes",
       ])
       // The whole run's HCI traffic, as btsnoop: the header, then records.
       let capture = try Data(contentsOf: URL(fileURLWithPath: "\(directory)/air.btsnoop"))
