@@ -112,9 +112,11 @@ public protocol BondBook: AnyObject, Sendable {
   /// as a device that can neither show nor type a number, Just Works only); nil pairs as
   /// configured again. False when this device cannot.
   @discardableResult func limitPairing(to level: SecurityLevel?) -> Bool
-  /// For a conformance harness: the next pairing fails as when a user types a wrong passkey
-  /// or says that the compared numbers differ. False when this device cannot.
-  func spoilNextPairing() -> Bool
+  /// For a conformance harness: `armed`, the next pairing fails as when a user types a wrong
+  /// passkey or says that the compared numbers differ (taken by the next pairing that
+  /// starts, whatever its method); not `armed`, no pairing is spoiled. False when this device
+  /// cannot.
+  @discardableResult func spoilNextPairing(_ armed: Bool) -> Bool
   /// True while `spoilNextPairing`'s pairing has not yet come.
   var nextPairingSpoiled: Bool { get }
 }
@@ -124,6 +126,6 @@ extension BondBook {
   public func answer(_ answer: PairingAnswer, for peer: String?) -> Bool { false }
   /// A device whose pairing cannot be held down.
   @discardableResult public func limitPairing(to level: SecurityLevel?) -> Bool { false }
-  public func spoilNextPairing() -> Bool { false }
+  @discardableResult public func spoilNextPairing(_ armed: Bool) -> Bool { false }
   public var nextPairingSpoiled: Bool { false }
 }

@@ -606,7 +606,8 @@ extension NCCases {
   //
   // For an accessory that requires a passkey or a compared number. Near the end: the
   // second leaves a bond made without MITM protection on an accessory that takes one
-  // wrongly.
+  // wrongly. Each begins on the accessory's first live link: during SEC/BI-01 a good
+  // accessory keeps trying, and the links it dropped may still wait to be taken.
 
   static let mitmRule = "Protocol/HCI.md, Pairing: an accessory that requires MITM protection"
 
@@ -618,7 +619,7 @@ extension NCCases {
     ) { ctx in
       try ctx.requireStatedMITM()
       let bonds = try ctx.bonds()
-      let first = try await ctx.subscribed()
+      let first = try await ctx.subscribedOnALiveLink(" (links the accessory dropped before are passed over)")
       let level = first.connection.securityLevel
       try check(level == .authenticated, "the accessory subscribed on a link at security level \(level)")
       let peer = try ctx.bondedPeer(first, in: bonds)
@@ -635,13 +636,15 @@ extension NCCases {
     ) { ctx in
       try ctx.requireStatedMITM()
       let bonds = try ctx.bonds()
-      let first = try await ctx.subscribed()
+      // Asked before anything changes, so that a skip leaves the bonds as they were.
+      guard bonds.limitPairing(to: nil) else {
+        throw CaseOutcome.skipped("the harness cannot pair without MITM protection on these links")
+      }
+      let first = try await ctx.subscribedOnALiveLink(" (links the accessory dropped before are passed over)")
       // Then a phone that can neither show nor type a number: it forgets the accessory and
       // can only pair again by Just Works.
       _ = try bonds.forget(nil)
-      guard bonds.limitPairing(to: .encrypted) else {
-        throw CaseOutcome.skipped("the harness cannot pair without MITM protection on these links")
-      }
+      bonds.limitPairing(to: .encrypted)
       defer {
         bonds.limitPairing(to: nil)
         // A bond made without MITM protection is not kept for the cases after this one.
@@ -666,13 +669,17 @@ extension NCCases {
     ) { ctx in
       try ctx.requireStatedMITM()
       let bonds = try ctx.bonds()
-      let first = try await ctx.subscribed()
+      // Asked before anything changes, so that a skip leaves the bonds as they were.
+      guard bonds.spoilNextPairing(false) else {
+        throw CaseOutcome.skipped("the harness cannot spoil a pairing on these links")
+      }
+      let first = try await ctx.subscribedOnALiveLink(" (links the accessory dropped before are passed over)")
       // The phone's user forgets the accessory, then mistypes the passkey (or says the
       // numbers differ) when it pairs again.
       _ = try bonds.forget(nil)
-      guard bonds.spoilNextPairing() else {
-        throw CaseOutcome.skipped("the harness cannot spoil a pairing on these links")
-      }
+      bonds.spoilNextPairing(true)
+      // However the case ends, no later pairing is spoiled.
+      defer { bonds.spoilNextPairing(false) }
       first.close()
       let session = try await ctx.subscribedOnALiveLink(
         " (after a pairing that failed on a wrong passkey, the accessory must try again)")

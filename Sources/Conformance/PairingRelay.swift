@@ -16,7 +16,9 @@ import Wire
 ///   out for a person to type.
 ///
 /// What the harness was given ahead (`--passkey`, `--confirm`) never asks, so it wins. A
-/// number is used once: the next pairing waits for the accessory to show its own.
+/// number is used once: the next pairing waits for the accessory to show its own. A pairing
+/// that ends (bonded, refused, or the link gone) leaves nothing behind for the next, and a
+/// number the harness's pairing no longer waits for is kept for the one that does.
 public final class PairingRelay: Sendable {
   private struct State {
     /// The passkey the accessory shows, not yet typed on the harness.
@@ -52,12 +54,32 @@ public final class PairingRelay: Sendable {
   /// Answers the harness's pairings from now on (the book's one observer).
   public func start() {
     book.observe { [weak self] event in
-      if case .pairing(_, let prompt) = event { self?.harnessAsks(prompt) }
+      switch event {
+      case .pairing(_, let prompt): self?.harnessAsks(prompt)
+      // The harness's pairing ended: its questions are void.
+      case .bonded, .encrypted, .pairingRefused, .repairingRefused, .keyMissing, .peerLostKey:
+        self?.state.withLock { state in
+          state.harnessAsks = nil
+          state.harnessPasskey = nil
+        }
+      case .forgotten: break
+      }
     }
   }
 
   /// One of the accessory's event lines; all but pairing prompts are ignored.
   public func accessoryReported(_ event: JSON) {
+    // The accessory's pairing ended, or its link: what it showed is void.
+    if event["event"]?.string == "disconnected"
+      || (event["event"]?.string == "bond" && ["bonded", "pairingRefused"].contains(event["change"]?.string ?? ""))
+    {
+      state.withLock { state in
+        state.accessoryPasskey = nil
+        state.accessoryNumber = nil
+        state.accessoryTypes = false
+      }
+      return
+    }
     guard event["event"]?.string == "bond", event["change"]?.string == "pairing",
       let prompt = event["prompt"]?.string
     else { return }
@@ -97,7 +119,8 @@ public final class PairingRelay: Sendable {
   /// Answers whatever both sides have now made answerable.
   private func relay() {
     enum Step {
-      case harness(PairingAnswer)
+      /// The answer, and how to take it back when no pairing waits for it.
+      case harness(PairingAnswer, undo: @Sendable (inout State) -> Void)
       case accessory(String)
     }
     let steps = state.withLock { state -> [Step] in
@@ -105,13 +128,16 @@ public final class PairingRelay: Sendable {
       switch state.harnessAsks {
       case .enterPasskey?:
         if let value = state.accessoryPasskey {
-          steps.append(.harness(.passkey(value)))
+          steps.append(.harness(.passkey(value), undo: { $0.accessoryPasskey = $0.accessoryPasskey ?? value }))
           state.accessoryPasskey = nil
           state.harnessAsks = nil
         }
       case .compare(let ours)?:
         if let theirs = state.accessoryNumber {
-          steps += [.harness(.confirm(theirs == ours)), .accessory("confirm \(theirs == ours ? "yes" : "no")")]
+          steps += [
+            .harness(.confirm(theirs == ours), undo: { $0.accessoryNumber = $0.accessoryNumber ?? theirs }),
+            .accessory("confirm \(theirs == ours ? "yes" : "no")"),
+          ]
           state.accessoryNumber = nil
           state.harnessAsks = nil
         }
@@ -126,8 +152,19 @@ public final class PairingRelay: Sendable {
     }
     for step in steps {
       switch step {
-      case .harness(let answer): _ = book.answer(answer, for: nil)
-      case .accessory(let line): typeOnAccessory?(line)
+      case .harness(let answer, let undo):
+        // A question that was no longer waiting (its pairing ended): the number is kept for
+        // the next, and nothing goes to the accessory for it.
+        guard book.answer(answer, for: nil) else {
+          state.withLock { undo(&$0) }
+          return
+        }
+      case .accessory(let line):
+        if let typeOnAccessory {
+          typeOnAccessory(line)
+        } else {
+          say("answer on the accessory: \(line)")
+        }
       }
     }
   }

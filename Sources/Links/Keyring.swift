@@ -116,8 +116,9 @@ public final class Keyring: BondBook {
     return true
   }
 
-  public func spoilNextPairing() -> Bool {
-    state.withLock { $0.spoiled = true }
+  @discardableResult
+  public func spoilNextPairing(_ armed: Bool) -> Bool {
+    state.withLock { $0.spoiled = armed }
     return true
   }
 

@@ -141,7 +141,7 @@ public struct FaceUI: Hashable, Sendable {
   // MARK: - Keys
 
   /// A key while a pairing asks the wearer: digits, Backspace and Enter for a passkey, y or n
-  /// for a compared number, Esc to put the question away (the pairing then times out on
+  /// for a compared number (never Enter: a stray one must not agree), Esc to put the question away (the pairing then times out on
   /// the phone's side). Nil when no pairing asks, or the key means what it always does (a
   /// shown passkey leaves the face usable).
   public mutating func pairingKey(_ key: Key, now: Duration) -> [FaceEffect]? {
@@ -153,7 +153,7 @@ public struct FaceUI: Hashable, Sendable {
       if typed.count < 6 { self.pairing = .enter(typed: typed + String(character)) }
     case (.enter(let typed), .backspace):
       self.pairing = .enter(typed: String(typed.dropLast()))
-    case (.enter(let typed), .enter), (.enter(let typed), .character("\n")), (.enter(let typed), .character("\n")):
+    case (.enter(let typed), .enter), (.enter(let typed), .character("\n")), (.enter(let typed), .character("\r")):
       guard let value = passkey(digits: typed) else {
         say("The passkey has six digits", now: now)
         return []
@@ -161,8 +161,7 @@ public struct FaceUI: Hashable, Sendable {
       self.pairing = nil
       say("Passkey sent", now: now)
       return [.answerPairing(.passkey(value))]
-    case (.compare, .character("y")), (.compare, .character("Y")), (.compare, .enter),
-      (.compare, .character("\n")), (.compare, .character("\n")):
+    case (.compare, .character("y")), (.compare, .character("Y")):
       self.pairing = nil
       return [.answerPairing(.confirm(true))]
     case (.compare, .character("n")), (.compare, .character("N")):

@@ -159,12 +159,13 @@ enum WatchCommand {
     var radio: (any BluetoothRadio)?
     if let bluetooth {
       // FAULT refuse-repairing: breaks "pairs again with a phone that forgot the bond".
+      // FAULT mitm-not-required: neither asks for MITM protection nor refuses a pairing without it.
+      let mitm = security.mitm && !options.faults.contains(.mitmNotRequired)
       let host = try await BluetoothCommandLine.open(
         bluetooth, on: loops, capture: capture, logger: logger,
         security: .init(
-          acceptRepairing: !options.faults.contains(.refuseRepairing), ioCapability: security.io, mitm: security.mitm,
-          requireMITM: security.mitm && !options.faults.contains(.mitmNotRequired), passkey: answers.passkey,
-          confirmsNumbers: answers.confirm))
+          acceptRepairing: !options.faults.contains(.refuseRepairing), ioCapability: security.io, mitm: mitm,
+          requireMITM: mitm, passkey: answers.passkey, confirmsNumbers: answers.confirm))
       let advertisement = Advertisement(
         name: options.deviceName, solicitedServices: [BluetoothCommandLine.ancs])
       // A peripheral, as a watch is: advertise the ANCS solicitation, take the phone's

@@ -8,16 +8,20 @@ import Wire
 private final class AnsweredBook: BondBook, @unchecked Sendable {
   let answers = Locked<[PairingAnswer]>([])
   let observer = Locked<(@Sendable (BondEvent) -> Void)?>(nil)
+  /// Whether a pairing waits for the answer now.
+  let waiting = Locked(true)
   var bondedPeers: [String] { [] }
   func forget(_ peer: String?) throws -> [String] { [] }
   func observe(_ observer: @escaping @Sendable (BondEvent) -> Void) { self.observer.withLock { $0 = observer } }
   func spoil(_ peer: String) throws -> Bool { false }
   func answer(_ answer: PairingAnswer, for peer: String?) -> Bool {
+    guard waiting.withLock({ $0 }) else { return false }
     answers.withLock { $0.append(answer) }
     return true
   }
   /// The harness's pairing asks its user.
-  func ask(_ prompt: PairingPrompt) { observer.withLock { $0 }?(.pairing(peer: "C0:00:00:00:00:01", prompt)) }
+  func ask(_ prompt: PairingPrompt) { tell(.pairing(peer: "C0:00:00:00:00:01", prompt)) }
+  func tell(_ event: BondEvent) { observer.withLock { $0 }?(event) }
 }
 
 private func pairingLine(_ prompt: String, _ number: String? = nil) throws -> JSON {
@@ -73,6 +77,28 @@ struct PairingRelayTests {
     #expect(typed.withLock { $0 } == ["passkey 000042"])
     #expect(book.answers.withLock { $0 }.isEmpty)
     #expect(!said.withLock { $0 }.contains { $0.contains("000042") })
+  }
+
+  @Test("a question whose pairing ended answers nothing: the accessory's next number waits for the next question")
+  func staleQuestion() throws {
+    let (relay, book, typed, _) = relay()
+    // The harness asked, and its pairing timed out before the accessory said anything.
+    book.ask(.enterPasskey)
+    book.waiting.withLock { $0 = false }
+    relay.accessoryReported(try pairingLine("showPasskey", "111111"))
+    #expect(book.answers.withLock { $0 }.isEmpty)
+    // The next pairing asks: the number kept answers it.
+    book.waiting.withLock { $0 = true }
+    book.ask(.enterPasskey)
+    #expect(book.answers.withLock { $0 } == [.passkey(111_111)])
+    // A pairing that ends takes its question with it; a link that ends, the accessory's number.
+    book.ask(.compare(5))
+    book.tell(.pairingRefused(peer: "C0:00:00:00:00:01", reason: "timeout"))
+    relay.accessoryReported(try pairingLine("compare", "000005"))
+    #expect(book.answers.withLock { $0 }.count == 1 && typed.withLock { $0 }.isEmpty)
+    relay.accessoryReported(try JSON(parsing: #"{"event":"disconnected","reason":"gone"}"#))
+    book.ask(.compare(5))
+    #expect(book.answers.withLock { $0 }.count == 1)
   }
 
   @Test("an accessory without an input: the person running the harness is told the passkey to type")

@@ -417,10 +417,11 @@ struct AuthenticatedLinkTests {
         role: .central, roomy, security: SMPSecurityManager(store: try BondStore(path: path), options: iPhoneLike()))
       let pairing = Task { try await second.pair(.authenticated) }
       let frame = try #require(await other.nextFrame())
-      guard case .pairingRequest = try SMPPDU(decoding: frame.payload) else {
+      guard case .pairingRequest(let asked) = try SMPPDU(decoding: frame.payload) else {
         Issue.record("not a Pairing Request: \(frame)")
         return
       }
+      #expect(asked.authReq.contains(.mitm))
       other.send(.smp, SMPPDU.pairingFailed(.pairingNotSupported).encoded)
       await #expect(throws: BearerError.self) { try await pairing.value }
     }
@@ -465,10 +466,10 @@ struct AuthenticatedLinkTests {
       // Numeric Comparison, the answer given ahead: yes becomes no.
       let store = try BondStore(path: path)
       // Only a store a security manager pairs with can spoil a pairing.
-      #expect(!store.spoilNextPairing())
+      #expect(!store.spoilNextPairing(true))
       let (fake, _, connection) = try await connectedHost(
         role: .central, roomy, security: SMPSecurityManager(store: store, options: iPhoneLike(confirms: true)))
-      #expect(store.spoilNextPairing() && store.nextPairingSpoiled)
+      #expect(store.spoilNextPairing(true) && store.nextPairingSpoiled)
       let pairing = Task { try await connection.pair(.authenticated) }
       var peripheral = SMPPairing(
         role: .peripheral, local: peerAddress, peer: connection.local, offer: mitmOffer(.displayYesNo),
@@ -486,7 +487,7 @@ struct AuthenticatedLinkTests {
         if case .pairing(_, .showPasskey(let value)) = event { shown.push(value) }
       }
       let security = SMPSecurityManager(store: store, options: SMPSecurityManager.Options(ioCapability: .displayOnly))
-      #expect(store.spoilNextPairing())
+      #expect(store.spoilNextPairing(true))
       let (fake, _, connection) = try await connectedHost(role: .central, roomy, security: security)
       let pairing = Task { try await connection.pair(.authenticated) }
       var peripheral = SMPPairing(
@@ -523,6 +524,8 @@ struct AuthenticatedLinkTests {
             let start = try LEStartEncryption(packet: try #require(await fake.nextCommand()))
             #expect(
               peripheral.keyForRequest(ediv: start.encryptedDiversifier, rand: start.randomNumber) == start.longTermKey)
+            // The old key's level holds until the controller reports the new one in use.
+            #expect(connection.securityLevel == .encrypted)
             fake.send(.encryptionKeyRefreshComplete(EncryptionKeyRefreshComplete(connectionHandle: 0x0040)))
             pending += peripheral.encryptionChanged(status: .success, enabled: true)
             continue

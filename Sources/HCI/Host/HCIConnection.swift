@@ -18,9 +18,11 @@ public enum LinkRole: Hashable, Sendable, CustomStringConvertible {
 public final class HCIConnection: ATTBearer {
   private struct State {
     var encrypted = false
-    /// The key the security manager last gave the controller came from a pairing with MITM
-    /// protection.
+    /// The key the link is encrypted with came from a pairing with MITM protection.
     var authenticatedKey = false
+    /// The key the security manager last gave the controller, authenticated or not, until
+    /// the controller reports encryption with it.
+    var pendingKey: Bool?
     var open = true
     /// Disconnect has been sent.
     var disconnecting = false
@@ -62,9 +64,10 @@ public final class HCIConnection: ATTBearer {
   }
 
   /// The security manager gives the controller a key (LE Enable Encryption, or the answer to
-  /// an LTK request): the link's level once encrypted with it.
+  /// an LTK request): the link's level once the controller reports encryption with it (on an
+  /// encrypted link the old key's level holds until then).
   func usesKey(authenticated: Bool) {
-    state.withLock { $0.authenticatedKey = authenticated }
+    state.withLock { $0.pendingKey = authenticated }
   }
   /// The peer's address as the bond store names it (its identity address once bonded), else
   /// the address it connected with: so `forget` finds its link, and bond events name it.
@@ -205,7 +208,12 @@ public final class HCIConnection: ATTBearer {
   }
 
   func encryptionChanged(_ event: EncryptionChange) {
-    state.withLock { $0.encrypted = event.status == .success && event.encryptionEnabled != 0 }
+    state.withLock { state in
+      state.encrypted = event.status == .success && event.encryptionEnabled != 0
+      if state.encrypted, let pending = state.pendingKey { state.authenticatedKey = pending }
+      if !state.encrypted { state.authenticatedKey = false }
+      state.pendingKey = nil
+    }
     host.security.encryptionChanged(event, on: self)
   }
 

@@ -155,12 +155,14 @@ public final class BondStore: BondBook {
     return true
   }
 
-  /// Armed by `spoilNextPairing`; the security manager takes it when its next pairing asks.
+  /// Armed by `spoilNextPairing`; the security manager takes it when its next pairing starts.
   private let spoiled = Locked(false)
 
-  public func spoilNextPairing() -> Bool {
+  @discardableResult
+  public func spoilNextPairing(_ armed: Bool) -> Bool {
+    // Only a store a security manager pairs with (it took the limits) can.
     guard limiter.withLock({ $0 != nil }) else { return false }
-    spoiled.withLock { $0 = true }
+    spoiled.withLock { $0 = armed }
     return true
   }
 

@@ -75,7 +75,8 @@ public final class SMPSecurityManager: HCISecurityManager {
     var timedOut = false
     /// The pairing waits for its user's answer to this, on this connection.
     var prompt: (PairingPrompt, HCIConnection)?
-    /// The answer to `prompt` is to be spoiled (`BondStore.spoilNextPairing`).
+    /// The running pairing is to go wrong on purpose (`BondStore.spoilNextPairing`, taken
+    /// when it started).
     var spoiled = false
     /// The highest level a `pair` on this link has asked for: `.authenticated` asks for MITM
     /// protection and refuses a pairing without it.
@@ -134,12 +135,11 @@ public final class SMPSecurityManager: HCISecurityManager {
     guard let connection = found else { return false }
     let spoiled = update(connection) { link -> Bool in
       link.prompt = nil
-      defer { link.spoiled = false }
       return link.spoiled
     }
     switch answer {
     case .passkey(let value):
-      let typed = spoiled ? (value + 1) % 1_000_000 : value
+      let typed = spoiled ? Self.oneOff(value) : value
       perform(self.answer(connection) { $0.enterPasskey(typed) }, on: connection)
     case .confirm(let yes): perform(self.answer(connection) { $0.confirm(yes && !spoiled) }, on: connection)
     }
@@ -153,17 +153,17 @@ public final class SMPSecurityManager: HCISecurityManager {
   /// as a user's mistake would: the passkey typed one off, the numbers said to differ, the
   /// passkey shown one off (so that the peer's user types a wrong one).
   private func ask(_ prompt: PairingPrompt, on connection: HCIConnection) {
-    let spoiled = store?.takeSpoiled() ?? false
+    let spoiled = update(connection) { $0.spoiled }
     if spoiled { logger.info("\(connection.name): this pairing is spoiled on purpose (a wrong passkey or answer)") }
     switch prompt {
     case .enterPasskey where options.passkey != nil:
-      let passkey = options.passkey.map { spoiled ? ($0 + 1) % 1_000_000 : $0 }
+      let passkey = options.passkey.map { spoiled ? Self.oneOff($0) : $0 }
       perform(answer(connection) { $0.enterPasskey(passkey) }, on: connection)
     case .compare where options.confirmsNumbers != nil:
       let yes = (options.confirmsNumbers ?? false) && !spoiled
       perform(answer(connection) { $0.confirm(yes) }, on: connection)
     case .showPasskey(let value):
-      let shown = spoiled ? (value + 1) % 1_000_000 : value
+      let shown = spoiled ? Self.oneOff(value) : value
       store?.emit(.pairing(peer: connection.peerName, .showPasskey(shown)))
     default:
       guard let store, store.hasObserver else {
@@ -172,10 +172,7 @@ public final class SMPSecurityManager: HCISecurityManager {
           answer(connection) { prompt == .enterPasskey ? $0.enterPasskey(nil) : $0.confirm(false) }, on: connection)
         return
       }
-      update(connection) {
-        $0.prompt = (prompt, connection)
-        $0.spoiled = spoiled
-      }
+      update(connection) { $0.prompt = (prompt, connection) }
       store.emit(.pairing(peer: connection.peerName, prompt))
     }
   }
@@ -246,6 +243,7 @@ public final class SMPSecurityManager: HCISecurityManager {
         link.pairing = SMPPairing(
           role: .peripheral, local: connection.local, peer: connection.peer, offer: offer(mitm: mitm),
           requiresMITM: requiresMITM(mitm))
+        link.spoiled = store?.takeSpoiled() ?? false
         link.reencrypting = false
       }
       guard var pairing = link.pairing else {
@@ -414,6 +412,7 @@ public final class SMPSecurityManager: HCISecurityManager {
         requiresMITM: requiresMITM(requireMITM || link.wanted == .authenticated))
       let actions = pairing.start()
       link.pairing = pairing
+      link.spoiled = store?.takeSpoiled() ?? false
       return actions
     }
     if bond != nil, !actions.isEmpty { logger.info("\(connection.name): encrypting with the stored bond") }
@@ -472,6 +471,9 @@ public final class SMPSecurityManager: HCISecurityManager {
     }
   }
 
+  /// A passkey one off (a mistyped one), still six digits.
+  static func oneOff(_ value: UInt32) -> UInt32 { (value % 1_000_000 + 1) % 1_000_000 }
+
   /// The running pairing's actions for the user's answer.
   private func answer(_ connection: HCIConnection, _ body: (inout SMPPairing) -> [SMPAction]) -> [SMPAction] {
     update(connection) { link -> [SMPAction] in
@@ -488,6 +490,7 @@ public final class SMPSecurityManager: HCISecurityManager {
         link.waiters = []
         link.timer = nil
         link.prompt = nil
+        link.spoiled = false
       }
       return (link.waiters, link.timer)
     }
