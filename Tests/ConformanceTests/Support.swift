@@ -14,6 +14,22 @@ import Wire
   import FoundationXML
 #endif
 
+/// A case's budget against the project's phone in process. Alone, the phone answers a whole
+/// case in milliseconds; but the test run starts every test at once, and while dozens of
+/// processes (Bumble, Chromium, tshark, `ancs`) start on two cores, a one-case run waited
+/// 15 s for the processor (CI, December 2026). A case that passes, or fails on a rule, ends
+/// long before this; only a phone that stays silent waits it out (`silenceBudget`).
+let npBudget = scaled(.seconds(30))
+
+/// The budget of runs in which a case is expected to fail by the phone's silence: each such
+/// case waits all of it.
+let silenceBudget = scaled(.seconds(10))
+
+/// Every case that did not pass, with its detail: a failed expectation's comment.
+func notPassed(_ results: [CaseResult]) -> Comment {
+  Comment(rawValue: results.filter { $0.verdict != .passed }.map { "\($0.id): \($0.detail)" }.joined(separator: "\n"))
+}
+
 /// The project's phone, in process, reached over memory links; its console is the stimulus.
 /// `faults` turns on fault switches (FaultSwitchTests).
 func ownPhone(faults: PhoneFaults = [], settings: PhoneSettings = PhoneSettings()) throws -> (Phone, PhoneUnderTest) {
