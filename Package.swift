@@ -8,7 +8,7 @@
 //   Sockets                           the POSIX pieces: socket links, event loops (-> Links)
 //   Links                             simulated links, framing, pairing, captures, air (-> ATT)
 //   GATT -> ATT -> Runtime, Wire      the protocol layers; ANCS, AMS -> Wire
-//   Runtime                           lock, inbox, event hub, FIFO, logger, thread starter
+//   Runtime                           lock, inbox, event hub, FIFO, logger, thread starter, slots
 //   Wire                              bytes
 //   TestSupport (Tests/Shared)        helpers the test targets share (-> ANCS, Sockets, Runtime, Wire)
 import PackageDescription

@@ -3,30 +3,35 @@ import Runtime
 import Wire
 
 /// The person at both devices while the harness pairs over the air: it reads the number the
-/// accessory shows from its event lines (Protocol/events.md, `bond` with change `pairing`)
-/// and answers the harness's own pairing with it, as a user reads a watch's passkey and types
-/// it on the iPhone:
+/// implementation shows from its event lines (Protocol/events.md and Protocol/scenario.md:
+/// `bond` with change `pairing`, the same from `ancs watch` and `ancs phone`) and answers the
+/// harness's own pairing with it, as a user reads a watch's passkey and types it on the
+/// iPhone, or reads the iPhone's and types it on the watch:
 ///
-/// - the accessory shows a passkey (`showPasskey`), the harness asks for one: the harness
-///   gets that passkey;
+/// - the implementation shows a passkey (`showPasskey`), the harness asks for one: the
+///   harness gets that passkey;
 /// - both show a number (`compare`): the harness gets yes when the numbers are equal, no
-///   otherwise, and so does the accessory, through its input (`confirm yes`);
-/// - the harness shows a passkey and the accessory asks for one (`enterPasskey`): the
-///   accessory gets it through its input (`passkey NNNNNN`); without an input it is written
-///   out for a person to type.
+///   otherwise, and so does the implementation, through its input;
+/// - the harness shows a passkey and the implementation asks for one (`enterPasskey`): the
+///   implementation gets it through its input; without an input the person running the
+///   harness is told what to type.
+///
+/// The implementation's input takes an answer as its own kind of line: `ancs watch` reads
+/// `passkey NNNNNN` and `confirm yes` (`watchLine`), `ancs phone --commands jsonl` reads
+/// `{"cmd":"passkey",...}` and `{"cmd":"confirm",...}` (`phoneCommand`).
 ///
 /// What the harness was given ahead (`--passkey`, `--confirm`) never asks, so it wins. A
-/// number is used once: the next pairing waits for the accessory to show its own. A pairing
-/// that ends (bonded, refused, or the link gone) leaves nothing behind for the next, and a
-/// number the harness's pairing no longer waits for is kept for the one that does.
+/// number is used once: the next pairing waits for the implementation to show its own. A
+/// pairing that ends (bonded, refused, or the link gone) leaves nothing behind for the next,
+/// and a number the harness's pairing no longer waits for is kept for the one that does.
 public final class PairingRelay: Sendable {
   private struct State {
-    /// The passkey the accessory shows, not yet typed on the harness.
-    var accessoryPasskey: UInt32?
-    /// The number the accessory compares, not yet answered.
-    var accessoryNumber: UInt32?
-    /// The accessory waits for a passkey to be typed on it.
-    var accessoryTypes = false
+    /// The passkey the implementation shows, not yet typed on the harness.
+    var peerPasskey: UInt32?
+    /// The number the implementation compares, not yet answered.
+    var peerNumber: UInt32?
+    /// The implementation waits for a passkey to be typed on it.
+    var peerTypes = false
     /// What the harness's pairing asks, not yet answered.
     var harnessAsks: PairingPrompt?
     /// The passkey the harness shows.
@@ -34,21 +39,43 @@ public final class PairingRelay: Sendable {
   }
 
   private let book: any BondBook
-  private let typeOnAccessory: (@Sendable (String) -> Void)?
+  private let peer: String
+  private let answerOnPeer: (@Sendable (PairingAnswer) -> Void)?
   private let say: @Sendable (String) -> Void
   private let state = Locked(State())
 
   /// - Parameters:
   ///   - book: the harness's bonds, whose pairings ask through their observer.
-  ///   - typeOnAccessory: sends a line to the accessory's input (`passkey N`, `confirm yes`);
-  ///     nil when it has none (it is only observed).
+  ///   - peer: what the implementation is, in what the person is told ("accessory", "phone").
+  ///   - answerOnPeer: gives an answer to the implementation through its input; nil when it
+  ///     has none (it is only observed).
   ///   - say: tells the person running the harness what to do by hand.
   public init(
-    book: any BondBook, typeOnAccessory: (@Sendable (String) -> Void)?, say: @escaping @Sendable (String) -> Void
+    book: any BondBook, peer: String, answerOnPeer: (@Sendable (PairingAnswer) -> Void)?,
+    say: @escaping @Sendable (String) -> Void
   ) {
     self.book = book
-    self.typeOnAccessory = typeOnAccessory
+    self.peer = peer
+    self.answerOnPeer = answerOnPeer
     self.say = say
+  }
+
+  /// An answer as `ancs watch` reads it on its input: `passkey 000042`, `confirm yes`.
+  public static func watchLine(_ answer: PairingAnswer) -> String {
+    switch answer {
+    case .passkey(let value): return "passkey \(sixDigits(value))"
+    case .confirm(let yes): return "confirm \(yes ? "yes" : "no")"
+    }
+  }
+
+  /// An answer as `ancs phone --commands jsonl` reads it: `{"cmd":"passkey","passkey":"000042"}`,
+  /// `{"cmd":"confirm","answer":true}` (Protocol/scenario.md).
+  public static func phoneCommand(_ answer: PairingAnswer) -> String {
+    switch answer {
+    case .passkey(let value):
+      return JSON.object([("cmd", .string("passkey")), ("passkey", .string(sixDigits(value)))]).description
+    case .confirm(let yes): return JSON.object([("cmd", .string("confirm")), ("answer", .bool(yes))]).description
+    }
   }
 
   /// Answers the harness's pairings from now on (the book's one observer).
@@ -67,16 +94,16 @@ public final class PairingRelay: Sendable {
     }
   }
 
-  /// One of the accessory's event lines; all but pairing prompts are ignored.
-  public func accessoryReported(_ event: JSON) {
-    // The accessory's pairing ended, or its link: what it showed is void.
+  /// One of the implementation's event lines; all but pairing prompts and ends are ignored.
+  public func peerReported(_ event: JSON) {
+    // The implementation's pairing ended, or its link: what it showed is void.
     if event["event"]?.string == "disconnected"
       || (event["event"]?.string == "bond" && ["bonded", "pairingRefused"].contains(event["change"]?.string ?? ""))
     {
       state.withLock { state in
-        state.accessoryPasskey = nil
-        state.accessoryNumber = nil
-        state.accessoryTypes = false
+        state.peerPasskey = nil
+        state.peerNumber = nil
+        state.peerTypes = false
       }
       return
     }
@@ -86,9 +113,9 @@ public final class PairingRelay: Sendable {
     let number = event["number"]?.string.flatMap { passkey(digits: $0) }
     state.withLock { state in
       switch prompt {
-      case "showPasskey": state.accessoryPasskey = number
-      case "compare": state.accessoryNumber = number
-      case "enterPasskey": state.accessoryTypes = true
+      case "showPasskey": state.peerPasskey = number
+      case "compare": state.peerNumber = number
+      case "enterPasskey": state.peerTypes = true
       default: break
       }
     }
@@ -105,12 +132,12 @@ public final class PairingRelay: Sendable {
       }
     }
     switch prompt {
-    case .showPasskey(let value) where typeOnAccessory == nil:
-      say("type the passkey \(sixDigits(value)) on the accessory")
+    case .showPasskey(let value) where answerOnPeer == nil:
+      say("type the passkey \(sixDigits(value)) on the \(peer)")
     case .enterPasskey:
-      say("the pairing asks for the accessory's passkey: waiting for the accessory to report it")
+      say("the pairing asks for the \(peer)'s passkey: waiting for the \(peer) to report it")
     case .compare(let value):
-      say("the pairing shows \(sixDigits(value)): waiting for the accessory to report its number")
+      say("the pairing shows \(sixDigits(value)): waiting for the \(peer) to report its number")
     default: break
     }
     relay()
@@ -121,31 +148,31 @@ public final class PairingRelay: Sendable {
     enum Step {
       /// The answer, and how to take it back when no pairing waits for it.
       case harness(PairingAnswer, undo: @Sendable (inout State) -> Void)
-      case accessory(String)
+      case peer(PairingAnswer)
     }
     let steps = state.withLock { state -> [Step] in
       var steps: [Step] = []
       switch state.harnessAsks {
       case .enterPasskey?:
-        if let value = state.accessoryPasskey {
-          steps.append(.harness(.passkey(value), undo: { $0.accessoryPasskey = $0.accessoryPasskey ?? value }))
-          state.accessoryPasskey = nil
+        if let value = state.peerPasskey {
+          steps.append(.harness(.passkey(value), undo: { $0.peerPasskey = $0.peerPasskey ?? value }))
+          state.peerPasskey = nil
           state.harnessAsks = nil
         }
       case .compare(let ours)?:
-        if let theirs = state.accessoryNumber {
+        if let theirs = state.peerNumber {
           steps += [
-            .harness(.confirm(theirs == ours), undo: { $0.accessoryNumber = $0.accessoryNumber ?? theirs }),
-            .accessory("confirm \(theirs == ours ? "yes" : "no")"),
+            .harness(.confirm(theirs == ours), undo: { $0.peerNumber = $0.peerNumber ?? theirs }),
+            .peer(.confirm(theirs == ours)),
           ]
-          state.accessoryNumber = nil
+          state.peerNumber = nil
           state.harnessAsks = nil
         }
       default: break
       }
-      if state.accessoryTypes, let value = state.harnessPasskey {
-        steps.append(.accessory("passkey \(sixDigits(value))"))
-        state.accessoryTypes = false
+      if state.peerTypes, let value = state.harnessPasskey {
+        steps.append(.peer(.passkey(value)))
+        state.peerTypes = false
         state.harnessPasskey = nil
       }
       return steps
@@ -154,16 +181,16 @@ public final class PairingRelay: Sendable {
       switch step {
       case .harness(let answer, let undo):
         // A question that was no longer waiting (its pairing ended): the number is kept for
-        // the next, and nothing goes to the accessory for it.
+        // the next, and nothing goes to the implementation for it.
         guard book.answer(answer, for: nil) else {
           state.withLock { undo(&$0) }
           return
         }
-      case .accessory(let line):
-        if let typeOnAccessory {
-          typeOnAccessory(line)
+      case .peer(let answer):
+        if let answerOnPeer {
+          answerOnPeer(answer)
         } else {
-          say("answer on the accessory: \(line)")
+          say("answer on the \(peer): \(Self.watchLine(answer))")
         }
       }
     }

@@ -1,4 +1,5 @@
 import ANCS
+import ATT
 import Wire
 
 /// A notification the harness needs the phone under test to have. Only what a user of the
@@ -131,7 +132,8 @@ public struct ClosureLineChannel: StimulusLineChannel {
 }
 
 /// The stimulus protocol of Protocol/conformance.md: the JSON line commands of
-/// `ancs phone --commands jsonl` (`post`, `modify`, `remove`, `allow`, `revoke`, `forget`, `play`), each answered by one JSON
+/// `ancs phone --commands jsonl` (`post`, `modify`, `remove`, `allow`, `revoke`, `forget`, `play`, and over the air
+/// `passkey` and `confirm`), each answered by one JSON
 /// object with `"ok"` (and `"uid"` for post). Any phone that speaks it can be judged.
 public struct JSONLineStimulus: PhoneStimulus {
   public let channel: any StimulusLineChannel
@@ -169,6 +171,12 @@ public struct JSONLineStimulus: PhoneStimulus {
   /// `{"cmd":"play",...}` (StimulusTrack.jsonLine).
   public func play(_ track: StimulusTrack) async throws(StimulusError) {
     _ = try await exchange(track.jsonLine)
+  }
+
+  /// `{"cmd":"passkey",...}` or `{"cmd":"confirm",...}`: the answer to the phone's own
+  /// pairing (PairingRelay.phoneCommand), as its user types it.
+  public func answerPairing(_ answer: PairingAnswer) async throws(StimulusError) {
+    _ = try await exchange(PairingRelay.phoneCommand(answer))
   }
 
   /// Sends `{"cmd":"list"}` and awaits the answer: a phone answers only once it listens,

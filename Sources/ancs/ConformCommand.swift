@@ -47,7 +47,9 @@ enum ConformCommand {
     the harness is a peripheral that advertises the ANCS solicitation and takes the phone's
     connection for each case (the phone must connect again when a case ends, as an iPhone
     does); judging an accessory, the harness is a central that scans for a device soliciting
-    ANCS (or --peer BDADDR) and connects to it for each case. Both pair Just Works.
+    ANCS (or --peer BDADDR) and connects to it for each case. Judging an accessory, the
+    harness pairs as an iPhone does (KeyboardDisplay, MITM, Secure Connections); judging a
+    phone, by Just Works unless --io gives it a display.
 
     Progress goes to standard error: a line per case with its verdict, and one as the case
     begins on a terminal or over the air; standard output keeps the summary (or the TAP).
@@ -102,10 +104,12 @@ enum ConformCommand {
                           change pairing) and, with --spawn, types its own passkey or
                           answer on the accessory's input
       --io CAPABILITY     (phone, over the air) the harness accessory's display:
-                          display-only (it shows a passkey, printed here, for the
-                          phone's user to type) or display-yesno (it shows a number and
-                          agrees); without it the accessory pairs by Just Works and
-                          SEC/BV-05 is skipped
+                          display-only (it shows a passkey) or display-yesno (it shows a
+                          number to compare). With --spawn the harness reads the phone's
+                          number from its event lines (bond, change pairing) and answers
+                          on both sides; otherwise it prints its passkey for the phone's
+                          user and agrees to any number. Without --io the accessory pairs
+                          by Just Works and SEC/BV-05 is skipped
       --name NAME         (phone, over the air) the name the harness advertises
                           (default ancs-sim conform)
 
@@ -265,10 +269,13 @@ enum ConformCommand {
       let links: PhoneLinksUnderTest
       if let bluetooth {
         let io = ioText.flatMap { shows[$0] }
+        // A spawned phone reports its number in its event lines: the harness compares it
+        // (PairingRelay). Otherwise it agrees, and a person at the phone compares.
         let radio = try await BluetoothCommandLine.open(
           bluetooth, on: loops, capture: capture, logger: logger,
-          security: .init(ioCapability: io ?? .noInputNoOutput, confirmsNumbers: io == nil ? nil : true))
-        if let book = BluetoothCommandLine.bonds(of: radio) {
+          security: .init(ioCapability: io ?? .noInputNoOutput, confirmsNumbers: io == nil || spawn != nil ? nil : true)
+        )
+        if spawn == nil, let book = BluetoothCommandLine.bonds(of: radio) {
           // A passkey the harness accessory shows is for the person at the phone.
           book.observe { event in
             if case .pairing(_, .showPasskey(let value)) = event {
@@ -394,6 +401,21 @@ enum ConformCommand {
       let spawned = try SpawnedPhone(command: spawn)
       process = spawned
       let channel = JSONLineStimulus(channel: spawned)
+      if let book = links.bonds {
+        // Over the air, the number the phone shows answers the harness accessory's pairing,
+        // and the harness's answers the phone's (the simulated links' pairings never ask).
+        let relay = PairingRelay(
+          book: book, peer: "phone",
+          answerOnPeer: { answer in
+            Task {
+              do { try await channel.answerPairing(answer) } catch {
+                printError("conform: the spawned phone did not take the pairing's answer: \(error)")
+              }
+            }
+          }, say: { printError("conform: \($0)") })
+        relay.start()
+        spawned.tap { relay.peerReported($0) }
+      }
       // The phone answers once it listens: then connecting cannot race its start-up.
       let clock = SystemClock()
       let ready = await withDeadline(clock.now + .seconds(common.timeout), on: clock) { () async -> StimulusError?? in
@@ -475,13 +497,14 @@ enum ConformCommand {
     if let observer, let book = listener.bondBook {
       // Over the air, the number the accessory shows answers the harness's pairing (the
       // simulated links' pairings never ask).
-      var typeOnAccessory: (@Sendable (String) -> Void)?
+      var answerOnPeer: (@Sendable (PairingAnswer) -> Void)?
       if let spawned = process {
-        typeOnAccessory = { line in try? spawned.send(line) }
+        answerOnPeer = { answer in try? spawned.send(PairingRelay.watchLine(answer)) }
       }
-      let relay = PairingRelay(book: book, typeOnAccessory: typeOnAccessory, say: { printError("conform: \($0)") })
+      let relay = PairingRelay(
+        book: book, peer: "accessory", answerOnPeer: answerOnPeer, say: { printError("conform: \($0)") })
       relay.start()
-      observer.tap { relay.accessoryReported($0) }
+      observer.tap { relay.peerReported($0) }
     }
     printError("conform: \(listener.waitingLine)")
     let accessory = AccessoryUnderTest(
@@ -699,11 +722,16 @@ func followLines(
 final class SpawnedPhone: StimulusLineChannel, Sendable {
   private let process: SpawnedProcess
   private let lines = Inbox<String>()
+  /// Sees every event line as it comes (the harness's PairingRelay).
+  private let tap = Locked<(@Sendable (JSON) -> Void)?>(nil)
+  /// One exchange at a time: the cases' commands and the relay's answers to the phone's
+  /// pairing share its input and output.
+  private let turn = Slots(1)
 
   init(command: String) throws(UsageError) {
-    let lines = lines
+    let (lines, tap) = (lines, tap)
     process = try SpawnedProcess(command: command, quitLine: Self.quitLine) {
-      lines.push($0)
+      Self.read($0, into: lines, tap: tap)
     } onEnd: {
       lines.close()
     }
@@ -711,15 +739,27 @@ final class SpawnedPhone: StimulusLineChannel, Sendable {
 
   /// `ancs ARGUMENTS` (this very binary) started directly, so `processIdentifier` is the phone's.
   init(ancsArguments arguments: [String]) throws(UsageError) {
-    let lines = lines
+    let (lines, tap) = (lines, tap)
     process = try SpawnedProcess(
       executable: thisExecutable, arguments: arguments, quitLine: Self.quitLine,
       failure: "cannot start 'ancs \(arguments.joined(separator: " "))'"
     ) {
-      lines.push($0)
+      Self.read($0, into: lines, tap: tap)
     } onEnd: {
       lines.close()
     }
+  }
+
+  private static func read(_ line: String, into lines: Inbox<String>, tap: Locked<(@Sendable (JSON) -> Void)?>) {
+    if let body = tap.withLock({ $0 }), let json = try? JSON(parsing: line), json["event"]?.string != nil {
+      body(json)
+    }
+    lines.push(line)
+  }
+
+  /// Shows every event line of the phone to `body` as well, as it comes.
+  func tap(_ body: @escaping @Sendable (JSON) -> Void) {
+    tap.withLock { $0 = body }
   }
 
   private static let quitLine = #"{"cmd":"quit"}"#
@@ -727,12 +767,14 @@ final class SpawnedPhone: StimulusLineChannel, Sendable {
   var processIdentifier: Int32 { process.processIdentifier }
 
   func exchange(_ line: String) async throws(StimulusError) -> String {
-    do { try process.send(line) } catch { throw StimulusError("the spawned phone: \(error)") }
-    while let answer = await lines.next() {
-      guard let json = try? JSON(parsing: answer), json["ok"] != nil else { continue }
-      return answer
+    try await turn.run { () throws(StimulusError) in
+      do { try process.send(line) } catch { throw StimulusError("the spawned phone: \(error)") }
+      while let answer = await lines.next() {
+        guard let json = try? JSON(parsing: answer), json["ok"] != nil else { continue }
+        return answer
+      }
+      throw StimulusError("the spawned phone closed its output (it exited?)")
     }
-    throw StimulusError("the spawned phone closed its output (it exited?)")
   }
 
   func stop() async { await process.stop() }

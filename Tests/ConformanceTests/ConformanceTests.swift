@@ -37,6 +37,20 @@ import Wire
     }
   }
 
+  /// Where the README and conformance.md count the cases, they count the catalog.
+  @Test func theDocsCountEveryCase() throws {
+    let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+      .deletingLastPathComponent()
+    let (np, nc) = (ConformanceCatalog.np.count, ConformanceCatalog.nc.count)
+    for file in ["README.md", "Protocol/conformance.md"] {
+      let text = try String(contentsOf: root.appendingPathComponent(file), encoding: .utf8)
+        .replacingOccurrences(of: "\n", with: " ")
+      for match in text.matches(of: /(\d+) (NP|NC) cases/) {
+        #expect(Int(match.output.1) == (match.output.2 == "NP" ? np : nc), "\(file): \(match.output.0)")
+      }
+    }
+  }
+
   @Test func selectionByPrefix() {
     let (cases, unmatched) = ConformanceCatalog.select(
       ConformanceCatalog.np, prefixes: ["ANCS/NP/CP/BI-0", "ANCS/NP/SVC/BV-01", "ANCS/NP/NOPE"])

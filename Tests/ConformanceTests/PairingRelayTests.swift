@@ -37,7 +37,8 @@ struct PairingRelayTests {
     let typed = Locked<[String]>([])
     let said = Locked<[String]>([])
     let relay = PairingRelay(
-      book: book, typeOnAccessory: { line in typed.withLock { $0.append(line) } },
+      book: book, peer: "accessory",
+      answerOnPeer: { answer in typed.withLock { $0.append(PairingRelay.watchLine(answer)) } },
       say: { line in said.withLock { $0.append(line) } })
     relay.start()
     return (relay, book, typed, said)
@@ -46,14 +47,14 @@ struct PairingRelayTests {
   @Test("the passkey the accessory shows is typed on the harness, whichever comes first, once")
   func accessoryShows() throws {
     let (relay, book, _, _) = relay()
-    relay.accessoryReported(try pairingLine("showPasskey", "012345"))
+    relay.peerReported(try pairingLine("showPasskey", "012345"))
     #expect(book.answers.withLock { $0 }.isEmpty)
     book.ask(.enterPasskey)
     #expect(book.answers.withLock { $0 } == [.passkey(12345)])
     // The next pairing waits for the accessory's next passkey.
     book.ask(.enterPasskey)
     #expect(book.answers.withLock { $0 }.count == 1)
-    relay.accessoryReported(try pairingLine("showPasskey", "999999"))
+    relay.peerReported(try pairingLine("showPasskey", "999999"))
     #expect(book.answers.withLock { $0 } == [.passkey(12345), .passkey(999_999)])
   }
 
@@ -63,7 +64,7 @@ struct PairingRelayTests {
     let (relay, book, typed, _) = relay()
     book.ask(.compare(654_321))
     #expect(book.answers.withLock { $0 }.isEmpty)
-    relay.accessoryReported(try pairingLine("compare", accessory))
+    relay.peerReported(try pairingLine("compare", accessory))
     #expect(book.answers.withLock { $0 } == [.confirm(equal)])
     #expect(typed.withLock { $0 } == [equal ? "confirm yes" : "confirm no"])
   }
@@ -73,7 +74,7 @@ struct PairingRelayTests {
     let (relay, book, typed, said) = relay()
     book.ask(.showPasskey(42))
     #expect(typed.withLock { $0 }.isEmpty)
-    relay.accessoryReported(try pairingLine("enterPasskey"))
+    relay.peerReported(try pairingLine("enterPasskey"))
     #expect(typed.withLock { $0 } == ["passkey 000042"])
     #expect(book.answers.withLock { $0 }.isEmpty)
     #expect(!said.withLock { $0 }.contains { $0.contains("000042") })
@@ -85,7 +86,7 @@ struct PairingRelayTests {
     // The harness asked, and its pairing timed out before the accessory said anything.
     book.ask(.enterPasskey)
     book.waiting.withLock { $0 = false }
-    relay.accessoryReported(try pairingLine("showPasskey", "111111"))
+    relay.peerReported(try pairingLine("showPasskey", "111111"))
     #expect(book.answers.withLock { $0 }.isEmpty)
     // The next pairing asks: the number kept answers it.
     book.waiting.withLock { $0 = true }
@@ -94,9 +95,9 @@ struct PairingRelayTests {
     // A pairing that ends takes its question with it; a link that ends, the accessory's number.
     book.ask(.compare(5))
     book.tell(.pairingRefused(peer: "C0:00:00:00:00:01", reason: "timeout"))
-    relay.accessoryReported(try pairingLine("compare", "000005"))
+    relay.peerReported(try pairingLine("compare", "000005"))
     #expect(book.answers.withLock { $0 }.count == 1 && typed.withLock { $0 }.isEmpty)
-    relay.accessoryReported(try JSON(parsing: #"{"event":"disconnected","reason":"gone"}"#))
+    relay.peerReported(try JSON(parsing: #"{"event":"disconnected","reason":"gone"}"#))
     book.ask(.compare(5))
     #expect(book.answers.withLock { $0 }.count == 1)
   }
@@ -105,7 +106,8 @@ struct PairingRelayTests {
   func noInput() {
     let book = AnsweredBook()
     let said = Locked<[String]>([])
-    let relay = PairingRelay(book: book, typeOnAccessory: nil, say: { line in said.withLock { $0.append(line) } })
+    let relay = PairingRelay(
+      book: book, peer: "accessory", answerOnPeer: nil, say: { line in said.withLock { $0.append(line) } })
     relay.start()
     book.ask(.showPasskey(123_456))
     #expect(said.withLock { $0 } == ["type the passkey 123456 on the accessory"])
@@ -115,10 +117,31 @@ struct PairingRelayTests {
   func otherLines() throws {
     let (relay, book, typed, _) = relay()
     book.ask(.enterPasskey)
-    relay.accessoryReported(try JSON(parsing: #"{"event":"added","uid":1,"title":"showPasskey"}"#))
-    relay.accessoryReported(try pairingLine("showPasskey", "12345"))
-    relay.accessoryReported(try pairingLine("showPasskey", "abcdef"))
+    relay.peerReported(try JSON(parsing: #"{"event":"added","uid":1,"title":"showPasskey"}"#))
+    relay.peerReported(try pairingLine("showPasskey", "12345"))
+    relay.peerReported(try pairingLine("showPasskey", "abcdef"))
     #expect(book.answers.withLock { $0 }.isEmpty)
     #expect(typed.withLock { $0 }.isEmpty)
   }
+
+  /// The phone role: the harness is the accessory, and `ancs phone` reports its prompts in the
+  /// same lines and takes its answers as JSON commands.
+  @Test("a spawned phone: it types the passkey the harness shows, and both compare", arguments: [true, false])
+  func phoneRole(equal: Bool) throws {
+    let book = AnsweredBook()
+    let commands = Locked<[String]>([])
+    let relay = PairingRelay(
+      book: book, peer: "phone",
+      answerOnPeer: { answer in commands.withLock { $0.append(PairingRelay.phoneCommand(answer)) } },
+      say: { _ in })
+    relay.start()
+    book.ask(.showPasskey(7))
+    relay.peerReported(try pairingLine("enterPasskey"))
+    #expect(commands.withLock { $0 } == [#"{"cmd":"passkey","passkey":"000007"}"#])
+    relay.peerReported(try pairingLine("compare", equal ? "100000" : "100001"))
+    book.ask(.compare(100_000))
+    #expect(book.answers.withLock { $0 } == [.confirm(equal)])
+    #expect(commands.withLock { $0 }.last == #"{"cmd":"confirm","answer":\#(equal)}"#)
+  }
+
 }

@@ -18,9 +18,10 @@ struct ConformOverTheAirTests {
       let run = try await conform([
         "conform", "phone", "--bluetooth", harnessController, "--bonds", "\(directory)/harness.json",
         "--json", "\(directory)/report.json", "--timeout", scaledSeconds(20), "--capture", "\(directory)/air.btsnoop",
-        // An accessory with a display that agrees to the number; the phone's user too.
+        // An accessory with a display; the harness reads the number the phone shows from
+        // its event lines and answers the phone's question through its commands.
         "--io", "display-yesno", "--spawn",
-        "ancs phone --bluetooth \(phoneController) --bonds \(directory)/phone.json --commands jsonl --confirm yes",
+        "ancs phone --bluetooth \(phoneController) --bonds \(directory)/phone.json --commands jsonl",
       ])
       // The whole run's HCI traffic, as btsnoop: the header, then records.
       let capture = try Data(contentsOf: URL(fileURLWithPath: "\(directory)/air.btsnoop"))
@@ -31,6 +32,26 @@ struct ConformOverTheAirTests {
       #expect(report.failed == 0 && report.skipped == 0 && report.passed == report.cases.count, "\(run.failures)")
       #expect(report.cases.count >= 40)
       #expect(run.started == report.cases.map(\.0), "a line on stderr as each case begins")
+    }
+  }
+
+  /// Issue #16 (4), the phone role: nothing given ahead. The harness accessory shows a
+  /// passkey; the spawned phone asks for it in an event line and the harness types it with
+  /// the phone's `passkey` command.
+  @Test("ancs phone pairs with MITM, the harness typing its passkey on the phone's commands")
+  func harnessTypesOnThePhone() async throws {
+    try await withRadio { phoneController, harnessController, directory in
+      let run = try await conform([
+        "conform", "phone", "--bluetooth", harnessController, "--bonds", "\(directory)/harness.json",
+        "--json", "\(directory)/report.json", "--timeout", scaledSeconds(20), "--io", "display-only", "--case",
+        "ANCS/NP/SEC/BV-05", "--spawn",
+        "ancs phone --bluetooth \(phoneController) --bonds \(directory)/phone.json --commands jsonl",
+      ])
+      let report = try Report(path: "\(directory)/report.json")
+      #expect(run.status == 0, "\(run.failures)")
+      #expect(report.cases.count == 1 && report.passed == 1, "\(run.failures)")
+      let bonds = try String(contentsOfFile: "\(directory)/phone.json", encoding: .utf8)
+      #expect(bonds.contains(#""authenticated":true"#), "\(bonds)")
     }
   }
 

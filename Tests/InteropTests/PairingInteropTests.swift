@@ -61,7 +61,7 @@ struct BumblePairingTests {
       if !wrong {
         #expect(await peer.line(startingWith: "paired") == (secureConnections ? "paired ltk" : "paired legacy"))
       }
-      try? await connection.disconnect()
+      _ = try? await connection.disconnect()
       await running.value
     }
   }
