@@ -1,3 +1,5 @@
+import Runtime
+
 /// What happened to a bond, for a device's log and events.
 public enum BondEvent: Hashable, Sendable {
   /// Paired and bonded; `again` when it replaced a bond this device already had.
@@ -119,6 +121,60 @@ public protocol BondBook: AnyObject, Sendable {
   @discardableResult func spoilNextPairing(_ armed: Bool) -> Bool
   /// True while `spoilNextPairing`'s pairing has not yet come.
   var nextPairingSpoiled: Bool { get }
+  /// How the pairing `spoilNextPairing` spoiled failed; nil until it has (and after arming
+  /// again).
+  var spoiledPairingEnd: SpoiledPairingEnd? { get }
+}
+
+/// How a pairing a harness spoiled on purpose failed: which side sent Pairing Failed, with
+/// which reason code (Vol 3 Part H 3.5.5), or that none was sent.
+public enum SpoiledPairingEnd: Hashable, Sendable {
+  /// The peer sent Pairing Failed.
+  case peerFailed(reason: UInt8, text: String)
+  /// This device sent Pairing Failed.
+  case refused(reason: UInt8, text: String)
+  /// No Pairing Failed: the SMP timeout, or the link went down.
+  case unfinished(String)
+}
+
+/// A conformance harness's spoiled pairing (`BondBook.spoilNextPairing`), for the device
+/// whose pairings it spoils: armed, taken by the next pairing that starts, and how that
+/// pairing ended.
+public final class SpoiledPairing: Sendable {
+  private struct State {
+    var armed = false
+    /// A pairing took it and has not yet ended.
+    var running = false
+    var end: SpoiledPairingEnd?
+  }
+  private let state = Locked(State())
+
+  public init() {}
+
+  /// Arms (or disarms) the next pairing; forgets how an earlier one ended.
+  public func arm(_ armed: Bool) { state.withLock { $0 = State(armed: armed) } }
+
+  public var isArmed: Bool { state.withLock { $0.armed } }
+
+  /// Taken by a pairing as it starts: true once per arming.
+  public func take() -> Bool {
+    state.withLock { state in
+      defer { state.armed = false }
+      state.running = state.running || state.armed
+      return state.armed
+    }
+  }
+
+  /// How the pairing that took it failed; ignored when none did.
+  public func failed(_ end: SpoiledPairingEnd) {
+    state.withLock { state in
+      guard state.running else { return }
+      state.running = false
+      state.end = end
+    }
+  }
+
+  public var end: SpoiledPairingEnd? { state.withLock { $0.end } }
 }
 
 extension BondBook {
@@ -128,4 +184,5 @@ extension BondBook {
   @discardableResult public func limitPairing(to level: SecurityLevel?) -> Bool { false }
   @discardableResult public func spoilNextPairing(_ armed: Bool) -> Bool { false }
   public var nextPairingSpoiled: Bool { false }
+  public var spoiledPairingEnd: SpoiledPairingEnd? { nil }
 }

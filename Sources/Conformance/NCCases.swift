@@ -611,6 +611,29 @@ extension NCCases {
 
   static let mitmRule = "Protocol/HCI.md, Pairing: an accessory that requires MITM protection"
 
+  /// How the accessory answered the pairing with a wrong passkey (SEC/BI-02). It checks the
+  /// harness's confirm value before the harness can check its own (the responder's check
+  /// comes first in every round), so it is the one to end the pairing: with Pairing Failed,
+  /// Confirm Value Failed (0x04), or Numeric Comparison Failed (0x0C) when its user refuses
+  /// a comparison. When the harness itself refused (its user said the numbers differ), there
+  /// is nothing of the accessory's to judge.
+  static func checkWrongPasskeyAnswer(_ end: SpoiledPairingEnd?) throws(CaseOutcome) {
+    switch end {
+    case .peerFailed(let reason, let text)?:
+      try check(
+        reason == 0x04 || reason == 0x0C,
+        "the accessory answered the wrong passkey with Pairing Failed, reason \(hex(reason)) (\(text)); a confirm "
+          + "value that does not match is Confirm Value Failed (0x04)")
+    case .unfinished(let why)?:
+      throw .failed(
+        "the pairing with the wrong passkey ended without Pairing Failed (\(why)); the accessory must answer a "
+          + "confirm value that does not match with Pairing Failed, Confirm Value Failed (0x04)")
+    case nil:
+      throw .failed("the accessory completed a pairing with a wrong passkey")
+    case .refused?: break
+    }
+  }
+
   static let mitm: [ConformanceCase] = [
     ConformanceCase(
       "ANCS/NC/SEC/BV-02", "Requires MITM protection: uses ANCS over an authenticated link, again with its bond",
@@ -664,8 +687,8 @@ extension NCCases {
     },
     ConformanceCase(
       "ANCS/NC/SEC/BI-02", "Requires MITM protection: recovers from a pairing with a wrong passkey",
-      rule: "\(mitmRule) pairs afresh on its next try after a pairing that failed (Confirm Value Failed or "
-        + "Numeric Comparison Failed), and uses no ANCS before"
+      rule: "\(mitmRule) answers a wrong passkey with Pairing Failed, Confirm Value Failed (0x04; Core Vol 3 "
+        + "Part H 2.3.5.5, 2.3.5.6.3), pairs afresh on its next try, and uses no ANCS before"
     ) { ctx in
       try ctx.requireStatedMITM()
       let bonds = try ctx.bonds()
@@ -686,6 +709,7 @@ extension NCCases {
       try check(
         !bonds.nextPairingSpoiled,
         "the accessory subscribed without pairing: the harness, which had forgotten it, never paired")
+      try checkWrongPasskeyAnswer(bonds.spoiledPairingEnd)
       let level = session.connection.securityLevel
       try check(level == .authenticated, "the accessory subscribed on a link at security level \(level)")
     },

@@ -41,10 +41,18 @@ public final class Keyring: BondBook {
     public var disconnectOnKeyMissing: Bool
     /// Pairs with a peer it already has a bond with, replacing the bond; false refuses.
     public var acceptRepairing: Bool
+    /// The reason of the Pair Reject that answers a pairing whose passkey went wrong (a Bond
+    /// Request with key 0): Confirm Value Failed, as the Core specification says (Vol 3
+    /// Part H 2.3.5.5, 2.3.5.6.3); a fault switch sends another.
+    public var wrongPasskeyReason: UInt8
 
-    public init(disconnectOnKeyMissing: Bool = true, acceptRepairing: Bool = true) {
+    public init(
+      disconnectOnKeyMissing: Bool = true, acceptRepairing: Bool = true,
+      wrongPasskeyReason: UInt8 = LinkFraming.RejectReason.confirmValueFailed
+    ) {
       self.disconnectOnKeyMissing = disconnectOnKeyMissing
       self.acceptRepairing = acceptRepairing
+      self.wrongPasskeyReason = wrongPasskeyReason
     }
   }
 
@@ -52,7 +60,6 @@ public final class Keyring: BondBook {
     package var bonds: [String: Bond] = [:]
     package var observer: (@Sendable (BondEvent) -> Void)?
     package var ceiling: SecurityLevel?
-    package var spoiled = false
   }
 
   /// This device's address on the simulated links.
@@ -116,21 +123,17 @@ public final class Keyring: BondBook {
     return true
   }
 
+  /// A harness's spoiled pairing (`spoilNextPairing`).
+  package let spoiled = SpoiledPairing()
+
   @discardableResult
   public func spoilNextPairing(_ armed: Bool) -> Bool {
-    state.withLock { $0.spoiled = armed }
+    spoiled.arm(armed)
     return true
   }
 
-  public var nextPairingSpoiled: Bool { state.withLock { $0.spoiled } }
-
-  /// Takes the spoiled pairing, if one is armed.
-  package func takeSpoiled() -> Bool {
-    state.withLock { state in
-      defer { state.spoiled = false }
-      return state.spoiled
-    }
-  }
+  public var nextPairingSpoiled: Bool { spoiled.isArmed }
+  public var spoiledPairingEnd: SpoiledPairingEnd? { spoiled.end }
 
   package func emit(_ event: BondEvent) {
     state.withLock { $0.observer }?(event)
@@ -235,6 +238,14 @@ package struct BondExchange {
           .finish(.failure(.pairingFailed("refused to pair again with \(address), with which it has a bond"))),
         ]
       }
+      if key == Self.wrongPasskeyKey {
+        // The peer's confirm value does not match: its user typed a wrong passkey.
+        let text = Self.wrongPasskeyText
+        return [
+          .send(.pairReject(reason: keyring.behaviour.wrongPasskeyReason, text: text)),
+          .finish(.failure(.pairingFailed(text))),
+        ]
+      }
       let granted = max(level, wanted)
       keyring.keep(Keyring.Bond(key: key, level: granted), with: address)
       keyring.emit(.bonded(peer: address, level: granted, again: again))
@@ -246,8 +257,11 @@ package struct BondExchange {
       keyring.keep(Keyring.Bond(key: offered.key, level: granted), with: offered.peer)
       keyring.emit(.bonded(peer: offered.peer, level: granted, again: again))
       return [.raise(granted)]
-    case .pairReject(_, let text):
-      if let offered { keyring.emit(.pairingRefused(peer: offered.peer, reason: text)) }
+    case .pairReject(let reason, let text):
+      if let offered {
+        keyring.emit(.pairingRefused(peer: offered.peer, reason: text))
+        if offered.key == Self.wrongPasskeyKey { keyring.spoiled.failed(.peerFailed(reason: reason, text: text)) }
+      }
       offered = nil
       return []
     case .pairRequest:
@@ -275,13 +289,9 @@ package struct BondExchange {
     if case .pairReject(let reason, let text) = policy.answer(wanted: UInt8(wanted.rawValue), current: level) {
       return [.send(.pairReject(reason: reason, text: text))]
     }
-    // A harness's spoiled pairing: as if its user typed a wrong passkey.
-    if keyring.takeSpoiled() {
-      return [
-        .send(.pairReject(reason: LinkFraming.RejectReason.confirmValueFailed, text: Self.wrongPasskeyText))
-      ]
-    }
-    let key = UInt64.random(in: 1...UInt64.max)
+    // A harness's spoiled pairing: as if its user typed a wrong passkey. The peer finds that
+    // the confirm values do not match and answers Pair Reject.
+    let key = keyring.spoiled.take() ? Self.wrongPasskeyKey : UInt64.random(in: 1...UInt64.max)
     offered = (address, key)
     return [.send(.bondRequest(wanted: UInt8(wanted.rawValue), key: key, address: keyring.address))]
   }
@@ -289,7 +299,9 @@ package struct BondExchange {
   package static let keyMissingText =
     "the phone encrypted with a bond this device does not hold (PIN or Key Missing); "
     + "forget this device on the phone to pair again"
+  /// The key of a Bond Request whose pairing went wrong (a wrong passkey); never a bond's.
+  package static let wrongPasskeyKey: UInt64 = 0
   package static let wrongPasskeyText =
-    "the pairing failed: Confirm Value Failed (the phone's user typed a wrong passkey)"
+    "the pairing failed: the confirm values do not match (the phone's user typed a wrong passkey)"
   package static let repairingRefusedText = "the accessory refuses to pair again: it already has a bond with this phone"
 }

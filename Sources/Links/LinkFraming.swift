@@ -27,7 +27,8 @@
 //   Levels: 1 unencrypted, 2 encrypted (unauthenticated key, Just Works),
 //           3 authenticated (MITM-protected key).
 //   Reasons (SMP's codes): 0x03 authentication requirements (wanted more than the responder
-//           grants), 0x05 pairing not supported (the responder rejects pairing),
+//           grants), 0x04 confirm value failed (a Bond Request with key 0, below),
+//           0x05 pairing not supported (the responder rejects pairing),
 //           0x0A invalid parameters (the wanted level is not 1...3), 0x08 unspecified (sent
 //           by an end whose bond the other lacks, just before it disconnects).
 //   Text: a one-line explanation phrased for the initiator ("the peer grants at most
@@ -47,7 +48,11 @@
 // keeping the key as its bond with that address, or with Pair Reject (it refuses to pair again
 // with a peer it has a bond with). The end that sent Bond Request keeps the bond on Pair
 // Accept. On Key Missing it either sends Pair Reject (0x08) and disconnects, or forgets its
-// bond and sends Bond Request, as its keyring's behaviour says. Each end raises its level
+// bond and sends Bond Request, as its keyring's behaviour says. A Bond Request with key 0 (no
+// bond's key is 0) stands for a pairing whose passkey went wrong, a conformance harness's on
+// purpose (BondBook.spoilNextPairing): the requester answers it with Pair Reject, Confirm
+// Value Failed (0x04), as a device whose check of the confirm values fails (Core Vol 3
+// Part H 2.3.5.5, 2.3.5.6.3), unless it refuses to pair again first. Each end raises its level
 // before sending an Accept. An end without a keyring answers a Security Request as a Pair
 // Request (Accept or Reject, no bond); Encrypt, Encrypt Accept, Key Missing or Bond Request
 // reaching it close the link (an unexpected pairing message).
@@ -77,6 +82,8 @@ public enum LinkFraming {
     public static let confirmValueFailed: UInt8 = 0x04
     public static let pairingNotSupported: UInt8 = 0x05
     public static let invalidParameters: UInt8 = 0x0A
+    /// Unspecified Reason.
+    public static let unspecifiedReason: UInt8 = 0x08
     /// Unspecified reason: sent before disconnecting by an end whose bond the other lacks.
     public static let keyMissing: UInt8 = 0x08
   }

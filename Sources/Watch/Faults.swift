@@ -94,6 +94,9 @@ public struct WatchFaults: FaultSwitches, Hashable {
   /// Asks for an encrypted link only, and uses one without MITM protection, though its
   /// maker states that it requires MITM (`--security mitm`).
   public static let mitmNotRequired = WatchFaults(rawValue: 1 << 37)
+  /// Answers a pairing with a wrong passkey with Pairing Failed, Unspecified Reason (0x08),
+  /// not Confirm Value Failed (0x04).
+  public static let wrongPasskeyMisreported = WatchFaults(rawValue: 1 << 38)
 
   /// What the faults that change bytes on the wire do to the watch's PDUs on their way out
   /// (nil: none of them is on). The machine's commands stay right; the bearer changes them.
@@ -213,6 +216,9 @@ public struct WatchFaults: FaultSwitches, Hashable {
     Definition(
       name: "mitm-not-required", fault: .mitmNotRequired,
       rule: "HCI.md, Pairing: an accessory that requires MITM protection uses no link encrypted without it"),
+    Definition(
+      name: "wrong-passkey-misreported", fault: .wrongPasskeyMisreported,
+      rule: "HCI.md, Pairing: a wrong passkey ends in Pairing Failed, Confirm Value Failed (0x04)"),
     Definition(
       name: "refuse-repairing", fault: .refuseRepairing,
       rule: "iPhone.md, Pairing and bonds: a phone that forgot the bond pairs afresh; the accessory pairs again"),

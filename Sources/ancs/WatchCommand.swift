@@ -160,12 +160,14 @@ enum WatchCommand {
     if let bluetooth {
       // FAULT refuse-repairing: breaks "pairs again with a phone that forgot the bond".
       // FAULT mitm-not-required: neither asks for MITM protection nor refuses a pairing without it.
+      // FAULT wrong-passkey-misreported: a wrong passkey answered with Unspecified Reason.
       let mitm = security.mitm && !options.faults.contains(.mitmNotRequired)
+      var smp = SMPSecurityManager.Options(
+        acceptRepairing: !options.faults.contains(.refuseRepairing), ioCapability: security.io, mitm: mitm,
+        requireMITM: mitm, passkey: answers.passkey, confirmsNumbers: answers.confirm)
+      if options.faults.contains(.wrongPasskeyMisreported) { smp.wrongPasskeyReason = .unspecifiedReason }
       let host = try await BluetoothCommandLine.open(
-        bluetooth, on: loops, capture: capture, logger: logger,
-        security: .init(
-          acceptRepairing: !options.faults.contains(.refuseRepairing), ioCapability: security.io, mitm: mitm,
-          requireMITM: mitm, passkey: answers.passkey, confirmsNumbers: answers.confirm))
+        bluetooth, on: loops, capture: capture, logger: logger, security: smp)
       let advertisement = Advertisement(
         name: options.deviceName, solicitedServices: [BluetoothCommandLine.ancs])
       // A peripheral, as a watch is: advertise the ANCS solicitation, take the phone's
@@ -202,7 +204,11 @@ enum WatchCommand {
     let waiting = Locked(false)
     // The watch's bonds last while it runs (`forget` drops them, as resetting a watch does).
     // FAULT refuse-repairing: breaks "pairs again with a phone that forgot the bond".
-    let keyring = Keyring(behaviour: .init(acceptRepairing: !options.faults.contains(.refuseRepairing)))
+    let keyring = Keyring(
+      behaviour: .init(
+        acceptRepairing: !options.faults.contains(.refuseRepairing),
+        wrongPasskeyReason: options.faults.contains(.wrongPasskeyMisreported)
+          ? LinkFraming.RejectReason.unspecifiedReason : LinkFraming.RejectReason.confirmValueFailed))
     let engine = WatchEngine(options: options, logger: logger) {
       let bearer: SocketBearer
       do {

@@ -34,7 +34,11 @@ func ownWatch(_ configure: (inout WatchOptions) -> Void = { _ in }) -> (WatchEng
   configure(&options)
   let connections = Inbox<any ATTBearer>()
   // Both keep bonds, as a watch and an iPhone do (the SEC bond cases need them).
-  let watchKeys = Keyring(behaviour: .init(acceptRepairing: !options.faults.contains(.refuseRepairing)))
+  let watchKeys = Keyring(
+    behaviour: .init(
+      acceptRepairing: !options.faults.contains(.refuseRepairing),
+      wrongPasskeyReason: options.faults.contains(.wrongPasskeyMisreported)
+        ? LinkFraming.RejectReason.unspecifiedReason : LinkFraming.RejectReason.confirmValueFailed))
   let harnessKeys = Keyring()
   let engine = WatchEngine(options: options) {
     // The engine's end is the one named central here; roles follow who asks for security.

@@ -64,6 +64,7 @@ import Wire
     // accessory's side, a phone it still has a (different) bond with.
     // Encrypted is not authenticated: SEC/BI-02's recovered link is one level short too.
     "mitm-not-required": ["SEC/BV-02", "SEC/BI-01", "SEC/BI-02"].map(nc),
+    "wrong-passkey-misreported": ["SEC/BI-02"].map(nc),
     // SEC/BI-02 pairs afresh with an accessory that still holds its bond, as BOND/BV-01 does.
     "refuse-repairing": ["SEC/BI-02", "BOND/BV-01", "BOND/BV-02"].map(nc),
     // It also stops for good when SEC/BI-01 offers no MITM protection: the cases after it

@@ -350,8 +350,10 @@ struct AuthenticatedLinkTests {
     try await withBondPath { path in
       let store = try BondStore(path: path)
       let shown = Inbox<UInt32>()
+      let refusals = Locked<[String]>([])
       store.observe { event in
         if case .pairing(_, .showPasskey(let value)) = event { shown.push(value) }
+        if case .pairingRefused(_, let reason) = event { refusals.withLock { $0.append(reason) } }
       }
       let security = SMPSecurityManager(
         store: store,
@@ -478,13 +480,20 @@ struct AuthenticatedLinkTests {
       #expect(outcome == .failed(.peerFailed(.numericComparisonFailed)))
       await #expect(throws: BearerError.self) { try await pairing.value }
       #expect(!store.nextPairingSpoiled && store.all.isEmpty)
+      // The harness learns that it refused itself.
+      guard case .refused(reason: 0x0C, _)? = store.spoiledPairingEnd else {
+        Issue.record("\(String(describing: store.spoiledPairingEnd))")
+        return
+      }
     }
     try await withBondPath { path in
       // Passkey Entry with our central showing: the peer's user types what it shows.
       let store = try BondStore(path: path)
       let shown = Inbox<UInt32>()
+      let refusals = Locked<[String]>([])
       store.observe { event in
         if case .pairing(_, .showPasskey(let value)) = event { shown.push(value) }
+        if case .pairingRefused(_, let reason) = event { refusals.withLock { $0.append(reason) } }
       }
       let security = SMPSecurityManager(store: store, options: SMPSecurityManager.Options(ioCapability: .displayOnly))
       #expect(store.spoilNextPairing(true))
@@ -499,6 +508,9 @@ struct AuthenticatedLinkTests {
         return
       }
       await #expect(throws: BearerError.self) { try await pairing.value }
+      // The harness learns that the peer refused, and why; the console hears it too.
+      #expect(store.spoiledPairingEnd == .peerFailed(reason: 0x04, text: "confirmValueFailed(4)"))
+      #expect(refusals.withLock { $0 } == ["Pairing Failed confirmValueFailed(4)"])
     }
   }
 

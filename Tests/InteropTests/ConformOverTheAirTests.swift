@@ -123,6 +123,34 @@ struct ConformOverTheAirTests {
     }
   }
 
+  /// Issue #16 (4): a wrong passkey must end in Confirm Value Failed. The harness types the
+  /// display-only watch's passkey one off in SEC/BI-02; the watch answers with 0x04 and the
+  /// case passes, or, with the fault switch, with Unspecified Reason and the case says so.
+  @Test(
+    "SEC/BI-02 over the air judges the reason a watch answers a wrong passkey with",
+    arguments: [false, true])
+  func wrongPasskeyReason(misreported: Bool) async throws {
+    try await withRadio { harnessController, watchController, directory in
+      let watch =
+        "ancs watch --bluetooth \(watchController) --bonds \(directory)/watch.json --headless "
+        + "--io display-only --security mitm --reconnect-delay 0.01"
+        + (misreported ? " --fault wrong-passkey-misreported" : "")
+      let run = try await conform([
+        "conform", "accessory", "--bluetooth", harnessController, "--bonds", "\(directory)/harness.json",
+        "--json", "\(directory)/report.json", "--timeout", scaledSeconds(20), "--requires-mitm", "--case",
+        "ANCS/NC/SEC/BI-02", "--spawn", watch,
+      ])
+      let report = try Report(path: "\(directory)/report.json")
+      #expect(report.cases.count == 1)
+      if misreported {
+        #expect(run.status == 1 && report.failed == 1, "\(run.failures)")
+        #expect(report.details.first?.contains("reason 0x08") == true, "\(report.details)")
+      } else {
+        #expect(run.status == 0 && report.passed == 1, "\(run.failures)")
+      }
+    }
+  }
+
   /// The README's table "A published comparison" is what this run gives: each case's result,
   /// row by row. Bumble is pinned (0.0.236), so a change here is a change in the harness.
   @Test(
@@ -164,6 +192,8 @@ struct ConformOverTheAirTests {
 /// A conformance run's JSON report (`--json`): each case's result, and the totals.
 private struct Report {
   var cases: [(String, String)] = []
+  /// Each case's detail (why it failed or was skipped), in order.
+  var details: [String] = []
   var passed = 0
   var failed = 0
   var skipped = 0
@@ -173,6 +203,7 @@ private struct Report {
     let json = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
     for entry in (json["cases"] as? [[String: Any]]) ?? [] {
       cases.append((entry["id"] as? String ?? "?", entry["result"] as? String ?? "?"))
+      details.append(entry["detail"] as? String ?? "")
     }
     passed = json["passed"] as? Int ?? -1
     failed = json["failed"] as? Int ?? -1

@@ -178,6 +178,39 @@ struct BondTests {
     watchEnd.close()
   }
 
+  /// A harness's spoiled pairing (BondBook.spoilNextPairing): the phone's Bond Request
+  /// stands for a wrong passkey (key 0), the watch finds the confirm values differ and
+  /// answers Confirm Value Failed, or the reason its behaviour says; no bond on either side,
+  /// and the phone learns who refused and why.
+  @Test(
+    "a wrong passkey: the watch refuses with Confirm Value Failed (or its own reason), and nobody bonds",
+    arguments: Kind.allCases, [0x04, 0x08] as [UInt8])
+  func wrongPasskey(kind: Kind, reason: UInt8) async throws {
+    let phone = Keyring()
+    let watch = Keyring(behaviour: .init(wrongPasskeyReason: reason))
+    #expect(phone.spoilNextPairing(true) && phone.nextPairingSpoiled && phone.spoiledPairingEnd == nil)
+    let phoneLog = Recorder(phone)
+    var (phoneEnd, watchEnd) = try await kind.connect(phone: phone, watch: watch)
+    await #expect(throws: BearerError.pairingFailed(BondExchange.wrongPasskeyText)) {
+      try await watchEnd.pair(.authenticated)
+    }
+    #expect(await phoneLog.next() == [.pairingRefused(peer: watch.address, reason: BondExchange.wrongPasskeyText)])
+    #expect(!phone.nextPairingSpoiled)
+    #expect(phone.spoiledPairingEnd == .peerFailed(reason: reason, text: BondExchange.wrongPasskeyText))
+    #expect(phone.bondedPeers.isEmpty && watch.bondedPeers.isEmpty)
+    #expect(watchEnd.securityLevel == .unencrypted)
+    phoneEnd.close()
+    watchEnd.close()
+
+    // The next pairing is the user's right one.
+    (phoneEnd, watchEnd) = try await kind.connect(phone: phone, watch: watch)
+    defer { phoneEnd.close() }
+    #expect(try await watchEnd.pair(.authenticated) == .authenticated)
+    #expect(await phoneLog.next() == [.bonded(peer: watch.address, level: .authenticated, again: false)])
+    #expect(watch.bond(with: phone.address)?.key == phone.bond(with: watch.address)?.key)
+    watchEnd.close()
+  }
+
   @Test("a keyring at one end only pairs as before, without bonds")
   func oneSidedKeyring() async throws {
     let watch = Keyring()

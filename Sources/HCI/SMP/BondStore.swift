@@ -155,26 +155,20 @@ public final class BondStore: BondBook {
     return true
   }
 
-  /// Armed by `spoilNextPairing`; the security manager takes it when its next pairing starts.
-  private let spoiled = Locked(false)
+  /// Armed by `spoilNextPairing`; the security manager takes it when its next pairing
+  /// starts, and says how that pairing failed.
+  public let spoiled = SpoiledPairing()
 
   @discardableResult
   public func spoilNextPairing(_ armed: Bool) -> Bool {
     // Only a store a security manager pairs with (it took the limits) can.
     guard limiter.withLock({ $0 != nil }) else { return false }
-    spoiled.withLock { $0 = armed }
+    spoiled.arm(armed)
     return true
   }
 
-  public var nextPairingSpoiled: Bool { spoiled.withLock { $0 } }
-
-  /// The security manager's next pairing is to go wrong (taken once).
-  public func takeSpoiled() -> Bool {
-    spoiled.withLock { armed in
-      defer { armed = false }
-      return armed
-    }
-  }
+  public var nextPairingSpoiled: Bool { spoiled.isArmed }
+  public var spoiledPairingEnd: SpoiledPairingEnd? { spoiled.end }
 
   /// A new random key, EDIV and Rand for the bond with `peer`: the peer's LTK request finds
   /// no such bond, as when it has lost its own.

@@ -44,6 +44,10 @@ public final class SMPSecurityManager: HCISecurityManager {
     /// Numeric Comparison: the answer to "does the peer show this number?" (nil or false
     /// refuses: Numeric Comparison Failed).
     public var confirmsNumbers: Bool?
+    /// The reason sent when the peer's confirm value does not match (a wrong passkey):
+    /// Confirm Value Failed, as the Core specification says (Vol 3 Part H 2.3.5.5,
+    /// 2.3.5.6.3); a fault switch sends another.
+    public var wrongPasskeyReason: SMPReason = .confirmValueFailed
 
     public init(
       secureConnections: Bool = true, bonding: Bool = true, timeout: Duration = .seconds(30),
@@ -243,7 +247,7 @@ public final class SMPSecurityManager: HCISecurityManager {
         link.pairing = SMPPairing(
           role: .peripheral, local: connection.local, peer: connection.peer, offer: offer(mitm: mitm),
           requiresMITM: requiresMITM(mitm))
-        link.spoiled = store?.takeSpoiled() ?? false
+        link.spoiled = store?.spoiled.take() ?? false
         link.reencrypting = false
       }
       guard var pairing = link.pairing else {
@@ -323,8 +327,19 @@ public final class SMPSecurityManager: HCISecurityManager {
     }
   }
 
+  /// Tells a harness how the pairing it spoiled failed.
+  private func spoiledPairingFailed(_ error: SMPPairingError) {
+    switch error {
+    case .peerFailed(let reason): store?.spoiled.failed(.peerFailed(reason: reason.rawValue, text: "\(reason)"))
+    case .refused(let reason, let detail):
+      store?.spoiled.failed(.refused(reason: reason.rawValue, text: "\(reason): \(detail)"))
+    default: store?.spoiled.failed(.unfinished(error.description))
+    }
+  }
+
   public func disconnected(_ connection: HCIConnection) {
     let link = links.withLock { $0.removeValue(forKey: connection.handle) }
+    if link?.spoiled == true { spoiledPairingFailed(.disconnected) }
     link?.timer?.cancel()
     for waiter in link?.waiters ?? [] {
       waiter.push(.failure(.disconnected))
@@ -412,7 +427,7 @@ public final class SMPSecurityManager: HCISecurityManager {
         requiresMITM: requiresMITM(requireMITM || link.wanted == .authenticated))
       let actions = pairing.start()
       link.pairing = pairing
-      link.spoiled = store?.takeSpoiled() ?? false
+      link.spoiled = store?.spoiled.take() ?? false
       return actions
     }
     if bond != nil, !actions.isEmpty { logger.info("\(connection.name): encrypting with the stored bond") }
@@ -429,6 +444,8 @@ public final class SMPSecurityManager: HCISecurityManager {
   private func perform(_ actions: [SMPAction], on connection: HCIConnection) {
     for action in actions {
       switch action {
+      case .send(.pairingFailed(.confirmValueFailed)) where options.wrongPasskeyReason != .confirmValueFailed:
+        connection.sendSMP(SMPPDU.pairingFailed(options.wrongPasskeyReason).encoded)
       case .send(let pdu):
         connection.sendSMP(pdu.encoded)
         if pdu.code != .pairingFailed { armTimer(on: connection) }
@@ -458,6 +475,9 @@ public final class SMPSecurityManager: HCISecurityManager {
         finish(connection, .success(connection.securityLevel))
       case .failed(let error):
         logger.error("\(connection.name): pairing failed: \(error)")
+        if case .peerFailed(let reason) = error {
+          store?.emit(.pairingRefused(peer: connection.peerName, reason: "Pairing Failed \(reason)"))
+        }
         finish(connection, .failure(error))
       case .displayPasskey(let value):
         logger.info("\(connection.name): passkey \(sixDigits(value)): type it on the peer")
@@ -485,15 +505,16 @@ public final class SMPSecurityManager: HCISecurityManager {
   }
 
   private func finish(_ connection: HCIConnection, _ result: Result<SecurityLevel, SMPPairingError>) {
-    let (waiters, timer) = update(connection) { link in
+    let (waiters, timer, spoiled) = update(connection) { link in
       defer {
         link.waiters = []
         link.timer = nil
         link.prompt = nil
         link.spoiled = false
       }
-      return (link.waiters, link.timer)
+      return (link.waiters, link.timer, link.spoiled)
     }
+    if spoiled, case .failure(let error) = result { spoiledPairingFailed(error) }
     timer?.cancel()
     for waiter in waiters {
       waiter.push(result)
