@@ -429,6 +429,33 @@ struct AuthenticatedLinkTests {
     }
   }
 
+  /// The race the review found: the central starts encrypting with its Just Works bond, and
+  /// the peripheral's Security Request with MITM comes before the Encryption Change. The
+  /// request is not lost: once encrypted, the central pairs with MITM, and its own caller
+  /// learns the outcome of that pairing.
+  @Test("a Security Request with MITM during encryption with a Just Works bond: the central pairs once encrypted")
+  func mitmAskedDuringEncryption() async throws {
+    try await withBondPath { path in
+      let (store, bond) = try storeWithBond(at: path)
+      let (fake, _, connection) = try await connectedHost(
+        role: .central, roomy, security: SMPSecurityManager(store: store, options: iPhoneLike()))
+      let encrypting = Task { try await connection.pair(.encrypted) }
+      #expect(try LEStartEncryption(packet: try #require(await fake.nextCommand())).longTermKey == bond.ltk)
+      fake.send(.smp, SMPPDU.securityRequest([.bonding, .secureConnections, .mitm]).encoded)
+      // The request reaches the manager before the Encryption Change does (one receive path).
+      fake.send(.encryptionChange(EncryptionChange(connectionHandle: 0x0040, encryptionEnabled: 1)))
+      let request = try SMPPDU(decoding: try #require(await fake.nextFrame()).payload)
+      guard case .pairingRequest(let features) = request else {
+        Issue.record("not a Pairing Request: \(request)")
+        return
+      }
+      #expect(features.authReq.contains(.mitm))
+      #expect(connection.securityLevel == .encrypted)
+      fake.send(.smp, SMPPDU.pairingFailed(.pairingNotSupported).encoded)
+      await #expect(throws: BearerError.self) { try await encrypting.value }
+    }
+  }
+
   @Test(
     "a peripheral that needs an authenticated link asks with MITM; a Just Works bond's key is refused, an authenticated one taken",
     arguments: [false, true])

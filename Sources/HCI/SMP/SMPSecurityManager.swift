@@ -72,6 +72,10 @@ public final class SMPSecurityManager: HCISecurityManager {
     var pairing: SMPPairing?
     /// Encrypting with a stored bond (no pairing running).
     var reencrypting = false
+    /// Central: a level asked for while the link encrypted with a bond (a peripheral's
+    /// Security Request with MITM meeting a Just Works bond's encryption already started):
+    /// when the bond's key gives less, pairing follows the encryption.
+    var neededAfterEncryption: SecurityLevel?
     /// Callers of `pair` waiting for the outcome.
     var waiters: [Inbox<Result<SecurityLevel, SMPPairingError>>] = []
     var timer: Task<Void, Never>?
@@ -296,6 +300,7 @@ public final class SMPSecurityManager: HCISecurityManager {
     var finished: Result<SecurityLevel, SMPPairingError>?
     var pairAgain = false
     var lostKey = false
+    var pairFor: SecurityLevel?
     let actions = update(connection) { link -> [SMPAction] in
       if var pairing = link.pairing, pairing.phase == .awaitingEncryption {
         let actions = pairing.encryptionChanged(status: event.status, enabled: event.encryptionEnabled != 0)
@@ -308,7 +313,13 @@ public final class SMPSecurityManager: HCISecurityManager {
         // it), or, as an iPhone, give up on the link and keep the bond.
         lostKey = !enabled && connection.role == .central && event.status == HCIStatus.pinOrKeyMissing
         pairAgain = lostKey && !options.disconnectOnKeyMissing
-        if !pairAgain {
+        let needed = link.neededAfterEncryption
+        link.neededAfterEncryption = nil
+        if enabled, let needed, connection.securityLevel < needed {
+          // The bond's key gives less than was asked meanwhile: pair for it (the callers of
+          // `pair` wait for that pairing).
+          pairFor = needed
+        } else if !pairAgain {
           finished = enabled ? .success(connection.securityLevel) : .failure(.encryptionFailed(event.status))
         }
       }
@@ -318,7 +329,10 @@ public final class SMPSecurityManager: HCISecurityManager {
     if case .success = finished { store?.emit(.encrypted(peer: connection.peerName)) }
     if lostKey { store?.emit(.peerLostKey(peer: connection.peerName)) }
     if let finished { finish(connection, finished) }
-    if pairAgain {
+    if let pairFor {
+      logger.info("\(connection.name): the bond's key gives \(connection.securityLevel), \(pairFor) was asked: pairing")
+      begin(on: connection, useBond: false, needs: pairFor)
+    } else if pairAgain {
       logger.info("\(connection.name): the peer has no key for the bond, pairing again")
       begin(on: connection, useBond: false, needs: .encrypted)
     } else if lostKey {
@@ -414,7 +428,13 @@ public final class SMPSecurityManager: HCISecurityManager {
   ) {
     let bond = useBond ? store?.bond(for: connection.peer).flatMap { $0.level >= needs ? $0 : nil } : nil
     let actions = update(connection) { link -> [SMPAction] in
-      if link.timedOut || link.reencrypting { return [] }
+      if link.reencrypting {
+        // Asked again while the link encrypts with a bond: once it has, pair if that was not
+        // enough (encryptionChanged).
+        link.neededAfterEncryption = max(link.neededAfterEncryption ?? needs, needs)
+        return []
+      }
+      if link.timedOut { return [] }
       if let pairing = link.pairing, pairing.phase != .complete, pairing.phase != .failed { return [] }
       if let bond {
         link.reencrypting = true
