@@ -42,15 +42,6 @@ public final class WatchEngine: Sendable {
     let cccds: [UInt16]
     let sourceCCCD: UInt16
 
-    /// The Apple Media Service's handles, once found after the ANCS subscriptions (nil: the
-    /// phone publishes none, or the watch does not use it). Set once, before the loop hears
-    /// of AMS (`.media(.started)`); read when it performs a media request.
-    private let mediaHandles = Locked<MediaHandles?>(nil)
-    var media: MediaHandles? {
-      get { mediaHandles.withLock { $0 } }
-      set { mediaHandles.withLock { $0 = newValue } }
-    }
-
     init(client: GATTClient, controlPoint: UInt16, sourceCCCD: UInt16, dataCCCD: UInt16, dataFirst: Bool) {
       self.client = client
       self.controlPoint = controlPoint
@@ -90,6 +81,10 @@ public final class WatchEngine: Sendable {
     case began(Session)
     /// The session's link went (or it was replaced).
     case ended(Session)
+    /// The Apple Media Service found on a session's link, after its ANCS subscriptions:
+    /// the loop keeps its handles for the media requests it performs (submitted before the
+    /// machine hears that AMS started).
+    case mediaFound(MediaHandles, from: Session.Tag)
   }
 
   /// What the connection loop, `stop()` and the bond commands share; never touched on the
@@ -120,6 +115,9 @@ public final class WatchEngine: Sendable {
   struct Core {
     var machine: WatchMachine
     var session: Session?
+    /// The Apple Media Service's handles on the session's link, once found (nil: not yet,
+    /// the phone publishes none, or the watch does not use it).
+    var media: MediaHandles?
     var waiting = FIFO<Event>()
     /// An event is being run (its actions performed); the one running it takes the next.
     var running = false
@@ -164,12 +162,16 @@ public final class WatchEngine: Sendable {
       case .input(let input, let from):
         // An input from a session that is over names what is gone (its UIDs, its writes).
         if let from, from !== session?.tag { return Decision(actions: [], session: nil) }
-        return Decision(actions: machine.handle(input, now: now), session: session)
+        return Decision(actions: machine.handle(input, now: now), session: session, media: media)
       case .began(let new):
         session = new
+        media = nil
         return Decision(actions: machine.handle(.sessionStarted(mtu: new.connection.mtu), now: now), session: new)
       case .ended(let old):
-        if old === session { session = nil }
+        if old === session { (session, media) = (nil, nil) }
+        return Decision(actions: [], session: nil)
+      case .mediaFound(let handles, let from):
+        if from === session?.tag { media = handles }
         return Decision(actions: [], session: nil)
       }
     }
@@ -179,6 +181,8 @@ public final class WatchEngine: Sendable {
   struct Decision: Sendable {
     var actions: [WatchMachine.Action]
     var session: Session?
+    /// AMS's handles on that session's link, if found.
+    var media: MediaHandles?
   }
 
   private let core: Locked<Core>
@@ -435,7 +439,7 @@ public final class WatchEngine: Sendable {
       session.client.onValue(media.entityUpdate) { [unowned self] in
         await submit(.input(.media(.update($0.value)), from: tag))
       }
-      session.media = media
+      await submit(.mediaFound(media, from: tag))
     }
     if let media, options.faults.contains(.mediaRegisterBeforeSubscribe) {
       // FAULT media-register-before-subscribe: breaks "subscribe to Entity Update before
@@ -624,7 +628,7 @@ public final class WatchEngine: Sendable {
   /// Performs the machine's actions on the link of the session they were decided for (if
   /// one was up). Nothing here waits for the phone.
   private func perform(_ decision: inout Decision) async {
-    let session = decision.session
+    let (session, media) = (decision.session, decision.media)
     // Taken out, so the list is not shared and is reversed in place; popped from the end,
     // so each action is moved out rather than copied (an event carries a whole
     // notification, a dozen strings).
@@ -663,7 +667,7 @@ public final class WatchEngine: Sendable {
           await submit(.input(.probed(subscribed: subscribed), from: tag))
         }
       case .media(let request):
-        await perform(request, on: session)
+        await perform(request, on: session, media: media)
       case .resubscribe:
         guard let session else { continue }
         // The new session begins where the subscriptions are written again: after what the
@@ -671,7 +675,6 @@ public final class WatchEngine: Sendable {
         // after.
         await submit(.input(.sessionStarted(mtu: session.connection.mtu), from: session.tag))
         // The phone dropped every subscription: AMS's too, which then registers afresh.
-        let media = session.media
         for handle in session.cccds + (media?.cccds ?? []) {
           await session.client.startWrite(handle, CCCDValue.notifications.bytes) { [self] result in
             if case .failure(let error) = result { emit(.error("subscribing again failed: \(error)")) }
@@ -683,8 +686,8 @@ public final class WatchEngine: Sendable {
   }
 
   /// Sends an AMS request; its answer comes back to the loop as `.answered`.
-  private func perform(_ request: MediaRequest, on session: Session?) async {
-    guard let session, let media = session.media else {
+  private func perform(_ request: MediaRequest, on session: Session?, media: MediaHandles?) async {
+    guard let session, let media else {
       await step(.media(.answered(request, .failure(MediaFailure(code: nil, reason: "not connected")))))
       return
     }
