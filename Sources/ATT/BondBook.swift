@@ -99,14 +99,14 @@ public protocol BondBook: AnyObject, Sendable {
   /// Forgets the bond with `peer` (an address as `bondedPeers` gives it), or every bond when
   /// nil; returns the addresses forgotten. Throws when the change cannot be kept (a bond
   /// file that cannot be written).
-  @discardableResult func forget(_ peer: String?) throws -> [String]
+  @discardableResult func forget(_ peer: String?) throws(BondBookError) -> [String]
   /// Calls `observer` with every bond event from now on (one observer; a later call
   /// replaces it).
   func observe(_ observer: @escaping @Sendable (BondEvent) -> Void)
   /// For a conformance harness: replaces the key of the bond with `peer` by one the peer
   /// never had, so that the next encryption meets a missing key, as when the peer has lost
   /// the bond. False without a bond with `peer`.
-  @discardableResult func spoil(_ peer: String) throws -> Bool
+  @discardableResult func spoil(_ peer: String) throws(BondBookError) -> Bool
   /// Gives the pairing that waits for its user (with `peer`, or any) the user's answer;
   /// false when none waits for that kind of answer.
   func answer(_ answer: PairingAnswer, for peer: String?) -> Bool
@@ -124,6 +124,13 @@ public protocol BondBook: AnyObject, Sendable {
   /// How the pairing `spoilNextPairing` spoiled failed; nil until it has (and after arming
   /// again).
   var spoiledPairingEnd: SpoiledPairingEnd? { get }
+}
+
+/// A change to a device's bonds that could not be kept (a bond file that cannot be written),
+/// saying what and where.
+public struct BondBookError: Error, Hashable, Sendable, CustomStringConvertible {
+  public var description: String
+  public init(_ description: String) { self.description = description }
 }
 
 /// How a pairing a harness spoiled on purpose failed: which side sent Pairing Failed, with

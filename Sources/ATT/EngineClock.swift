@@ -7,7 +7,7 @@ public protocol EngineClock: Sendable {
   /// Monotonic time since an arbitrary origin.
   var now: Duration { get }
   /// Returns once `now >= deadline`; throws CancellationError if the task is cancelled.
-  func sleep(until deadline: Duration) async throws
+  func sleep(until deadline: Duration) async throws(CancellationError)
 }
 
 /// The real monotonic clock.
@@ -15,8 +15,11 @@ public struct SystemClock: EngineClock {
   private let origin = ContinuousClock.now
   public init() {}
   public var now: Duration { ContinuousClock.now - origin }
-  public func sleep(until deadline: Duration) async throws {
-    try await ContinuousClock().sleep(until: origin + deadline, tolerance: nil)
+  public func sleep(until deadline: Duration) async throws(CancellationError) {
+    // Cancellation is the only error the clock's sleep throws.
+    do { try await ContinuousClock().sleep(until: origin + deadline, tolerance: nil) } catch {
+      throw CancellationError()
+    }
   }
 }
 
@@ -43,7 +46,12 @@ public final class ManualClock: EngineClock {
   /// How many tasks are sleeping on this clock now.
   public var sleeperCount: Int { state.withLock { $0.sleepers.count } }
 
-  public func sleep(until deadline: Duration) async throws {
+  public func sleep(until deadline: Duration) async throws(CancellationError) {
+    do { try await sleepOrThrow(until: deadline) } catch { throw CancellationError() }
+  }
+
+  /// The sleep, with the continuation's untyped throws; only CancellationError is thrown.
+  private func sleepOrThrow(until deadline: Duration) async throws {
     let id = state.withLock { state -> UInt64 in
       state.nextID += 1
       return state.nextID

@@ -119,7 +119,7 @@ public final class Phone: Sendable {
   public init(
     quirks: Quirks = Quirks(), faults: PhoneFaults = [], settings: PhoneSettings = PhoneSettings(),
     wallClock: any WallClock = SystemWallClock(), mediaClock: any EngineClock = SystemClock(), logger: Logger = .none
-  ) throws {
+  ) throws(DatabaseError) {
     self.quirks = quirks
     self.faults = faults
     controlPointPolicy = ControlPointPolicy(faults)
@@ -359,7 +359,7 @@ public final class Phone: Sendable {
   /// Forgets the bond with `peer`, or every bond, as iOS's "Forget This Device" does, and
   /// drops the links of the accessories forgotten. Returns their addresses; nil when this
   /// phone keeps no bonds.
-  public func forget(_ peer: String?) throws -> [String]? {
+  public func forget(_ peer: String?) throws(BondBookError) -> [String]? {
     guard let book = bonds else { return nil }
     // Addresses are written in capitals; what was typed may not be.
     let forgotten = try book.forget(peer?.uppercased())

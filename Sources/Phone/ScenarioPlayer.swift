@@ -45,7 +45,9 @@ public struct ScenarioPlayer: Sendable {
   /// Plays the scenario once (or forever with `loop`). Returns after the last step (and,
   /// when the scenario has a longer "duration", once that has passed); throws
   /// CancellationError when the task is cancelled.
-  public func play(on phone: Phone, clock: any EngineClock, report: (Report) -> Void = { _ in }) async throws {
+  public func play(on phone: Phone, clock: any EngineClock, report: (Report) -> Void = { _ in })
+    async throws(CancellationError)
+  {
     for app in scenario.apps { phone.register(app: app.id, name: app.name) }
     if !scenario.apps.isEmpty {
       let names = scenario.apps.map { "\($0.name) (\($0.id))" }.joined(separator: ", ")

@@ -530,7 +530,7 @@ public final class WatchEngine: Sendable {
   /// Forgets every bond, as resetting a watch does, and drops the link: the phone, if it
   /// still holds its bond, meets a missing key. Returns the addresses forgotten; nil when the
   /// watch keeps no bonds.
-  public func forgetBonds() throws -> [String]? {
+  public func forgetBonds() throws(BondBookError) -> [String]? {
     guard let book = bondBook.withLock({ $0 }) else { return nil }
     let forgotten = try book.forget(nil)
     shared.withLock { $0.connection }?.close()

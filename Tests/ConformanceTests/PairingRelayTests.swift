@@ -11,9 +11,9 @@ private final class AnsweredBook: BondBook, @unchecked Sendable {
   /// Whether a pairing waits for the answer now.
   let waiting = Locked(true)
   var bondedPeers: [String] { [] }
-  func forget(_ peer: String?) throws -> [String] { [] }
+  func forget(_ peer: String?) -> [String] { [] }
   func observe(_ observer: @escaping @Sendable (BondEvent) -> Void) { self.observer.withLock { $0 = observer } }
-  func spoil(_ peer: String) throws -> Bool { false }
+  func spoil(_ peer: String) -> Bool { false }
   func answer(_ answer: PairingAnswer, for peer: String?) -> Bool {
     guard waiting.withLock({ $0 }) else { return false }
     answers.withLock { $0.append(answer) }

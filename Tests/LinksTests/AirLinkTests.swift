@@ -127,7 +127,7 @@ final class DeadlineClock: EngineClock {
 
   var now: Duration { manual.now }
 
-  func sleep(until deadline: Duration) async throws {
+  func sleep(until deadline: Duration) async throws(CancellationError) {
     latest.withLock { $0 = deadline }
     try await manual.sleep(until: deadline)
   }

@@ -105,12 +105,12 @@ public final class BondStore: BondBook {
   }
 
   @discardableResult
-  public func forget(_ peer: String?) throws -> [String] {
+  public func forget(_ peer: String?) throws(BondBookError) -> [String] {
     let goes: (Bond) -> Bool = { bond in peer.map { Self.matches(bond, $0) } ?? true }
     let (kept, forgotten) = bonds.withLock { bonds in (bonds.filter { !goes($0) }, bonds.filter(goes).map(Self.name)) }
     if forgotten.isEmpty { return [] }
     // The file first: a bond the file still holds is not forgotten.
-    try write(kept)
+    do { try write(kept) } catch { throw BondBookError(error.description) }
     bonds.withLock { $0.removeAll(where: goes) }
     for peer in forgotten { emit(.forgotten(peer: peer)) }
     return forgotten
@@ -173,7 +173,7 @@ public final class BondStore: BondBook {
   /// A new random key, EDIV and Rand for the bond with `peer`: the peer's LTK request finds
   /// no such bond, as when it has lost its own.
   @discardableResult
-  public func spoil(_ peer: String) throws -> Bool {
+  public func spoil(_ peer: String) throws(BondBookError) -> Bool {
     let snapshot = bonds.withLock { bonds -> [Bond]? in
       guard let index = bonds.firstIndex(where: { Self.matches($0, peer) }) else { return nil }
       bonds[index].ltk = UInt128.random(in: 1...UInt128.max)
@@ -182,7 +182,7 @@ public final class BondStore: BondBook {
       return bonds
     }
     guard let snapshot else { return false }
-    try write(snapshot)
+    do { try write(snapshot) } catch { throw BondBookError(error.description) }
     return true
   }
 
