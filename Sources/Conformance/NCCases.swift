@@ -615,8 +615,9 @@ extension NCCases {
   /// harness's confirm value before the harness can check its own (the responder's check
   /// comes first in every round), so it is the one to end the pairing: with Pairing Failed,
   /// Confirm Value Failed (0x04), or Numeric Comparison Failed (0x0C) when its user refuses
-  /// a comparison. When the harness itself refused (its user said the numbers differ), there
-  /// is nothing of the accessory's to judge.
+  /// a comparison. When the harness itself refused because its user said the numbers differ
+  /// (0x0C), there is nothing of the accessory's to judge; when the harness found the
+  /// confirm values differ (0x04), the accessory did not check them.
   static func checkWrongPasskeyAnswer(_ end: SpoiledPairingEnd?) throws(CaseOutcome) {
     switch end {
     case .peerFailed(let reason, let text)?:
@@ -629,8 +630,15 @@ extension NCCases {
         "the pairing with the wrong passkey ended without Pairing Failed (\(why)); the accessory must answer a "
           + "confirm value that does not match with Pairing Failed, Confirm Value Failed (0x04)")
     case nil:
-      throw .failed("the accessory completed a pairing with a wrong passkey")
-    case .refused?: break
+      throw .failed(
+        "the pairing with the wrong passkey never failed: the accessory completed it, or its link ended first "
+          + "without Pairing Failed")
+    case .refused(let reason, let text)?:
+      // The harness's user said the numbers differ: the accessory had nothing to find.
+      try check(
+        reason == 0x0C,
+        "the harness, not the accessory, ended the pairing with the wrong passkey (\(text)): the accessory, which "
+          + "checks the harness's confirm value first, did not find that it does not match")
     }
   }
 

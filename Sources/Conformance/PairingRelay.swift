@@ -104,6 +104,12 @@ public final class PairingRelay: Sendable {
         state.peerPasskey = nil
         state.peerNumber = nil
         state.peerTypes = false
+        // The link is the harness's too: its pairing on it is over (over the air a lost link
+        // ends it without a bond event).
+        if event["event"]?.string == "disconnected" {
+          state.harnessAsks = nil
+          state.harnessPasskey = nil
+        }
       }
       return
     }

@@ -107,9 +107,11 @@ enum ConformCommand {
                           display-only (it shows a passkey) or display-yesno (it shows a
                           number to compare). With --spawn the harness reads the phone's
                           number from its event lines (bond, change pairing) and answers
-                          on both sides; otherwise it prints its passkey for the phone's
-                          user and agrees to any number. Without --io the accessory pairs
-                          by Just Works and SEC/BV-05 is skipped
+                          on both sides (start that phone without --passkey or --confirm,
+                          which answer unasked and report no number); otherwise it prints
+                          its passkey for the phone's user and agrees to any number.
+                          Without --io the accessory pairs by Just Works and SEC/BV-05 is
+                          skipped
       --name NAME         (phone, over the air) the name the harness advertises
                           (default ancs-sim conform)
 
@@ -408,8 +410,17 @@ enum ConformCommand {
           book: book, peer: "phone",
           answerOnPeer: { answer in
             Task {
-              do { try await channel.answerPairing(answer) } catch {
-                printError("conform: the spawned phone did not take the pairing's answer: \(error)")
+              // Bounded: a phone that never answers must not hold its channel from the cases.
+              let clock = SystemClock()
+              // The phone's refusal, "" when it took the answer; nil when it did not answer.
+              let outcome = await withDeadline(clock.now + .seconds(10), on: clock) { () async -> String? in
+                do { try await channel.answerPairing(answer) } catch { return "\(error)" }
+                return ""
+              }
+              if let outcome, !outcome.isEmpty {
+                printError("conform: the spawned phone did not take the pairing's answer: \(outcome)")
+              } else if outcome == nil {
+                printError("conform: the spawned phone did not answer the pairing's answer within 10 s")
               }
             }
           }, say: { printError("conform: \($0)") })
@@ -767,14 +778,20 @@ final class SpawnedPhone: StimulusLineChannel, Sendable {
   var processIdentifier: Int32 { process.processIdentifier }
 
   func exchange(_ line: String) async throws(StimulusError) -> String {
-    try await turn.run { () throws(StimulusError) in
+    // An answer naming another command is one an exchange cut short left behind.
+    let sent = (try? JSON(parsing: line))?["cmd"]?.string
+    let answer = try await turn.run { () throws(StimulusError) -> String in
+      if Task.isCancelled { throw StimulusError("cancelled before it was sent: \(line)") }
       do { try process.send(line) } catch { throw StimulusError("the spawned phone: \(error)") }
       while let answer = await lines.next() {
         guard let json = try? JSON(parsing: answer), json["ok"] != nil else { continue }
+        if let cmd = json["cmd"]?.string, let sent, cmd != sent { continue }
         return answer
       }
       throw StimulusError("the spawned phone closed its output (it exited?)")
     }
+    guard let answer else { throw StimulusError("cancelled while another command waited for the phone: \(line)") }
+    return answer
   }
 
   func stop() async { await process.stop() }

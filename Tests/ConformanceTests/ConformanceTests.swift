@@ -45,7 +45,9 @@ import Wire
     for file in ["README.md", "Protocol/conformance.md"] {
       let text = try String(contentsOf: root.appendingPathComponent(file), encoding: .utf8)
         .replacingOccurrences(of: "\n", with: " ")
-      for match in text.matches(of: /(\d+) (NP|NC) cases/) {
+      let matches = text.matches(of: /(\d+) (NP|NC) cases/)
+      #expect(!matches.isEmpty, "\(file) counts no cases")
+      for match in matches {
         #expect(Int(match.output.1) == (match.output.2 == "NP" ? np : nc), "\(file): \(match.output.0)")
       }
     }

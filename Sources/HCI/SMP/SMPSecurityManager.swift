@@ -319,7 +319,10 @@ public final class SMPSecurityManager: HCISecurityManager {
           // The bond's key gives less than was asked meanwhile: pair for it (the callers of
           // `pair` wait for that pairing).
           pairFor = needed
-        } else if !pairAgain {
+        } else if pairAgain {
+          // Pairing again for the peer that lost its key meets what was asked meanwhile too.
+          pairFor = max(.encrypted, needed ?? .encrypted)
+        } else {
           finished = enabled ? .success(connection.securityLevel) : .failure(.encryptionFailed(event.status))
         }
       }
@@ -330,11 +333,11 @@ public final class SMPSecurityManager: HCISecurityManager {
     if lostKey { store?.emit(.peerLostKey(peer: connection.peerName)) }
     if let finished { finish(connection, finished) }
     if let pairFor {
-      logger.info("\(connection.name): the bond's key gives \(connection.securityLevel), \(pairFor) was asked: pairing")
+      logger.info(
+        pairAgain
+          ? "\(connection.name): the peer has no key for the bond, pairing again"
+          : "\(connection.name): the bond's key gives \(connection.securityLevel), \(pairFor) was asked: pairing")
       begin(on: connection, useBond: false, needs: pairFor)
-    } else if pairAgain {
-      logger.info("\(connection.name): the peer has no key for the bond, pairing again")
-      begin(on: connection, useBond: false, needs: .encrypted)
     } else if lostKey {
       logger.info("\(connection.name): the peer has no key for the bond; disconnecting, the bond kept")
       Task { try? await connection.disconnect(reason: .authenticationFailure) }
