@@ -85,7 +85,7 @@ public enum LinkFraming {
     /// Unspecified Reason.
     public static let unspecifiedReason: UInt8 = 0x08
     /// Unspecified reason: sent before disconnecting by an end whose bond the other lacks.
-    public static let keyMissing: UInt8 = 0x08
+    public static let keyMissing: UInt8 = unspecifiedReason
   }
 
   /// What the initiator reports of a Pair Reject: its text, or its reason when it has none.
