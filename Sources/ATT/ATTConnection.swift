@@ -265,7 +265,20 @@ public final class ATTConnection: Sendable {
     try await sendChecked(state.withLock { $0.machine.notification(handle: handle, value: value) }.get())
   }
 
-  /// Sends a Handle Value Indication and awaits its confirmation.
+  /// Sends a Handle Value Indication, or queues it behind the one unconfirmed, and returns
+  /// without waiting for its confirmation. `onConfirmation` runs exactly once: on the receive
+  /// loop with the Handle Value Confirmation, or with the error when the indication could
+  /// not be sent, timed out, or the link closed. A server handler, which runs on the receive
+  /// loop that must carry the confirmation, indicates this way.
+  public func indicate(handle: UInt16, value: [UInt8], onConfirmation: @escaping Answer) async {
+    await perform(
+      step { machine, now in
+        machine.indicate(handle: handle, value: value, waiter: .callback(onConfirmation), now: now())
+      })
+  }
+
+  /// Sends a Handle Value Indication and awaits its confirmation. Never from the receive
+  /// loop (a server handler, a value handler): the confirmation comes through it.
   public func indicate(handle: UInt16, value: [UInt8]) async throws(ATTError) {
     let answer = Answered()
     await perform(

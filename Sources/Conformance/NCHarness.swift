@@ -312,7 +312,8 @@ public final class NCSession: Sendable {
   public var ancsRange: HandleRange? { server.database.serviceRanges[BluetoothUUID(ANCSUUID.service)!] }
 
   /// Moves ANCS as iOS may: unpublished, then published again at other handles, each with a
-  /// Service Changed indication (awaited) to a subscribed accessory.
+  /// Service Changed indication to a subscribed accessory (queued: the second goes once the
+  /// first is confirmed).
   public func moveANCS() async throws(CaseOutcome) {
     try await move(ancsService, named: "ANCS")
     shared.state.withLock { $0.handles = Self.valueHandles(server) }

@@ -142,14 +142,12 @@ extension Phone {
       return !state.serviceChanged
     }
     guard first else { return }
-    // Not awaited: this runs on the connection's receive loop, which must stay free to
-    // take the watch's confirmations of the Service Changed indications.
-    Task {
-      let end = server.database.attributes.last?.handle ?? 0x20
-      await server.unpublish(Self.ancsService)
-      _ = try? await server.publish(ancsDefinition(), startingAt: end + 0x10)
-      emit(.quirk("service-changed: ANCS republished at handle \(end + 0x10)"))
-    }
+    // On the connection's receive loop, after the Write Response: the two Service Changed
+    // indications are queued, never awaited (their confirmations come through this loop).
+    let end = server.database.attributes.last?.handle ?? 0x20
+    await server.unpublish(Self.ancsService)
+    _ = try? await server.publish(ancsDefinition(), startingAt: end + 0x10)
+    emit(.quirk("service-changed: ANCS republished at handle \(end + 0x10)"))
   }
 
   /// The Data Source answer to Get Notification Attributes: tuples in request order, each

@@ -198,6 +198,29 @@ private let readRequest = ATTPDU.readRequest(ReadRequest(handle: 3))
     await #expect(throws: ATTError.timeout) { try await unconfirmed.value }
   }
 
+  /// A server handler runs on the receive loop, which alone can carry a confirmation: it
+  /// queues its indications and returns. The first goes before the Write Response, the
+  /// second once the first is confirmed, and each confirmation reaches its callback.
+  @Test func indicationsQueuedFromAServerHandler() async throws {
+    let h = Harness()
+    let confirmations = AsyncStream<Result<ATTPDU, ATTError>>.makeStream()
+    h.connection.setServer(
+      IndicatingServer { connection in
+        for value: UInt8 in [1, 2] {
+          await connection.indicate(handle: 7, value: [value]) { confirmations.continuation.yield($0) }
+        }
+      })
+    try await h.peer.send([0x12, 0x03, 0x00, 0xAA])
+    #expect(try await h.next() == [0x1D, 0x07, 0x00, 0x01], "the first indication, sent from the handler")
+    #expect(try await h.next() == [0x13], "then the Write Response: the handler did not wait")
+    try await h.peer.send([0x1E])
+    #expect(try await h.next() == [0x1D, 0x07, 0x00, 0x02], "the second, once the first is confirmed")
+    var iterator = confirmations.stream.makeAsyncIterator()
+    #expect(try await iterator.next()?.get() == .handleValueConfirmation(HandleValueConfirmation()))
+    h.connection.close()
+    await #expect(throws: ATTError.disconnected) { try await iterator.next()?.get() }
+  }
+
   @Test func disconnectFailsWhatIsPending() async throws {
     let h = Harness()
     let request = Task { try await h.connection.request(readRequest) }
@@ -220,5 +243,15 @@ private let readRequest = ATTPDU.readRequest(ReadRequest(handle: 3))
     try await h.peer.send([0x04, 0x01, 0x00, 0xFF, 0xFF])
     #expect(try await h.next() == [0x01, 0x04, 0x00, 0x00, 0x06])
     h.connection.close()
+  }
+}
+
+/// Answers every write, after running `then` on the receive loop.
+private struct IndicatingServer: ATTServerHandler {
+  let then: @Sendable (ATTConnection) async -> Void
+
+  func handle(_ pdu: ATTPDU, on connection: ATTConnection) async -> ATTServerReply {
+    await then(connection)
+    return ATTServerReply(.writeResponse(WriteResponse()))
   }
 }

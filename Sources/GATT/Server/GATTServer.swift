@@ -95,13 +95,11 @@ public final class GATTServer: Sendable {
   }
 
   /// Sends a Service Changed indication (affected start and end handles) to every session
-  /// subscribed to it, all at once, and returns when each is confirmed or has failed. Never
-  /// call it from a connection's receive loop (a server handler): the confirmation it waits
-  /// for arrives through that loop.
+  /// subscribed to it, or queues it behind the session's unconfirmed one, and returns without
+  /// waiting for the confirmations: a server handler, on the receive loop that carries them,
+  /// may call it (and `publish`, `unpublish`).
   public func indicateServiceChanged(_ range: HandleRange) async {
-    await withTaskGroup(of: Void.self) { group in
-      for session in sessions { group.addTask { await session.indicateServiceChanged(range) } }
-    }
+    for session in sessions { await session.indicateServiceChanged(range) }
   }
 
   func withDatabase<T>(_ body: (GATTDatabase) -> T) -> T { state.withLock { body($0.database) } }

@@ -70,39 +70,41 @@ public final class GATTSession: ATTServerHandler, Sendable {
   /// Takes in the link's security level now: what it newly reaches is shown, the client told
   /// with Service Changed. Each request does this first; an owner that learns of a new level
   /// sooner calls it then.
-  public func securityChanged() { _ = view() }
+  public func securityChanged() async { _ = await view() }
 
   /// The parts of the database hidden from this client, after taking in the link's level.
-  private func view() -> Hidden {
+  /// What the level newly reaches is indicated with Service Changed, queued ahead of the
+  /// answer to the request being served.
+  private func view() async -> Hidden {
     let level = connection.securityLevel
     let (before, now) = shown.withLock { shown -> (SecurityLevel, SecurityLevel) in
       defer { shown = max(shown, level) }
       return (shown, max(shown, level))
     }
-    return server.withDatabase { db in
+    let (hidden, revealed) = server.withDatabase { db -> (Hidden, [HandleRange]) in
       let hidden = db.hidden(below: now)
       // What was hidden before is looked at only when the level rose (once per link).
-      if now > before {
-        for (range, _) in db.hidden(below: before) where !hidden.contains(where: { $0.range == range }) {
-          // Not on the receive loop that would carry the confirmation.
-          Task { await self.indicateServiceChanged(range) }
-        }
+      guard now > before else { return (hidden, []) }
+      let revealed = db.hidden(below: before).map(\.range).filter { range in
+        !hidden.contains(where: { $0.range == range })
       }
-      return hidden
+      return (hidden, revealed)
     }
+    for range in revealed { await indicateServiceChanged(range) }
+    return hidden
   }
 
-  /// Sends this client a Service Changed indication over `range` if it subscribed to it;
-  /// returns once confirmed or failed.
+  /// Sends this client a Service Changed indication over `range` if it subscribed to it, or
+  /// queues it behind the one unconfirmed; returns without waiting for the confirmation, so
+  /// a server handler may call it. A failure is logged.
   func indicateServiceChanged(_ range: HandleRange) async {
-    guard let handles = server.serviceChangedHandles else { return }
+    guard let handles = server.serviceChangedHandles, cccd(for: handles.value).contains(.indications) else { return }
     var writer = ByteWriter()
     writer.u16(range.start)
     writer.u16(range.end)
-    do {
-      try await indicate(handles.value, writer.bytes)
-    } catch {
-      server.logger.info("Service Changed indication not confirmed: \(error)")
+    let logger = server.logger
+    await connection.indicate(handle: handles.value, value: writer.bytes) { result in
+      if case .failure(let error) = result { logger.info("Service Changed indication not confirmed: \(error)") }
     }
   }
 
@@ -129,7 +131,7 @@ public final class GATTSession: ATTServerHandler, Sendable {
       ATTServerReply(.errorResponse(ErrorResponse(requestOpcode: opcode, handle: handle, errorCode: code)))
     }
     let mtu = connection.mtu
-    let hidden = view()
+    let hidden = await view()
     switch pdu {
     case .findInformationRequest(let request):
       guard request.range.isValid else { return fail(request.range.start, .invalidHandle) }
