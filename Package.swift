@@ -2,12 +2,15 @@
 // ancs-sim: a simulator of both ends of Apple's Notification Center Service.
 // Layers, dependencies pointing down only (README.md, "Architecture"):
 //   ancs                              the command
+//   Bench                             what `ancs bench` measures (-> Processes, Phone, Watch)
+//   Processes                         programs the command starts, their clean-up, figures (-> Conformance)
 //   Conformance, HCI, WatchDisplay    the harness; the Bluetooth host; the terminal face (-> Watch)
 //   Capture                           reading field captures: btsnoop, PacketLogger, pcap (-> HCI, ANCS, AMS)
 //   Phone, Watch                      the ANCS and AMS server and client (-> ANCS, AMS, GATT)
 //   Sockets                           the POSIX pieces: socket links, event loops (-> Links)
 //   Links                             simulated links, framing, pairing, captures, air (-> ATT)
-//   GATT -> ATT -> Runtime, Wire      the protocol layers; ANCS, AMS -> Wire
+//   GATT -> ATT -> Runtime, Wire      the protocol layers
+//   ANCS, AMS                         the services' PDUs, IDs and values (-> Wire)
 //   Runtime                           lock, inbox, event hub, FIFO, logger, thread starter, slots
 //   Wire                              bytes
 //   TestSupport (Tests/Shared)        helpers the test targets share (-> ANCS, Sockets, Runtime, Wire)
@@ -52,10 +55,17 @@ let package = Package(
       name: "CBluetooth", path: "Sources/CBluetooth", providers: [.apt(["libbluetooth-dev"])]),
     .target(name: "HCI", dependencies: ["ATT", "CBluetooth", "COpenSSL", "Links", "Runtime", "Sockets", "Wire"]),
     .target(name: "Capture", dependencies: ["AMS", "ANCS", "ATT", "HCI", "Wire"]),
+    .target(name: "Processes", dependencies: ["Conformance", "Runtime", "Sockets", "Wire"]),
+    .target(
+      name: "Bench",
+      dependencies: [
+        "ANCS", "ATT", "Conformance", "GATT", "Links", "Phone", "Processes", "Runtime", "Sockets", "Watch", "Wire",
+      ]),
     .executableTarget(
       name: "ancs",
       dependencies: [
-        "AMS", "ANCS", "ATT", "Capture", "CEdit", "GATT", "HCI", "Links", "Phone", "Runtime", "Sockets", "Watch",
+        "AMS", "ANCS", "ATT", "Bench", "Capture", "CEdit", "GATT", "HCI", "Links", "Phone", "Processes", "Runtime",
+        "Sockets", "Watch",
         "WatchDisplay",
         "Wire",
         "Conformance",

@@ -1,4 +1,5 @@
 import Links
+import Processes
 import Runtime
 import Sockets
 import Wire

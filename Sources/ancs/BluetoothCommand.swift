@@ -4,6 +4,7 @@ import ATT
 import Foundation
 import HCI
 import Links
+import Processes
 import Runtime
 import Sockets
 import Wire

@@ -1,15 +1,11 @@
+import Bench
 import Links
+import Processes
 import Sockets
 
 #if canImport(Glibc)
   import Glibc
 #endif
-
-/// A usage error: one line on stderr, exit code 2.
-struct UsageError: Error {
-  var message: String
-  init(_ message: String) { self.message = message }
-}
 
 enum CLI {
   static let version = "0.1.0"

@@ -1,6 +1,7 @@
 import ATT
 import Links
 import Phone
+import Processes
 import Watch
 
 enum DemoCommand {

@@ -1,5 +1,6 @@
 import Links
 import Phone
+import Processes
 import Watch
 import WatchDisplay
 

@@ -1,5 +1,6 @@
 import Capture
 import Foundation
+import Processes
 import Wire
 
 /// `ancs inspect FILE`: the ANCS and AMS story in a field capture.

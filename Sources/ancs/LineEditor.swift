@@ -1,6 +1,7 @@
 import CEdit
 import Foundation
 import Phone
+import Processes
 import Runtime
 import Wire
 
@@ -457,20 +458,4 @@ private let lineEditorReadCharacter: el_rfunc_t = { editLine, character in
 private let lineEditorComplete: ancs_el_command_fn = { editLine, _ in
   guard let editLine, let editor = LineEditor.owner(of: editLine) else { return UInt8(CC_ERROR) }
   return editor.completeWord(editLine)
-}
-
-/// Writes all of `text` to `fd`, unbuffered.
-func writeAll(_ text: String, to fd: Int32) {
-  var text = text
-  text.withUTF8 { buffer in
-    guard var pointer = buffer.baseAddress else { return }
-    var left = buffer.count
-    while left > 0 {
-      let written = write(fd, pointer, left)
-      if written < 0 && errno == EINTR { continue }
-      if written <= 0 { return }
-      pointer += written
-      left -= written
-    }
-  }
 }

@@ -4,6 +4,7 @@ import Dispatch
 import HCI
 import Links
 import Phone
+import Processes
 import Runtime
 import Sockets
 import Wire

@@ -1,4 +1,5 @@
 import Foundation
+import Processes
 
 /// Standard input as an asynchronous stream of lines, read on a thread of its own so no
 /// Swift concurrency thread ever blocks on the terminal. Ends at end of file.

@@ -3,6 +3,7 @@ import ANCS
 import ATT
 import HCI
 import Links
+import Processes
 import Runtime
 import Sockets
 import Watch

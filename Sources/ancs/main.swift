@@ -1,5 +1,6 @@
 // The `ancs` command: see CLI.swift for the subcommands.
 import Links
+import Processes
 import Sockets
 
 #if canImport(Glibc)

@@ -579,3 +579,30 @@ func quitBoth(_ watch: Command, _ phone: Command, sourceLocation: SourceLocation
   phone.send(#"{"cmd":"quit"}"#)
   #expect(try await phone.exitCode() == 0, sourceLocation: sourceLocation)
 }
+
+/// The maps of the modules, in Package.swift's header and in the README's "Architecture",
+/// name every target the package builds (C shims and test targets aside), and nothing else.
+@Test func theModuleMapsNameEveryTarget() throws {
+  let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+    .deletingLastPathComponent()
+  let manifest = try String(contentsOf: root.appendingPathComponent("Package.swift"), encoding: .utf8)
+  let targets = Set(manifest.matches(of: /\.(?:target|executableTarget)\(\s*name: "(\w+)"/).map { String($0.output.1) })
+  #expect(targets.contains("ATT") && targets.contains("ancs") && targets.contains("TestSupport"))
+  let header = manifest.split(separator: "\n").prefix { $0.hasPrefix("//") }.filter { $0.hasPrefix("//   ") }
+    .map { $0.dropFirst(5) }
+  let readme = try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
+  let section = try #require(readme.components(separatedBy: "## Architecture").dropFirst().first)
+  let block = section.components(separatedBy: "```").dropFirst().first ?? ""
+  for (name, lines) in [("Package.swift", header), ("README.md", block.split(separator: "\n").map { $0[...] })] {
+    // Each line's first column: names joined by ", " or " -> ", up to two spaces or " (".
+    let named = lines.flatMap { line -> [String] in
+      let column = line.prefix { $0 != "(" }.components(separatedBy: "  ").first ?? ""
+      return column.components(separatedBy: ", ").flatMap { $0.components(separatedBy: " -> ") }
+        .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+    }
+    #expect(
+      Set(named) == targets,
+      "\(name) names \(Set(named).subtracting(targets).sorted()) that are no target, and misses \(targets.subtracting(named).sorted())"
+    )
+  }
+}

@@ -13,7 +13,7 @@ import Wire
 /// its socket file, so nothing is left half-made). Every process this one started is ended
 /// too (`Children`). Clean-up gets two seconds: one that hangs (a controller that stopped
 /// answering) cannot keep the process alive, and a second signal ends it at once.
-func onTerminationSignal(_ cleanUp: @escaping @Sendable () -> Void) {
+public func onTerminationSignal(_ cleanUp: @escaping @Sendable () -> Void) {
   let first = terminationCleanUps.withLock { list in
     list.append(cleanUp)
     return list.count == 1
@@ -52,7 +52,7 @@ nonisolated(unsafe) private var signalSources: [any DispatchSourceSignal] = []
 
 /// Runs `body` to its end from a thread that may block (a signal handler's), waiting at most
 /// two seconds for it.
-func blocking(_ body: @escaping @Sendable () async -> Void) {
+public func blocking(_ body: @escaping @Sendable () async -> Void) {
   EventLoop.refuseBlocking("running a clean-up to its end")
   let done = DispatchSemaphore(value: 0)
   Task {
@@ -67,14 +67,14 @@ func blocking(_ body: @escaping @Sendable () async -> Void) {
 /// ID), so that ending one ends whatever it started in turn (a shell's children).
 /// However this process ends (its work done, an error, a signal), they end first: SIGTERM,
 /// then SIGKILL after a grace period.
-enum Children {
+public enum Children {
   private static let groups = Locked<Set<pid_t>>([])
 
-  static func add(_ group: pid_t) { _ = groups.withLock { $0.insert(group) } }
-  static func remove(_ group: pid_t) { _ = groups.withLock { $0.remove(group) } }
+  public static func add(_ group: pid_t) { _ = groups.withLock { $0.insert(group) } }
+  public static func remove(_ group: pid_t) { _ = groups.withLock { $0.remove(group) } }
 
   /// SIGTERM to every group, SIGKILL to those still there after `grace` seconds.
-  static func endAll(grace: Double = 2) {
+  public static func endAll(grace: Double = 2) {
     let all = groups.withLock { groups in
       defer { groups = [] }
       return groups
@@ -84,7 +84,7 @@ enum Children {
 
   /// Ends one process group: SIGTERM, then SIGKILL after `grace` seconds unless `exited`
   /// (the leader's end) is signalled first, or the group is gone.
-  static func end(_ group: pid_t, grace: Double, exited: DispatchSemaphore?) {
+  public static func end(_ group: pid_t, grace: Double, exited: DispatchSemaphore?) {
     EventLoop.refuseBlocking("ending a child process")
     guard group > 0 else { return }
     kill(-group, SIGTERM)
@@ -99,28 +99,10 @@ enum Children {
   }
 }
 
-/// The contents of a UTF-8 text file; errors say what went wrong in a few words.
-func readTextFile(_ path: String) throws -> String {
-  guard let data = FileManager.default.contents(atPath: path) else {
-    var isDirectory: ObjCBool = false
-    if !FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) {
-      throw FileProblem("no such file")
-    }
-    throw FileProblem(isDirectory.boolValue ? "is a directory" : "cannot be read (permissions?)")
-  }
-  guard let text = String(data: data, encoding: .utf8) else { throw FileProblem("is not UTF-8 text") }
-  return text
-}
-
-struct FileProblem: Error, CustomStringConvertible {
-  var description: String
-  init(_ description: String) { self.description = description }
-}
-
 /// Runs `action` once when the reader of standard output goes away, if standard output is a
 /// pipe or a socket (a terminal or a file has no such end). A thread of its own waits in
 /// poll(2), which reports POLLERR or POLLHUP on the write end when the read end closes.
-func whenStandardOutputCloses(_ action: @escaping @Sendable () -> Void) {
+public func whenStandardOutputCloses(_ action: @escaping @Sendable () -> Void) {
   var info = stat()
   guard fstat(1, &info) == 0 else { return }
   let type = info.st_mode & S_IFMT
@@ -137,13 +119,13 @@ func whenStandardOutputCloses(_ action: @escaping @Sendable () -> Void) {
 }
 
 /// This very binary, for starting `ancs phone` as a child.
-let thisExecutable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+public let thisExecutable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
 
 /// Raises this process's soft limit on open files (RLIMIT_NOFILE) to its hard limit when
 /// the soft one is below `needed`. Returns the limits then in force: a caller that needs
 /// more than `soft` cannot have it (only root may raise the hard limit).
 @discardableResult
-func raiseOpenFileLimit(toAtLeast needed: Int) -> (soft: Int, hard: Int) {
+public func raiseOpenFileLimit(toAtLeast needed: Int) -> (soft: Int, hard: Int) {
   var limit = rlimit()
   guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return (0, 0) }
   if limit.rlim_cur < rlim_t(clamping: needed) && limit.rlim_cur < limit.rlim_max {
@@ -156,15 +138,15 @@ func raiseOpenFileLimit(toAtLeast needed: Int) -> (soft: Int, hard: Int) {
 
 /// What Linux says about a running process in /proc: resident memory, threads, open file
 /// descriptors and CPU time. Zero for what cannot be read (the process is gone).
-struct ProcessFigures {
-  var residentKiB = 0
-  var threads = 0
-  var openFiles = 0
-  var cpuSeconds = 0.0
+public struct ProcessFigures {
+  public var residentKiB = 0
+  public var threads = 0
+  public var openFiles = 0
+  public var cpuSeconds = 0.0
 
-  init() {}
+  public init() {}
 
-  init(of pid: Int32) {
+  public init(of pid: Int32) {
     if let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) {
       for line in status.split(separator: "\n") {
         let fields = line.split(whereSeparator: { $0 == " " || $0 == "\t" })
@@ -189,16 +171,32 @@ struct ProcessFigures {
   }
 
   /// Entries of /proc/PID/fd (for this process, the directory being listed counts as one).
-  static func openFiles(of pid: Int32) -> Int {
+  public static func openFiles(of pid: Int32) -> Int {
     (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd").count) ?? 0
   }
 }
 
 /// Runs `body` on a thread of its own (`spawnThread`); a process that cannot start one any
 /// more says so and exits 1.
-func detachThread(stackSize: Int = 1 << 20, _ body: @escaping @Sendable () -> Void) {
+public func detachThread(stackSize: Int = 1 << 20, _ body: @escaping @Sendable () -> Void) {
   guard spawnThread(stackSize: stackSize, body) else {
-    printError("ancs: cannot start a thread (the process is out of threads or memory)")
+    writeAll("ancs: cannot start a thread (the process is out of threads or memory)\n", to: 2)
     exit(1)
+  }
+}
+
+/// Writes all of `text` to `fd`, unbuffered.
+public func writeAll(_ text: String, to fd: Int32) {
+  var text = text
+  text.withUTF8 { buffer in
+    guard var pointer = buffer.baseAddress else { return }
+    var left = buffer.count
+    while left > 0 {
+      let written = write(fd, pointer, left)
+      if written < 0 && errno == EINTR { continue }
+      if written <= 0 { return }
+      pointer += written
+      left -= written
+    }
   }
 }

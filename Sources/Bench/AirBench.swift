@@ -1,6 +1,7 @@
 import ATT
 import Links
 import Phone
+import Processes
 import Runtime
 import Watch
 import Wire
@@ -14,18 +15,24 @@ import Wire
 /// then gives each PDU's arrival over the LE link. After the sync and the rest of the
 /// watch's setup, each notification is posted again, one at a time on the quiet link, for
 /// the latency of a live notification.
-struct AirBench {
+public struct AirBench {
   var parameters: AirParameters
   var scenario: Scenario
   /// The scenario's name in the results.
   var label: String
+
+  public init(parameters: AirParameters, scenario: Scenario, label: String) {
+    self.parameters = parameters
+    self.scenario = scenario
+    self.label = label
+  }
 
   /// Traced runs per prediction; each figure is their median. The watch engine's reads of
   /// the phone's time and battery race its first commands for the one ATT request turn, so
   /// a run now and then takes another order (Protocol/ATT.md, "Air-time model").
   static let runs = 5
 
-  func run() async throws -> [Bench.Result] {
+  public func run() async throws -> [Bench.Result] {
     var runs: [[Bench.Result]] = []
     for _ in 0..<Self.runs { runs.append(try await traced()) }
     return runs[0].indices.map { row in

@@ -2,6 +2,7 @@ import ANCS
 import ATT
 import GATT
 import Links
+import Processes
 import Sockets
 import Wire
 
@@ -11,16 +12,21 @@ import Wire
 
 /// `ancs bench`: throughput figures for BENCHMARKS.md. Each case runs for a fixed time
 /// and reports operations per second; results print as a Markdown table.
-struct Bench {
+public struct Bench {
   /// The loops that read the benches' socket links.
-  var loops: any EventLoopGroup
-  var seconds: Double = 1.0
-  var filter: String?
+  public var loops: any EventLoopGroup
+  /// How long each case runs.
+  public var seconds: Double = 1.0
+  /// Only the cases whose name contains it.
+  public var filter: String?
 
-  struct Result {
-    var name: String
-    var value: Double
-    var unit: String
+  public init(loops: any EventLoopGroup) { self.loops = loops }
+
+  /// One figure.
+  public struct Result {
+    public var name: String
+    public var value: Double
+    public var unit: String
   }
 
   /// Runs `body` (which performs `batch` operations per call) until `seconds` have passed.
@@ -231,7 +237,7 @@ struct Bench {
     return results
   }
 
-  func run() async throws {
+  public func run() async throws {
     var results = try codec()
     results += try reassembly()
     results += try await gatt()
@@ -239,7 +245,7 @@ struct Bench {
     printTable(results)
   }
 
-  func printTable(_ results: [Result]) {
+  public func printTable(_ results: [Result]) {
     print("| benchmark | result |")
     print("|---|---|")
     for result in results {
@@ -263,20 +269,5 @@ final class Opaque: @unchecked Sendable {
   @inline(never) func take(_ bytes: [UInt8]) { total &+= bytes.count &+ Int(bytes[bytes.count - 1]) }
   @inline(never) func take(_ event: NotificationSourceEvent) {
     total &+= Int(event.notificationUID) &+ Int(event.eventFlags.rawValue) &+ Int(event.categoryCount)
-  }
-}
-
-extension String {
-  /// One decimal place, without Foundation.
-  init(format1 value: Double) {
-    let tenths = Int((value * 10).rounded())
-    self = "\(tenths / 10).\(tenths % 10)"
-  }
-}
-
-extension Duration {
-  var seconds: Double {
-    let (s, attoseconds) = components
-    return Double(s) + Double(attoseconds) / 1e18
   }
 }

@@ -2,6 +2,7 @@ import ANCS
 import Conformance
 import Foundation
 import Links
+import Processes
 import Runtime
 import Sockets
 import Watch
@@ -23,12 +24,18 @@ import Wire
 /// unless every watch ends holding exactly the phone's notifications (`{"cmd":"list"}`:
 /// UIDs, titles, messages) and the phone's open descriptors return to their baseline once
 /// every watch has disconnected.
-struct FleetBench {
+public struct FleetBench {
   var sessions: Int
   var notifications: Int
   /// The loops that read the watches' links (one per core: `CLI.runsTasksOnEventLoop`).
   var loops: any EventLoopGroup
   var latencySamples = 20
+
+  public init(sessions: Int, notifications: Int, loops: any EventLoopGroup) {
+    self.sessions = sessions
+    self.notifications = notifications
+    self.loops = loops
+  }
 
   /// Notifications on the phone during the scenario, before the oldest is removed.
   static let window = 50
@@ -41,7 +48,7 @@ struct FleetBench {
   /// Descriptors besides the watches' sockets (standard streams, pipes, the listener).
   static let spareFiles = 64
 
-  func run() async throws -> Int32 {
+  public func run() async throws -> Int32 {
     let needed = sessions + Self.spareFiles
     let limits = raiseOpenFileLimit(toAtLeast: needed)
     guard limits.soft >= needed else {

@@ -4,6 +4,7 @@ import Conformance
 import Foundation
 import Links
 import Phone
+import Processes
 import Sockets
 import Watch
 import Wire

@@ -8,12 +8,12 @@ import Wire
 /// A `ProgressLine` on standard error, timed on the continuous clock from the moment it is
 /// made: on a terminal one line rewritten in place, otherwise a plain line at each new phase
 /// and at most one per `interval` within one. Standard output (tables, TAP) is left alone.
-final class ProgressOutput: Sendable {
+public final class ProgressOutput: Sendable {
   private let line: Locked<ProgressLine>
   private let start = ContinuousClock.now
-  let isTerminal: Bool
+  public let isTerminal: Bool
 
-  init(interval: Duration = .seconds(15)) {
+  public init(interval: Duration = .seconds(15)) {
     isTerminal = isatty(2) == 1
     var size = winsize()
     let columns = isTerminal && ioctl(2, UInt(TIOCGWINSZ), &size) == 0 && size.ws_col > 0 ? Int(size.ws_col) : nil
@@ -21,22 +21,22 @@ final class ProgressOutput: Sendable {
   }
 
   /// Time since the progress began.
-  var elapsed: Duration { ContinuousClock.now - start }
+  public var elapsed: Duration { ContinuousClock.now - start }
 
   /// The state of the work now; written when due.
-  func update(_ text: String, phase: String) {
+  public func update(_ text: String, phase: String) {
     let now = elapsed
     if let output = line.withLock({ $0.update(text, phase: phase, at: now) }) { write(output) }
   }
 
   /// A line that stays; the progress line gives way to it.
-  func print(_ text: String) { write(line.withLock { $0.line(text) }) }
+  public func print(_ text: String) { write(line.withLock { $0.line(text) }) }
 
   /// Clears the progress line, or ends the log with `summary`.
-  func finish(_ summary: String? = nil) { write(line.withLock { $0.finish(summary) }) }
+  public func finish(_ summary: String? = nil) { write(line.withLock { $0.finish(summary) }) }
 
   /// Updates with `status()` (phase, text) now and every `period` until cancelled.
-  func ticking(
+  public func ticking(
     every period: Duration, _ status: @escaping @Sendable () -> (phase: String, text: String)
   ) -> Task<Void, Never> {
     Task {
