@@ -52,9 +52,13 @@ public final class Phone: Sendable {
     var id: Int
     var gatt: GATTSession
     var started = false
-    /// Events for this session held back while its pre-existing report is being sent, so
-    /// that nothing about a notification overtakes its report; nil when not reporting.
-    var backlog: [[UInt8]]?
+    /// Notification Source events for this session, in the order the changes they announce
+    /// were made (the pre-existing report first), not yet sent: they are queued under the
+    /// same lock as the change, so nothing overtakes what was decided before it.
+    var outbox = FIFO<[UInt8]>()
+    /// Someone is sending this session's outbox (`deliver`); whoever queues and finds nobody
+    /// sending sends it.
+    var sending = false
     var answers = 0
     var commands = 0
     /// The user allowed this accessory to receive notifications (Sharing.swift).
@@ -272,52 +276,52 @@ public final class Phone: Sendable {
   @discardableResult
   public func post(_ notification: PhoneNotification) async -> PhoneNotification {
     if quirks.retractUID {
-      let (phantom, recipients) = state.withLock { state -> (NotificationSourceEvent, [GATTSession]) in
+      let (phantom, senders) = state.withLock { state -> (NotificationSourceEvent, [ObjectIdentifier]) in
         var ghost = notification
         ghost.title = "(retracted)"
         let posted = state.center.post(ghost)
         let event = state.center.event(.added, for: posted)
         _ = state.center.remove(posted.uid)
         state.retracted.insert(posted.uid)
-        return (event, Self.recipients(state))
+        return (event, announce(event, in: &state))
       }
       emit(.quirk("retract-uid: announced UID \(phantom.notificationUID) and retracted it"))
-      await broadcast(phantom, to: recipients)
+      await deliver(senders)
     }
-    let (posted, event, recipients) = state.withLock { state in
+    let (posted, senders) = state.withLock { state in
       let posted = state.center.post(notification)
       let event = state.center.event(.added, for: posted, extraFlags: quirks.preExistingOnNew ? .preExisting : [])
-      return (posted, event, Self.recipients(state))
+      return (posted, announce(event, in: &state))
     }
-    await broadcast(event, to: recipients)
+    await deliver(senders)
     return posted
   }
 
   /// Changes a notification and announces Modified. Nil when the UID does not exist.
   @discardableResult
   public func modify(_ uid: UInt32, _ change: @Sendable (inout PhoneNotification) -> Void) async -> PhoneNotification? {
-    let result = state.withLock { state -> (PhoneNotification, NotificationSourceEvent, [GATTSession])? in
+    let result = state.withLock { state -> (PhoneNotification, [ObjectIdentifier])? in
       guard let changed = state.center.modify(state.renamedUIDs[uid] ?? uid, change) else { return nil }
-      return (changed, state.center.event(.modified, for: changed), Self.recipients(state))
+      return (changed, announce(state.center.event(.modified, for: changed), in: &state))
     }
-    guard let (changed, event, recipients) = result else { return nil }
-    await broadcast(event, to: recipients)
+    guard let (changed, senders) = result else { return nil }
+    await deliver(senders)
     return changed
   }
 
   /// Removes a notification and announces Removed. False when the UID does not exist.
   @discardableResult
   public func remove(_ uid: UInt32) async -> Bool {
-    let result = state.withLock { state -> (NotificationSourceEvent, [GATTSession])? in
+    let senders = state.withLock { state -> [ObjectIdentifier]? in
       guard let removed = state.center.remove(state.renamedUIDs[uid] ?? uid) else { return nil }
-      return (state.center.event(.removed, for: removed), Self.recipients(state))
+      return quirks.loseRemoved ? [] : announce(state.center.event(.removed, for: removed), in: &state)
     }
-    guard let (event, recipients) = result else { return false }
+    guard let senders else { return false }
     if quirks.loseRemoved {
       emit(.quirk("lose-removed: Removed event for UID \(uid) not sent"))
       return true
     }
-    await broadcast(event, to: recipients)
+    await deliver(senders)
     return true
   }
 
@@ -381,24 +385,46 @@ public final class Phone: Sendable {
     for session in server.sessions { _ = try? await session.notify(handle, value) }
   }
 
-  /// Sends an event to `recipients` that have Notification Source enabled.
-  ///
-  /// The recipients are the sessions started when the change was made, taken under the same
-  /// lock as the change: a session that starts meanwhile has the notification in its
-  /// pre-existing report instead, so nothing is announced twice.
-  func broadcast(_ event: NotificationSourceEvent, to recipients: [GATTSession]) async {
-    guard let handles = ancsHandles else { return }
+  /// Queues a live event for every session whose ANCS session has started, under the lock
+  /// that made the change (a session that starts later has the notification in its
+  /// pre-existing report instead, so nothing is announced twice); returns the sessions the
+  /// caller must now send (`deliver`), those nobody is sending yet.
+  func announce(_ event: NotificationSourceEvent, in state: inout State, except skipped: ObjectIdentifier? = nil)
+    -> [ObjectIdentifier]
+  {
+    guard ancsHandles != nil else { return [] }
     let bytes = quirked(policy.live(event)).encoded()
-    for gatt in recipients where gatt.cccd(for: handles.source).contains(.notifications) {
-      // Sent now, unless held back behind the session's report or silenced (quirk silent-source).
-      let now = state.withLock { state -> Bool in
-        guard let session = state.sessions[ObjectIdentifier(gatt)] else { return true }
-        if session.silent { return false }
-        guard session.backlog != nil else { return true }
-        state.sessions[ObjectIdentifier(gatt)]?.backlog?.append(bytes)
-        return false
+    var senders: [ObjectIdentifier] = []
+    for (key, session) in state.sessions where session.started && !session.silent && key != skipped {
+      if let sender = Self.enqueue([bytes], for: key, in: &state) { senders.append(sender) }
+    }
+    return senders
+  }
+
+  /// Queues events for one session; returns it when the caller must send them (nobody is).
+  static func enqueue(_ events: [[UInt8]], for key: ObjectIdentifier, in state: inout State) -> ObjectIdentifier? {
+    guard var session = state.sessions[key] else { return nil }
+    for event in events { session.outbox.append(event) }
+    let idle = !session.sending
+    session.sending = true
+    state.sessions[key] = session
+    return idle ? key : nil
+  }
+
+  /// Sends what the sessions' outboxes hold, each in order, until each is empty; events
+  /// queued meanwhile by others go too. A subscription dropped meanwhile sends nothing.
+  func deliver(_ senders: [ObjectIdentifier]) async {
+    guard let source = ancsHandles?.source else { return }
+    for key in senders {
+      while let (event, gatt) = state.withLock({ state -> ([UInt8], GATTSession)? in
+        guard let event = state.sessions[key]?.outbox.popFirst(), let gatt = state.sessions[key]?.gatt else {
+          state.sessions[key]?.sending = false
+          return nil
+        }
+        return (event, gatt)
+      }) {
+        await send(event, to: gatt, source: source)
       }
-      if now { await send(bytes, to: gatt, source: handles.source) }
     }
   }
 
@@ -412,11 +438,6 @@ public final class Phone: Sendable {
 
   /// EventFlags bit 5: reserved by the ANCS specification, set by iPhones on MMS.
   static let reservedFlagBit5 = EventFlags(rawValue: 1 << 5)
-
-  /// The sessions whose ANCS session has started (they were sent the pre-existing report).
-  static func recipients(_ state: State) -> [GATTSession] {
-    state.sessions.values.filter(\.started).map(\.gatt)
-  }
 
   private func send(_ event: [UInt8], to gatt: GATTSession, source: UInt16) async {
     do {
@@ -496,41 +517,26 @@ public final class Phone: Sendable {
   /// a change is either in the report or announced after it, never both, never before it.
   func startSession(_ gatt: GATTSession) async {
     let key = ObjectIdentifier(gatt)
-    let (id, events, renamed) = state.withLock {
-      state -> (Int, [NotificationSourceEvent], [(removed: NotificationSourceEvent, added: NotificationSourceEvent)])
-      in
+    let (id, count, renamed, senders) = state.withLock { state in
       let renamed = quirks.callNewUID ? Self.renameCalls(&state) : []
+      // Other watches, whose sessions go on, see the old UID go and the new one come.
+      var senders = renamed.flatMap {
+        announce($0.removed, in: &state, except: key) + announce($0.added, in: &state, except: key)
+      }
       state.sessions[key]?.started = true
       state.sessions[key]?.waitingForSharing = false
-      state.sessions[key]?.backlog = []
-      let events = state.center.notifications.map {
-        state.center.event(.added, for: $0, extraFlags: policy.preExistingFlag)
+      let report = state.center.notifications.map {
+        quirked(state.center.event(.added, for: $0, extraFlags: policy.preExistingFlag)).encoded()
       }
-      return (state.sessions[key]?.id ?? 0, events, renamed)
+      if ancsHandles != nil, let sender = Self.enqueue(report, for: key, in: &state) { senders.append(sender) }
+      return (state.sessions[key]?.id ?? 0, report.count, renamed, senders)
     }
-    if !renamed.isEmpty {
-      let others = state.withLock { Self.recipients($0) }.filter { $0 !== gatt }
-      for (removed, added) in renamed {
-        emit(
-          .quirk(
-            "call-new-uid: the ongoing call UID \(removed.notificationUID) is now UID \(added.notificationUID)"))
-        // Other watches, whose sessions go on, see the old UID go and the new one come.
-        await broadcast(removed, to: others)
-        await broadcast(added, to: others)
-      }
+    for (removed, added) in renamed {
+      emit(
+        .quirk("call-new-uid: the ongoing call UID \(removed.notificationUID) is now UID \(added.notificationUID)"))
     }
-    emit(.sessionStarted(session: id, preExisting: events.count))
-    let source = ancsHandles?.source
-    var pending = events.map { quirked($0).encoded() }
-    while true {
-      if let source { for event in pending { await send(event, to: gatt, source: source) } }
-      pending = state.withLock { state -> [[UInt8]] in
-        let held = state.sessions[key]?.backlog ?? []
-        state.sessions[key]?.backlog = held.isEmpty ? nil : []
-        return held
-      }
-      if pending.isEmpty { return }
-    }
+    emit(.sessionStarted(session: id, preExisting: count))
+    await deliver(senders)
   }
 
   /// Quirk call-new-uid: every incoming call is posted again under a new UID (as iOS does

@@ -1,5 +1,6 @@
 import ATT
 import GATT
+import Runtime
 
 /// Notification sharing (iOS 13 and later): the user allows an accessory to receive
 /// notifications. Until then the phone takes the CCCD writes, sends no event, and answers
@@ -57,7 +58,8 @@ extension Phone {
           // The session stops; a subscription still in place waits for sharing again.
           session.waitingForSharing = session.started || session.waitingForSharing
           session.started = false
-          session.backlog = nil
+          // What was queued and not sent yet is not sent.
+          session.outbox = FIFO()
         }
         if let name = session.name { state.sharingDecisions[name] = allowed }
         state.sessions[key] = session
