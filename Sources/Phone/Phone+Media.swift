@@ -30,7 +30,8 @@ extension Phone {
           extendedProperties: Self.reliableWrite,
           write: { [unowned self] session, bytes in remoteCommand(session, bytes) },
           subscribed: { [unowned self] session, value in
-            if value.contains(.notifications) { await tellCommands(to: [session]) }
+            guard value.contains(.notifications) else { return }
+            await deliver(state.withLock { queueCommands(for: [ObjectIdentifier(session)], in: &$0) })
           }),
         CharacteristicDefinition(
           uuid: IPhoneUUID.entityUpdate, properties: [.write, .notify], security: policy.mediaSecurity,
@@ -80,25 +81,28 @@ extension Phone {
   /// `change` returned.
   @discardableResult
   public func changeMedia<T>(_ change: (inout MediaPlayer, _ now: Double) -> T) async -> T {
-    let (now, result, changed, commandsChanged, sessions) = state.withLock {
-      state -> (Double, T, Set<EntityAttribute>, Bool, [(GATTSession, [EntityAttribute])]) in
-      // Read under the lock: changes take their times in the order they are made.
+    let (result, senders) = state.withLock { state -> (T, [ObjectIdentifier]) in
+      // Read under the lock: changes take their times in the order they are made, and what
+      // they change is queued for each accessory in that order too.
       let now = mediaNow
       let before = state.player.values(at: now)
       let commandsBefore = state.player.supportedCommands
       let result = change(&state.player, now)
       let after = state.player.values(at: now)
       let changed = Set(EntityAttribute.all.filter { before[$0] != after[$0] })
-      let sessions = state.sessions.values.sorted { $0.id < $1.id }.map {
-        ($0.gatt, $0.media.registered(among: changed))
+      let keys = state.sessions.sorted { $0.value.id < $1.value.id }.map(\.key)
+      var senders: [ObjectIdentifier] = []
+      for key in keys {
+        guard let attributes = state.sessions[key]?.media.registered(among: changed), !attributes.isEmpty else {
+          continue
+        }
+        senders += queueValues(attributes, for: key, at: now, in: &state)
       }
+      if commandsBefore != state.player.supportedCommands { senders += queueCommands(for: keys, in: &state) }
       scheduleTrackEnd(&state)
-      return (now, result, changed, commandsBefore != state.player.supportedCommands, sessions)
+      return (result, senders)
     }
-    if !changed.isEmpty {
-      for (gatt, attributes) in sessions where !attributes.isEmpty { await tellValues(attributes, to: gatt, at: now) }
-    }
-    if commandsChanged { await tellCommands(to: sessions.map(\.0)) }
+    await deliver(senders)
     return result
   }
 
@@ -161,11 +165,12 @@ extension Phone {
       // Taken in after the Write Response, so that no change is told before it; the
       // current values follow.
       .accepted(then: { [self] in
-        state.withLock {
-          $0.sessions[ObjectIdentifier(gatt)]?.media.registrations[registration.entity] =
-            registration.pairs.map(\.attribute)
-        }
-        if policy.tellsCurrentValues { await tellValues(registration.pairs, to: gatt, at: mediaNow) }
+        let key = ObjectIdentifier(gatt)
+        await deliver(
+          state.withLock { state in
+            state.sessions[key]?.media.registrations[registration.entity] = registration.pairs.map(\.attribute)
+            return policy.tellsCurrentValues ? queueValues(registration.pairs, for: key, at: mediaNow, in: &state) : []
+          })
       })
     }
   }
@@ -207,30 +212,28 @@ extension Phone {
 
   // MARK: Notifying
 
-  /// Entity Update notifications for `attributes`, each cut to one notification (an absent
-  /// value is sent empty).
-  private func tellValues(_ attributes: [EntityAttribute], to gatt: GATTSession, at now: Double) async {
-    guard let handles = mediaHandles else { return }
-    let values = state.withLock { state in attributes.map { ($0, state.player.value(of: $0, at: now) ?? "") } }
+  /// Queues Entity Update notifications for `attributes` to one accessory, their values as
+  /// they are at `now`, each cut to one notification (an absent value is sent empty); under
+  /// the lock. Returns the accessory when the caller must send them (`deliver`).
+  private func queueValues(
+    _ attributes: [EntityAttribute], for key: ObjectIdentifier, at now: Double, in state: inout State
+  ) -> [ObjectIdentifier] {
+    guard let handles = mediaHandles, let gatt = state.sessions[key]?.gatt else { return [] }
     let capacity = gatt.connection.mtu - 3
-    for (attribute, text) in values {
-      var update = EntityUpdate(attribute, text: text, capacity: capacity)
+    let updates = attributes.map { attribute in
+      var update = EntityUpdate(attribute, text: state.player.value(of: attribute, at: now) ?? "", capacity: capacity)
       if !policy.flagsTruncated { update.flags.remove(.truncated) }
-      do { try await gatt.notify(handles.entityUpdate, update.encoded()) } catch {
-        logger.info("Entity Update not delivered: \(error)")
-        return
-      }
+      return Outgoing(handle: handles.entityUpdate, value: update.encoded())
     }
+    return Self.enqueue(updates, for: key, in: &state).map { [$0] } ?? []
   }
 
-  /// The commands the player takes now, to each of `sessions` subscribed to Remote Command.
-  private func tellCommands(to sessions: [GATTSession]) async {
-    guard let handles = mediaHandles else { return }
-    let bytes = SupportedCommands(state.withLock { $0.player.supportedCommands }).encoded()
-    for gatt in sessions {
-      do { try await gatt.notify(handles.remoteCommand, bytes) } catch {
-        logger.info("Remote Command not delivered: \(error)")
-      }
-    }
+  /// Queues the commands the player takes now for each of `keys` (sent to those subscribed
+  /// to Remote Command); under the lock. Returns those the caller must send.
+  private func queueCommands(for keys: [ObjectIdentifier], in state: inout State) -> [ObjectIdentifier] {
+    guard let handles = mediaHandles else { return [] }
+    let commands = Outgoing(
+      handle: handles.remoteCommand, value: SupportedCommands(state.player.supportedCommands).encoded())
+    return keys.compactMap { Self.enqueue([commands], for: $0, in: &state) }
   }
 }

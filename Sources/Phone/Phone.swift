@@ -52,10 +52,11 @@ public final class Phone: Sendable {
     var id: Int
     var gatt: GATTSession
     var started = false
-    /// Notification Source events for this session, in the order the changes they announce
-    /// were made (the pre-existing report first), not yet sent: they are queued under the
-    /// same lock as the change, so nothing overtakes what was decided before it.
-    var outbox = FIFO<[UInt8]>()
+    /// Notifications for this session (Notification Source events, AMS values and commands),
+    /// in the order the changes they tell were made (the pre-existing report before what
+    /// follows it), not yet sent: they are queued under the lock that makes the change, so
+    /// nothing overtakes what was decided before it.
+    var outbox = FIFO<Outgoing>()
     /// Someone is sending this session's outbox (`deliver`); whoever queues and finds nobody
     /// sending sends it.
     var sending = false
@@ -73,6 +74,12 @@ public final class Phone: Sendable {
     var silent = false
     /// What this accessory asked of the Apple Media Service.
     var media = MediaSession()
+  }
+
+  /// One notification waiting in a session's outbox.
+  struct Outgoing {
+    var handle: UInt16
+    var value: [UInt8]
   }
 
   struct State {
@@ -392,38 +399,42 @@ public final class Phone: Sendable {
   func announce(_ event: NotificationSourceEvent, in state: inout State, except skipped: ObjectIdentifier? = nil)
     -> [ObjectIdentifier]
   {
-    guard ancsHandles != nil else { return [] }
-    let bytes = quirked(policy.live(event)).encoded()
+    guard let source = ancsHandles?.source else { return [] }
+    let event = Outgoing(handle: source, value: quirked(policy.live(event)).encoded())
     var senders: [ObjectIdentifier] = []
     for (key, session) in state.sessions where session.started && !session.silent && key != skipped {
-      if let sender = Self.enqueue([bytes], for: key, in: &state) { senders.append(sender) }
+      if let sender = Self.enqueue([event], for: key, in: &state) { senders.append(sender) }
     }
     return senders
   }
 
-  /// Queues events for one session; returns it when the caller must send them (nobody is).
-  static func enqueue(_ events: [[UInt8]], for key: ObjectIdentifier, in state: inout State) -> ObjectIdentifier? {
+  /// Queues notifications for one session; returns it when the caller must send them
+  /// (nobody is).
+  static func enqueue(_ notifications: [Outgoing], for key: ObjectIdentifier, in state: inout State)
+    -> ObjectIdentifier?
+  {
     guard var session = state.sessions[key] else { return nil }
-    for event in events { session.outbox.append(event) }
+    for notification in notifications { session.outbox.append(notification) }
     let idle = !session.sending
     session.sending = true
     state.sessions[key] = session
     return idle ? key : nil
   }
 
-  /// Sends what the sessions' outboxes hold, each in order, until each is empty; events
-  /// queued meanwhile by others go too. A subscription dropped meanwhile sends nothing.
+  /// Sends what the sessions' outboxes hold, each in order, until each is empty; what others
+  /// queue meanwhile goes too. A subscription dropped meanwhile sends nothing.
   func deliver(_ senders: [ObjectIdentifier]) async {
-    guard let source = ancsHandles?.source else { return }
     for key in senders {
-      while let (event, gatt) = state.withLock({ state -> ([UInt8], GATTSession)? in
-        guard let event = state.sessions[key]?.outbox.popFirst(), let gatt = state.sessions[key]?.gatt else {
+      while let (next, gatt) = state.withLock({ state -> (Outgoing, GATTSession)? in
+        guard let next = state.sessions[key]?.outbox.popFirst(), let gatt = state.sessions[key]?.gatt else {
           state.sessions[key]?.sending = false
           return nil
         }
-        return (event, gatt)
+        return (next, gatt)
       }) {
-        await send(event, to: gatt, source: source)
+        do { try await gatt.notify(next.handle, next.value) } catch {
+          logger.info("notification on handle \(next.handle) not delivered: \(error)")
+        }
       }
     }
   }
@@ -438,15 +449,6 @@ public final class Phone: Sendable {
 
   /// EventFlags bit 5: reserved by the ANCS specification, set by iPhones on MMS.
   static let reservedFlagBit5 = EventFlags(rawValue: 1 << 5)
-
-  private func send(_ event: [UInt8], to gatt: GATTSession, source: UInt16) async {
-    do {
-      try await gatt.notify(source, event)
-    } catch {
-      logger.info("event not delivered: \(error)")
-      return
-    }
-  }
 
   /// Counts a Data Source answer; the quirks drop-subscriptions, revoke-sharing and
   /// silent-source act on the N-th.
@@ -528,7 +530,11 @@ public final class Phone: Sendable {
       let report = state.center.notifications.map {
         quirked(state.center.event(.added, for: $0, extraFlags: policy.preExistingFlag)).encoded()
       }
-      if ancsHandles != nil, let sender = Self.enqueue(report, for: key, in: &state) { senders.append(sender) }
+      if let source = ancsHandles?.source,
+        let sender = Self.enqueue(report.map { Outgoing(handle: source, value: $0) }, for: key, in: &state)
+      {
+        senders.append(sender)
+      }
       return (state.sessions[key]?.id ?? 0, report.count, renamed, senders)
     }
     for (removed, added) in renamed {

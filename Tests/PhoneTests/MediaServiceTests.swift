@@ -3,6 +3,7 @@ import ATT
 import GATT
 import Links
 import Phone
+import Runtime
 import Testing
 
 /// The Apple Media Service of `ancs phone`, from an accessory's side over a link: the
@@ -161,5 +162,32 @@ import Testing
         .remoteCommand(session: 1, command: "likeTrack", outcome: "not available now, ignored"),
       ])
     await remote.accessory.close()
+  }
+
+  /// Changes made from many tasks at once reach the accessory in the order the phone made
+  /// them, so it ends showing what the phone has.
+  @Test func changesFromManyTasksAreToldInTheOrderMade() async throws {
+    let (phone, _) = try Self.phone()
+    await phone.changeMedia { player, now in player.play(Self.song, at: now) }
+    let remote = try MediaRemote(phone)
+    try await remote.subscribe()
+    var updates = remote.updates.makeAsyncIterator()
+    #expect(await remote.write(remote.entityUpdate, [0, 2]) == nil, "Player Volume registered")
+    #expect(try Self.update(await updates.next(isolation: nil)).text == "0.5", "its current value")
+    let made = Locked<[String]>([])
+    await withTaskGroup(of: Void.self) { group in
+      for step in 1...200 {
+        group.addTask {
+          await phone.changeMedia { player, _ in
+            player.setVolume(Double(step) / 256)
+            made.withLock { $0.append(AMSNumber.text(player.volume)) }
+          }
+        }
+      }
+    }
+    var told: [String] = []
+    while told.count < 200, let bytes = await updates.next(isolation: nil) { told.append(try Self.update(bytes).text) }
+    let order = made.withLock { $0 }
+    #expect(told == order, "first told out of order: \(told.indices.first { told[$0] != order[$0] } ?? -1)")
   }
 }
