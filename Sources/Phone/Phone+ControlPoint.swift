@@ -262,8 +262,9 @@ extension Phone {
 
   /// Current Time (0x2A2B): Exact Time 256 (year, month, day, hours, minutes, seconds,
   /// day of week 1 = Monday, fractions256) and Adjust Reason.
-  func currentTime() -> [UInt8] {
-    let local = localNow()
+  /// `shift`: the time shift read under the state lock by a caller that holds it.
+  func currentTime(shift: Int64? = nil) -> [UInt8] {
+    let local = localNow(shift: shift)
     let date = ANCSDate(secondsSinceEpoch: local)
     let days = local >= 0 ? local / 86_400 : (local - 86_399) / 86_400
     // 1970-01-01 was a Thursday (4).
@@ -289,8 +290,8 @@ extension Phone {
   }
 
   /// The phone's local time, in seconds since 1970-01-01 local.
-  func localNow() -> Int64 {
+  func localNow(shift: Int64? = nil) -> Int64 {
     let (seconds, offset) = wallClock.now()
-    return seconds + Int64(offset) + state.withLock { $0.timeShift }
+    return seconds + Int64(offset) + (shift ?? state.withLock { $0.timeShift })
   }
 }

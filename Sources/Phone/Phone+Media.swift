@@ -31,7 +31,7 @@ extension Phone {
           write: { [unowned self] session, bytes in remoteCommand(session, bytes) },
           subscribed: { [unowned self] session, value in
             guard value.contains(.notifications) else { return }
-            await deliver(state.withLock { queueCommands(for: [ObjectIdentifier(session)], in: &$0) })
+            await deliver(state.withLock { queueCommands(in: &$0, only: ObjectIdentifier(session)) })
           }),
         CharacteristicDefinition(
           uuid: IPhoneUUID.entityUpdate, properties: [.write, .notify], security: policy.mediaSecurity,
@@ -98,7 +98,7 @@ extension Phone {
         }
         senders += queueValues(attributes, for: key, at: now, in: &state)
       }
-      if commandsBefore != state.player.supportedCommands { senders += queueCommands(for: keys, in: &state) }
+      if commandsBefore != state.player.supportedCommands { senders += queueCommands(in: &state) }
       scheduleTrackEnd(&state)
       return (result, senders)
     }
@@ -228,12 +228,13 @@ extension Phone {
     return Self.enqueue(updates, for: key, in: &state).map { [$0] } ?? []
   }
 
-  /// Queues the commands the player takes now for each of `keys` (sent to those subscribed
-  /// to Remote Command); under the lock. Returns those the caller must send.
-  private func queueCommands(for keys: [ObjectIdentifier], in state: inout State) -> [ObjectIdentifier] {
+  /// Queues the commands the player takes now for every accessory, or `only` one (sent to
+  /// those subscribed to Remote Command); under the lock. Returns those the caller must send.
+  private func queueCommands(in state: inout State, only key: ObjectIdentifier? = nil) -> [ObjectIdentifier] {
     guard let handles = mediaHandles else { return [] }
     let commands = Outgoing(
       handle: handles.remoteCommand, value: SupportedCommands(state.player.supportedCommands).encoded())
-    return keys.compactMap { Self.enqueue([commands], for: $0, in: &state) }
+    guard let key else { return Self.enqueueForEach(commands, in: &state) }
+    return Self.enqueue([commands], for: key, in: &state).map { [$0] } ?? []
   }
 }

@@ -334,9 +334,13 @@ public final class Phone: Sendable {
 
   /// Sets the battery level (0-100) and notifies subscribers.
   public func setBattery(_ level: UInt8) async {
-    state.withLock { $0.battery = min(level, 100) }
-    guard let handle = server.handles(of: Self.batteryService)?.first?.value else { return }
-    for session in server.sessions { _ = try? await session.notify(handle, [min(level, 100)]) }
+    let level = min(level, 100)
+    let handle = server.handles(of: Self.batteryService)?.first?.value
+    await deliver(
+      state.withLock { state in
+        state.battery = level
+        return handle.map { Self.enqueueForEach(Outgoing(handle: $0, value: [level]), in: &state) } ?? []
+      })
   }
 
   public var battery: UInt8 { state.withLock { $0.battery } }
@@ -388,8 +392,10 @@ public final class Phone: Sendable {
   /// Sends the current time to Current Time subscribers.
   public func notifyTime() async {
     guard let handle = server.handles(of: Self.currentTimeService)?.first?.value else { return }
-    let value = currentTime()
-    for session in server.sessions { _ = try? await session.notify(handle, value) }
+    await deliver(
+      state.withLock { state in
+        Self.enqueueForEach(Outgoing(handle: handle, value: currentTime(shift: state.timeShift)), in: &state)
+      })
   }
 
   /// Queues a live event for every session whose ANCS session has started, under the lock
@@ -419,6 +425,12 @@ public final class Phone: Sendable {
     session.sending = true
     state.sessions[key] = session
     return idle ? key : nil
+  }
+
+  /// Queues one notification for every session, in session order; returns those the caller
+  /// must send.
+  static func enqueueForEach(_ notification: Outgoing, in state: inout State) -> [ObjectIdentifier] {
+    state.sessions.sorted { $0.value.id < $1.value.id }.compactMap { enqueue([notification], for: $0.key, in: &state) }
   }
 
   /// Sends what the sessions' outboxes hold, each in order, until each is empty; what others
