@@ -103,6 +103,9 @@ public final class ATTConnection: Sendable {
     /// The watchdog, while nothing is outstanding.
     var parkedWatchdog: CheckedContinuation<Void, Never>?
     var handlers = Handlers()
+    /// What `close()` failed, for the receive loop to tell the waiters (their callbacks may
+    /// send or wait, so they run there, not in `close()`'s caller).
+    var failedByClose: [Machine.Effect] = []
   }
 
   public let bearer: any ATTBearer
@@ -142,13 +145,17 @@ public final class ATTConnection: Sendable {
     state.withLock { $0.handlers.onValue = handler }
   }
 
-  /// Runs one input through the machine; wakes the parked watchdog when a deadline or the
-  /// end has come of it.
-  private func step(_ input: (inout Machine, () -> Duration) -> Machine.Effects) -> (Machine.Effects, Handlers) {
+  /// Runs one input through the machine, then `then` under the same lock with the effects it
+  /// produced; wakes the parked watchdog when a deadline or the end has come of it.
+  private func step(
+    _ input: (inout Machine, () -> Duration) -> Machine.Effects,
+    then: (inout State, inout Machine.Effects) -> Void = { _, _ in }
+  ) -> (Machine.Effects, Handlers) {
     let clock = self.clock
     let (effects, handlers, watchdog) = state.withLock {
       state -> (Machine.Effects, Handlers, CheckedContinuation<Void, Never>?) in
-      let effects = input(&state.machine, { clock.now })
+      var effects = input(&state.machine, { clock.now })
+      then(&state, &effects)
       let wake = state.machine.deadline != nil || state.machine.closed != nil
       return (effects, state.handlers, wake ? state.parkedWatchdog.take() : nil)
     }
@@ -210,17 +217,30 @@ public final class ATTConnection: Sendable {
         if logger.enabled(.trace) { logger.trace("\(bearer.name) < \(Hex.encode(bytes))") }
         await perform(step { machine, now in machine.received(bytes, now: now) })
       }
-      await perform(step { machine, _ in machine.close(.disconnected) })
+      // In one step with the machine's end, so a close() meanwhile leaves nothing behind.
+      var failedByClose: [Machine.Effect] = []
+      let (effects, handlers) = step { machine, _ in
+        machine.close(.disconnected)
+      } then: { state, _ in
+        failedByClose = state.failedByClose
+        state.failedByClose = []
+      }
+      for effect in failedByClose { await perform(effect, handlers) }
+      await perform(effects, handlers)
       group.cancelAll()
     }
   }
 
-  /// Closes the bearer; `run()` then returns. What was outstanding fails with
-  /// `.disconnected`.
+  /// Closes the bearer; `run()` then returns. Requests from now on fail at once; what was
+  /// outstanding fails with `.disconnected` on the receive loop, as `run()` ends.
   public func close() {
     bearer.close()
-    let effects = step { machine, _ in machine.close(.disconnected) }
-    if !effects.0.isEmpty { Task { await perform(effects) } }
+    _ = step { machine, _ in
+      machine.close(.disconnected)
+    } then: { state, effects in
+      state.failedByClose += effects
+      effects = []
+    }
   }
 
   // MARK: - Sending

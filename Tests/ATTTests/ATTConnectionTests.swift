@@ -231,6 +231,23 @@ private let readRequest = ATTPDU.readRequest(ReadRequest(handle: 3))
     await #expect(throws: ATTError.disconnected) { try await h.connection.request(readRequest) }
   }
 
+  /// close() fails what is outstanding as the receive loop ends (an answer callback may
+  /// send, so it runs there), and what is asked after it at once.
+  @Test func closeFailsWhatIsPendingOnTheReceiveLoop() async throws {
+    let h = Harness()
+    let request = Task { try await h.connection.request(readRequest) }
+    _ = try await h.next()
+    let called = AsyncStream<Result<ATTPDU, ATTError>>.makeStream()
+    await h.connection.request(readRequest) { called.continuation.yield($0) }
+    h.connection.close()
+    #expect(h.connection.closedReason == .disconnected)
+    await #expect(throws: ATTError.disconnected) { try await h.connection.request(readRequest) }
+    await #expect(throws: ATTError.disconnected) { try await request.value }
+    var results = called.stream.makeAsyncIterator()
+    await #expect(throws: ATTError.disconnected) { try await results.next()?.get() }
+    await h.task.value
+  }
+
   @Test func requestsWithoutServerAreRefused() async throws {
     let h = Harness()
     try await h.peer.send([0x0A, 0x01, 0x00])
