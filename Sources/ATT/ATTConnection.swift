@@ -81,13 +81,10 @@ public final class ATTConnection: Sendable {
   public typealias Options = ATTOptions
   /// Who takes a transaction's answer.
   public typealias Answer = @Sendable (Result<ATTPDU, ATTError>) async -> Void
-  typealias Machine = ATTMachine<Waiter>
+  /// Each transaction's waiter is the callback that takes its answer; a caller that awaits
+  /// one has its callback hand it over (`Answered`).
+  typealias Machine = ATTMachine<Answer>
 
-  /// Who takes a transaction's answer: a callback, or a caller awaiting it.
-  enum Waiter: Sendable {
-    case callback(Answer)
-    case caller(Answered)
-  }
 
   /// What performing one step's effects may need, read under the step's lock.
   private struct Handlers {
@@ -190,8 +187,7 @@ public final class ATTConnection: Sendable {
       } catch {
         await perform(step { machine, now in machine.sendFailed(indication: indication, now: now()) })
       }
-    case .complete(.callback(let answer), let result): await answer(result)
-    case .complete(.caller(let answered), let result): answered.take(result)
+    case .complete(let answer, let result): await answer(result)
     case .serve(let pdu): await serve(pdu, handlers.server)
     case .deliver(let event): await handlers.onValue?(event)
     case .close(let reason):
@@ -269,14 +265,14 @@ public final class ATTConnection: Sendable {
   /// the link closed. Lets an engine that lives on the receive loop keep its order without
   /// a task switch per request, and never wait for a turn only the receive loop can free.
   public func request(_ pdu: ATTPDU, onAnswer: @escaping Answer) async {
-    await perform(step { machine, now in machine.request(pdu, waiter: .callback(onAnswer), now: now()) })
+    await perform(step { machine, now in machine.request(pdu, waiter: onAnswer, now: now()) })
   }
 
   /// Sends a request and returns the peer's answer. An Error Response throws
   /// `.errorResponse`; an answer of the wrong kind throws `.invalidResponse`.
   public func request(_ pdu: ATTPDU) async throws(ATTError) -> ATTPDU {
     let answer = Answered()
-    await perform(step { machine, now in machine.request(pdu, waiter: .caller(answer), now: now()) })
+    await request(pdu) { answer.take($0) }
     return try await answer.result.get()
   }
 
@@ -293,7 +289,7 @@ public final class ATTConnection: Sendable {
   public func indicate(handle: UInt16, value: [UInt8], onConfirmation: @escaping Answer) async {
     await perform(
       step { machine, now in
-        machine.indicate(handle: handle, value: value, waiter: .callback(onConfirmation), now: now())
+        machine.indicate(handle: handle, value: value, waiter: onConfirmation, now: now())
       })
   }
 
@@ -301,8 +297,7 @@ public final class ATTConnection: Sendable {
   /// loop (a server handler, a value handler): the confirmation comes through it.
   public func indicate(handle: UInt16, value: [UInt8]) async throws(ATTError) {
     let answer = Answered()
-    await perform(
-      step { machine, now in machine.indicate(handle: handle, value: value, waiter: .caller(answer), now: now()) })
+    await indicate(handle: handle, value: value) { answer.take($0) }
     _ = try await answer.result.get()
   }
 
