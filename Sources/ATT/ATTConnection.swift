@@ -85,7 +85,6 @@ public final class ATTConnection: Sendable {
   /// one has its callback hand it over (`Answered`).
   typealias Machine = ATTMachine<Answer>
 
-
   /// What performing one step's effects may need, read under the step's lock.
   private struct Handlers {
     var server: (any ATTServerHandler)?
