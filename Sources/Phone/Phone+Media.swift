@@ -81,7 +81,7 @@ extension Phone {
   /// `change` returned.
   @discardableResult
   public func changeMedia<T>(_ change: (inout MediaPlayer, _ now: Double) -> T) async -> T {
-    let (result, senders) = state.withLock { state -> (T, [ObjectIdentifier]) in
+    let (result, senders) = state.withLock { state -> (T, [Sender]) in
       // Read under the lock: changes take their times in the order they are made, and what
       // they change is queued for each accessory in that order too.
       let now = mediaNow
@@ -91,7 +91,7 @@ extension Phone {
       let after = state.player.values(at: now)
       let changed = Set(EntityAttribute.all.filter { before[$0] != after[$0] })
       let keys = state.sessions.sorted { $0.value.id < $1.value.id }.map(\.key)
-      var senders: [ObjectIdentifier] = []
+      var senders: [Sender] = []
       for key in keys {
         guard let attributes = state.sessions[key]?.media.registered(among: changed), !attributes.isEmpty else {
           continue
@@ -217,7 +217,7 @@ extension Phone {
   /// the lock. Returns the accessory when the caller must send them (`deliver`).
   private func queueValues(
     _ attributes: [EntityAttribute], for key: ObjectIdentifier, at now: Double, in state: inout State
-  ) -> [ObjectIdentifier] {
+  ) -> [Sender] {
     guard let handles = mediaHandles, let gatt = state.sessions[key]?.gatt else { return [] }
     let capacity = gatt.connection.mtu - 3
     let updates = attributes.map { attribute in
@@ -230,7 +230,7 @@ extension Phone {
 
   /// Queues the commands the player takes now for every accessory, or `only` one (sent to
   /// those subscribed to Remote Command); under the lock. Returns those the caller must send.
-  private func queueCommands(in state: inout State, only key: ObjectIdentifier? = nil) -> [ObjectIdentifier] {
+  private func queueCommands(in state: inout State, only key: ObjectIdentifier? = nil) -> [Sender] {
     guard let handles = mediaHandles else { return [] }
     let commands = Outgoing(
       handle: handles.remoteCommand, value: SupportedCommands(state.player.supportedCommands).encoded())

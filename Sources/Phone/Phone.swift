@@ -82,6 +82,13 @@ public final class Phone: Sendable {
     var value: [UInt8]
   }
 
+  /// A session whose outbox the caller must send (`deliver`): nobody was sending it.
+  struct Sender: Sendable {
+    var key: ObjectIdentifier
+    /// The session's number: the key alone may name a later session.
+    var id: Int
+  }
+
   struct State {
     var center = NotificationCenter()
     var battery: UInt8 = 80
@@ -283,7 +290,7 @@ public final class Phone: Sendable {
   @discardableResult
   public func post(_ notification: PhoneNotification) async -> PhoneNotification {
     if quirks.retractUID {
-      let (phantom, senders) = state.withLock { state -> (NotificationSourceEvent, [ObjectIdentifier]) in
+      let (phantom, senders) = state.withLock { state -> (NotificationSourceEvent, [Sender]) in
         var ghost = notification
         ghost.title = "(retracted)"
         let posted = state.center.post(ghost)
@@ -307,7 +314,7 @@ public final class Phone: Sendable {
   /// Changes a notification and announces Modified. Nil when the UID does not exist.
   @discardableResult
   public func modify(_ uid: UInt32, _ change: @Sendable (inout PhoneNotification) -> Void) async -> PhoneNotification? {
-    let result = state.withLock { state -> (PhoneNotification, [ObjectIdentifier])? in
+    let result = state.withLock { state -> (PhoneNotification, [Sender])? in
       guard let changed = state.center.modify(state.renamedUIDs[uid] ?? uid, change) else { return nil }
       return (changed, announce(state.center.event(.modified, for: changed), in: &state))
     }
@@ -319,7 +326,7 @@ public final class Phone: Sendable {
   /// Removes a notification and announces Removed. False when the UID does not exist.
   @discardableResult
   public func remove(_ uid: UInt32) async -> Bool {
-    let senders = state.withLock { state -> [ObjectIdentifier]? in
+    let senders = state.withLock { state -> [Sender]? in
       guard let removed = state.center.remove(state.renamedUIDs[uid] ?? uid) else { return nil }
       return quirks.loseRemoved ? [] : announce(state.center.event(.removed, for: removed), in: &state)
     }
@@ -403,11 +410,11 @@ public final class Phone: Sendable {
   /// pre-existing report instead, so nothing is announced twice); returns the sessions the
   /// caller must now send (`deliver`), those nobody is sending yet.
   func announce(_ event: NotificationSourceEvent, in state: inout State, except skipped: ObjectIdentifier? = nil)
-    -> [ObjectIdentifier]
+    -> [Sender]
   {
     guard let source = ancsHandles?.source else { return [] }
     let event = Outgoing(handle: source, value: quirked(policy.live(event)).encoded())
-    var senders: [ObjectIdentifier] = []
+    var senders: [Sender] = []
     for (key, session) in state.sessions where session.started && !session.silent && key != skipped {
       if let sender = Self.enqueue([event], for: key, in: &state) { senders.append(sender) }
     }
@@ -416,28 +423,28 @@ public final class Phone: Sendable {
 
   /// Queues notifications for one session; returns it when the caller must send them
   /// (nobody is).
-  static func enqueue(_ notifications: [Outgoing], for key: ObjectIdentifier, in state: inout State)
-    -> ObjectIdentifier?
-  {
-    guard var session = state.sessions[key] else { return nil }
-    for notification in notifications { session.outbox.append(notification) }
-    let idle = !session.sending
-    session.sending = true
-    state.sessions[key] = session
-    return idle ? key : nil
+  static func enqueue(_ notifications: [Outgoing], for key: ObjectIdentifier, in state: inout State) -> Sender? {
+    // In place: a copy of the session would copy its outbox.
+    guard let id = state.sessions[key]?.id, let sending = state.sessions[key]?.sending else { return nil }
+    for notification in notifications { state.sessions[key]?.outbox.append(notification) }
+    state.sessions[key]?.sending = true
+    return sending ? nil : Sender(key: key, id: id)
   }
 
   /// Queues one notification for every session, in session order; returns those the caller
   /// must send.
-  static func enqueueForEach(_ notification: Outgoing, in state: inout State) -> [ObjectIdentifier] {
+  static func enqueueForEach(_ notification: Outgoing, in state: inout State) -> [Sender] {
     state.sessions.sorted { $0.value.id < $1.value.id }.compactMap { enqueue([notification], for: $0.key, in: &state) }
   }
 
   /// Sends what the sessions' outboxes hold, each in order, until each is empty; what others
   /// queue meanwhile goes too. A subscription dropped meanwhile sends nothing.
-  func deliver(_ senders: [ObjectIdentifier]) async {
-    for key in senders {
+  func deliver(_ senders: [Sender]) async {
+    for sender in senders {
+      let key = sender.key
       while let (next, gatt) = state.withLock({ state -> (Outgoing, GATTSession)? in
+        // A session that ended is gone, and another may have taken its key since.
+        guard state.sessions[key]?.id == sender.id else { return nil }
         guard let next = state.sessions[key]?.outbox.popFirst(), let gatt = state.sessions[key]?.gatt else {
           state.sessions[key]?.sending = false
           return nil

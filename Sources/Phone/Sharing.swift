@@ -48,6 +48,7 @@ extension Phone {
   /// subscribed while blocked) for each one changed.
   private func setSharing(_ id: Int?, to allowed: Bool) -> [(Int, GATTSession, Bool)] {
     if !allowed && !policy.honoursRevocation { return [] }
+    let source = ancsHandles?.source
     return state.withLock { state in
       if id == nil { state.sharingPolicy = allowed ? .allow : .deny }
       var changed: [(Int, GATTSession, Bool)] = []
@@ -58,8 +59,10 @@ extension Phone {
           // The session stops; a subscription still in place waits for sharing again.
           session.waitingForSharing = session.started || session.waitingForSharing
           session.started = false
-          // What was queued and not sent yet is not sent.
-          session.outbox = FIFO()
+          // The events queued and not sent yet are not sent (the rest of the outbox goes).
+          var kept = FIFO<Outgoing>()
+          while let next = session.outbox.popFirst() { if next.handle != source { kept.append(next) } }
+          session.outbox = kept
         }
         if let name = session.name { state.sharingDecisions[name] = allowed }
         state.sessions[key] = session
