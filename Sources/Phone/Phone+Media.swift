@@ -31,7 +31,8 @@ extension Phone {
           write: { [unowned self] session, bytes in remoteCommand(session, bytes) },
           subscribed: { [unowned self] session, value in
             guard value.contains(.notifications) else { return }
-            await deliver(state.withLock { queueCommands(in: &$0, only: ObjectIdentifier(session)) })
+            let handles = mediaHandles
+            await deliver(state.withLock { queueCommands(handles, in: &$0, only: ObjectIdentifier(session)) })
           }),
         CharacteristicDefinition(
           uuid: IPhoneUUID.entityUpdate, properties: [.write, .notify], security: policy.mediaSecurity,
@@ -45,7 +46,11 @@ extension Phone {
   }
 
   /// Value handles of Remote Command and Entity Update, when AMS is published.
-  var mediaHandles: (remoteCommand: UInt16, entityUpdate: UInt16)? {
+  typealias MediaHandles = (remoteCommand: UInt16, entityUpdate: UInt16)
+
+  /// Value handles of Remote Command and Entity Update, when AMS is published. Read before
+  /// taking the state lock, never under it (see `announce`).
+  var mediaHandles: MediaHandles? {
     guard let handles = server.handles(of: IPhoneUUID.ams), handles.count == 3 else { return nil }
     return (handles[0].value, handles[1].value)
   }
@@ -81,6 +86,7 @@ extension Phone {
   /// `change` returned.
   @discardableResult
   public func changeMedia<T>(_ change: (inout MediaPlayer, _ now: Double) -> T) async -> T {
+    let handles = mediaHandles
     let (result, senders) = state.withLock { state -> (T, [Sender]) in
       // Read under the lock: changes take their times in the order they are made, and what
       // they change is queued for each accessory in that order too.
@@ -96,9 +102,9 @@ extension Phone {
         guard let attributes = state.sessions[key]?.media.registered(among: changed), !attributes.isEmpty else {
           continue
         }
-        senders += queueValues(attributes, for: key, at: now, in: &state)
+        senders += queueValues(attributes, handles, for: key, at: now, in: &state)
       }
-      if commandsBefore != state.player.supportedCommands { senders += queueCommands(in: &state) }
+      if commandsBefore != state.player.supportedCommands { senders += queueCommands(handles, in: &state) }
       scheduleTrackEnd(&state)
       return (result, senders)
     }
@@ -166,10 +172,12 @@ extension Phone {
       // current values follow.
       .accepted(then: { [self] in
         let key = ObjectIdentifier(gatt)
+        let handles = mediaHandles
         await deliver(
           state.withLock { state in
             state.sessions[key]?.media.registrations[registration.entity] = registration.pairs.map(\.attribute)
-            return policy.tellsCurrentValues ? queueValues(registration.pairs, for: key, at: mediaNow, in: &state) : []
+            return policy.tellsCurrentValues
+              ? queueValues(registration.pairs, handles, for: key, at: mediaNow, in: &state) : []
           })
       })
     }
@@ -216,9 +224,10 @@ extension Phone {
   /// they are at `now`, each cut to one notification (an absent value is sent empty); under
   /// the lock. Returns the accessory when the caller must send them (`deliver`).
   private func queueValues(
-    _ attributes: [EntityAttribute], for key: ObjectIdentifier, at now: Double, in state: inout State
+    _ attributes: [EntityAttribute], _ handles: MediaHandles?, for key: ObjectIdentifier, at now: Double,
+    in state: inout State
   ) -> [Sender] {
-    guard let handles = mediaHandles, let gatt = state.sessions[key]?.gatt else { return [] }
+    guard let handles, let gatt = state.sessions[key]?.gatt else { return [] }
     let capacity = gatt.connection.mtu - 3
     let updates = attributes.map { attribute in
       var update = EntityUpdate(attribute, text: state.player.value(of: attribute, at: now) ?? "", capacity: capacity)
@@ -230,8 +239,10 @@ extension Phone {
 
   /// Queues the commands the player takes now for every accessory, or `only` one (sent to
   /// those subscribed to Remote Command); under the lock. Returns those the caller must send.
-  private func queueCommands(in state: inout State, only key: ObjectIdentifier? = nil) -> [Sender] {
-    guard let handles = mediaHandles else { return [] }
+  private func queueCommands(_ handles: MediaHandles?, in state: inout State, only key: ObjectIdentifier? = nil)
+    -> [Sender]
+  {
+    guard let handles else { return [] }
     let commands = Outgoing(
       handle: handles.remoteCommand, value: SupportedCommands(state.player.supportedCommands).encoded())
     guard let key else { return Self.enqueueForEach(commands, in: &state) }

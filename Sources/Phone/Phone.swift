@@ -289,6 +289,7 @@ public final class Phone: Sendable {
   /// Posts a notification and announces it to every session. Returns it with its UID.
   @discardableResult
   public func post(_ notification: PhoneNotification) async -> PhoneNotification {
+    let source = ancsHandles?.source
     if quirks.retractUID {
       let (phantom, senders) = state.withLock { state -> (NotificationSourceEvent, [Sender]) in
         var ghost = notification
@@ -297,7 +298,7 @@ public final class Phone: Sendable {
         let event = state.center.event(.added, for: posted)
         _ = state.center.remove(posted.uid)
         state.retracted.insert(posted.uid)
-        return (event, announce(event, in: &state))
+        return (event, announce(event, to: source, in: &state))
       }
       emit(.quirk("retract-uid: announced UID \(phantom.notificationUID) and retracted it"))
       await deliver(senders)
@@ -305,7 +306,7 @@ public final class Phone: Sendable {
     let (posted, senders) = state.withLock { state in
       let posted = state.center.post(notification)
       let event = state.center.event(.added, for: posted, extraFlags: quirks.preExistingOnNew ? .preExisting : [])
-      return (posted, announce(event, in: &state))
+      return (posted, announce(event, to: source, in: &state))
     }
     await deliver(senders)
     return posted
@@ -314,9 +315,10 @@ public final class Phone: Sendable {
   /// Changes a notification and announces Modified. Nil when the UID does not exist.
   @discardableResult
   public func modify(_ uid: UInt32, _ change: @Sendable (inout PhoneNotification) -> Void) async -> PhoneNotification? {
+    let source = ancsHandles?.source
     let result = state.withLock { state -> (PhoneNotification, [Sender])? in
       guard let changed = state.center.modify(state.renamedUIDs[uid] ?? uid, change) else { return nil }
-      return (changed, announce(state.center.event(.modified, for: changed), in: &state))
+      return (changed, announce(state.center.event(.modified, for: changed), to: source, in: &state))
     }
     guard let (changed, senders) = result else { return nil }
     await deliver(senders)
@@ -326,9 +328,10 @@ public final class Phone: Sendable {
   /// Removes a notification and announces Removed. False when the UID does not exist.
   @discardableResult
   public func remove(_ uid: UInt32) async -> Bool {
+    let source = ancsHandles?.source
     let senders = state.withLock { state -> [Sender]? in
       guard let removed = state.center.remove(state.renamedUIDs[uid] ?? uid) else { return nil }
-      return quirks.loseRemoved ? [] : announce(state.center.event(.removed, for: removed), in: &state)
+      return quirks.loseRemoved ? [] : announce(state.center.event(.removed, for: removed), to: source, in: &state)
     }
     guard let senders else { return false }
     if quirks.loseRemoved {
@@ -409,10 +412,13 @@ public final class Phone: Sendable {
   /// that made the change (a session that starts later has the notification in its
   /// pre-existing report instead, so nothing is announced twice); returns the sessions the
   /// caller must now send (`deliver`), those nobody is sending yet.
-  func announce(_ event: NotificationSourceEvent, in state: inout State, except skipped: ObjectIdentifier? = nil)
-    -> [Sender]
-  {
-    guard let source = ancsHandles?.source else { return [] }
+  /// `source` is the Notification Source's value handle, read before the lock: the GATT
+  /// server's lock is never taken under the phone's (a read handler runs under the server's
+  /// and takes the phone's).
+  func announce(
+    _ event: NotificationSourceEvent, to source: UInt16?, in state: inout State, except skipped: ObjectIdentifier? = nil
+  ) -> [Sender] {
+    guard let source else { return [] }
     let event = Outgoing(handle: source, value: quirked(policy.live(event)).encoded())
     var senders: [Sender] = []
     for (key, session) in state.sessions where session.started && !session.silent && key != skipped {
@@ -538,18 +544,20 @@ public final class Phone: Sendable {
   /// a change is either in the report or announced after it, never both, never before it.
   func startSession(_ gatt: GATTSession) async {
     let key = ObjectIdentifier(gatt)
+    let source = ancsHandles?.source
     let (id, count, renamed, senders) = state.withLock { state in
       let renamed = quirks.callNewUID ? Self.renameCalls(&state) : []
       // Other watches, whose sessions go on, see the old UID go and the new one come.
       var senders = renamed.flatMap {
-        announce($0.removed, in: &state, except: key) + announce($0.added, in: &state, except: key)
+        announce($0.removed, to: source, in: &state, except: key)
+          + announce($0.added, to: source, in: &state, except: key)
       }
       state.sessions[key]?.started = true
       state.sessions[key]?.waitingForSharing = false
       let report = state.center.notifications.map {
         quirked(state.center.event(.added, for: $0, extraFlags: policy.preExistingFlag)).encoded()
       }
-      if let source = ancsHandles?.source,
+      if let source,
         let sender = Self.enqueue(report.map { Outgoing(handle: source, value: $0) }, for: key, in: &state)
       {
         senders.append(sender)
