@@ -421,7 +421,9 @@ public final class Phone: Sendable {
     guard let source else { return [] }
     let event = Outgoing(handle: source, value: quirked(policy.live(event)).encoded())
     var senders: [Sender] = []
-    for (key, session) in state.sessions where session.started && !session.silent && key != skipped {
+    // The keys first: iterating the sessions while writing them would copy each outbox.
+    let keys = state.sessions.filter { $0.value.started && !$0.value.silent && $0.key != skipped }.map(\.key)
+    for key in keys {
       if let sender = Self.enqueue([event], for: key, in: &state) { senders.append(sender) }
     }
     return senders
@@ -440,7 +442,9 @@ public final class Phone: Sendable {
   /// Queues one notification for every session, in session order; returns those the caller
   /// must send.
   static func enqueueForEach(_ notification: Outgoing, in state: inout State) -> [Sender] {
-    state.sessions.sorted { $0.value.id < $1.value.id }.compactMap { enqueue([notification], for: $0.key, in: &state) }
+    // The keys first: holding the sessions while writing them would copy each outbox.
+    let keys = state.sessions.sorted { $0.value.id < $1.value.id }.map(\.key)
+    return keys.compactMap { enqueue([notification], for: $0, in: &state) }
   }
 
   /// Sends what the sessions' outboxes hold, each in order, until each is empty; what others

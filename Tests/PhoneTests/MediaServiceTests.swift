@@ -176,7 +176,7 @@ import Testing
     #expect(try Self.update(await updates.next(isolation: nil)).text == "0.5", "its current value")
     let made = Locked<[String]>([])
     await withTaskGroup(of: Void.self) { group in
-      for step in 1...200 {
+      for step in 1...200 where step != 128 {  // 128/256 is the starting volume: no change
         group.addTask {
           await phone.changeMedia { player, _ in
             player.setVolume(Double(step) / 256)
@@ -186,7 +186,7 @@ import Testing
       }
     }
     var told: [String] = []
-    while told.count < 200, let bytes = await updates.next(isolation: nil) { told.append(try Self.update(bytes).text) }
+    while told.count < 199, let bytes = await updates.next(isolation: nil) { told.append(try Self.update(bytes).text) }
     let order = made.withLock { $0 }
     #expect(told == order, "first told out of order: \(told.indices.first { told[$0] != order[$0] } ?? -1)")
   }
