@@ -1,3 +1,5 @@
+import Runtime
+
 /// Runs `body` until it returns or `deadline` passes on `clock`, whichever comes first; at the
 /// deadline (or when the caller is cancelled) `body`'s task is cancelled, and `body` must then
 /// return promptly (nil), as `Inbox.next()` does. Returns what `body` returned. The one
@@ -17,5 +19,84 @@ package func withDeadline<T: Sendable>(
     await work.value
   } onCancel: {
     work.cancel()
+  }
+}
+
+/// The one timer of an owner that keeps its deadlines in its own state (the HCI host's
+/// commands, SMP's 30-second timers): `run` sleeps until the earliest deadline the owner
+/// reports, tells it the time, and asks again; while there is none it parks, costing
+/// nothing. The owner calls `wake(for:)` whenever it sets a deadline: a parked loop starts,
+/// and a sleep to a later deadline is cut short. So no deadline costs a task of its own, and
+/// an owner told the time early (a cut sleep) finds nothing due and loses nothing.
+package final class Watchdog: Sendable {
+  private struct State {
+    /// A deadline was set since the loop last asked the owner.
+    var woken = false
+    var parked: CheckedContinuation<Void, Never>?
+    /// The deadline slept to, and the sleep.
+    var sleeping: (until: Duration, task: Task<Void, Never>)?
+    var ended = false
+  }
+
+  private let clock: any EngineClock
+  private let state = Locked(State())
+
+  package init(clock: any EngineClock) { self.clock = clock }
+
+  /// The owner set `deadline`.
+  package func wake(for deadline: Duration) {
+    let (parked, cut) = state.withLock { state -> (CheckedContinuation<Void, Never>?, Task<Void, Never>?) in
+      state.woken = true
+      guard let sleeping = state.sleeping, deadline < sleeping.until else { return (state.parked.take(), nil) }
+      state.sleeping = nil
+      return (state.parked.take(), sleeping.task)
+    }
+    parked?.resume()
+    cut?.cancel()
+  }
+
+  /// Runs until its task is cancelled: `next` reads the owner's earliest deadline (nil:
+  /// none), and `fire` is called with the time once one has passed.
+  package func run(next: () -> Duration?, fire: (Duration) -> Void) async {
+    await withTaskCancellationHandler {
+      while !state.withLock({ $0.ended }) {
+        state.withLock { $0.woken = false }
+        guard let deadline = next() else {
+          await park()
+          continue
+        }
+        let clock = self.clock
+        let sleep = state.withLock { state -> Task<Void, Never>? in
+          // A deadline set since `next` may be earlier: ask again.
+          guard !state.woken, !state.ended else { return nil }
+          let task = Task { _ = try? await clock.sleep(until: deadline) }
+          state.sleeping = (deadline, task)
+          return task
+        }
+        guard let sleep else { continue }
+        await sleep.value
+        state.withLock { $0.sleeping = nil }
+        let now = clock.now
+        if now >= deadline, !state.withLock({ $0.ended }) { fire(now) }
+      }
+    } onCancel: {
+      let (parked, sleep) = state.withLock { state in
+        state.ended = true
+        return (state.parked.take(), state.sleeping.take()?.task)
+      }
+      parked?.resume()
+      sleep?.cancel()
+    }
+  }
+
+  private func park() async {
+    await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+      let now = state.withLock { state -> Bool in
+        if state.woken || state.ended { return true }
+        state.parked = continuation
+        return false
+      }
+      if now { continuation.resume() }
+    }
   }
 }

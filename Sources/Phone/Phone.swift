@@ -74,6 +74,17 @@ public final class Phone: Sendable {
     var silent = false
     /// What this accessory asked of the Apple Media Service.
     var media = MediaSession()
+
+    /// The ANCS session stops (sharing revoked, Notification Source unsubscribed): the
+    /// Notification Source events queued and not sent yet are dropped, so a session that
+    /// starts again begins with its pre-existing report, not with events told before it;
+    /// the rest of the outbox (AMS, battery, time) still goes.
+    mutating func stop(source: UInt16?) {
+      started = false
+      var kept = FIFO<Outgoing>()
+      while let next = outbox.popFirst() { if next.handle != source { kept.append(next) } }
+      outbox = kept
+    }
   }
 
   /// One notification waiting in a session's outbox.
@@ -430,10 +441,12 @@ public final class Phone: Sendable {
   }
 
   /// Queues notifications for one session; returns it when the caller must send them
-  /// (nobody is).
+  /// (nobody is). Nothing to queue makes nobody the sender: an empty report must not make
+  /// the caller (a handler on the receive loop) send what others queue meanwhile.
   static func enqueue(_ notifications: [Outgoing], for key: ObjectIdentifier, in state: inout State) -> Sender? {
     // In place: a copy of the session would copy its outbox.
-    guard let id = state.sessions[key]?.id, let sending = state.sessions[key]?.sending else { return nil }
+    guard !notifications.isEmpty, let id = state.sessions[key]?.id, let sending = state.sessions[key]?.sending
+    else { return nil }
     for notification in notifications { state.sessions[key]?.outbox.append(notification) }
     state.sessions[key]?.sending = true
     return sending ? nil : Sender(key: key, id: id)
@@ -518,9 +531,10 @@ public final class Phone: Sendable {
     }
     if revived { emit(.quirk("silent-source: the Notification Source CCCD was written again; events resume")) }
     guard value.contains(.notifications) else {
+      let source = ancsHandles?.source
       let (ended, id) = state.withLock { state -> (Bool, Int) in
         let ended = state.sessions[key]?.started ?? false
-        state.sessions[key]?.started = false
+        state.sessions[key]?.stop(source: source)
         state.sessions[key]?.waitingForSharing = false
         return (ended, state.sessions[key]?.id ?? 0)
       }

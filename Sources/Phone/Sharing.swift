@@ -58,11 +58,7 @@ extension Phone {
         if !allowed {
           // The session stops; a subscription still in place waits for sharing again.
           session.waitingForSharing = session.started || session.waitingForSharing
-          session.started = false
-          // The events queued and not sent yet are not sent (the rest of the outbox goes).
-          var kept = FIFO<Outgoing>()
-          while let next = session.outbox.popFirst() { if next.handle != source { kept.append(next) } }
-          session.outbox = kept
+          session.stop(source: source)
         }
         if let name = session.name { state.sharingDecisions[name] = allowed }
         state.sessions[key] = session

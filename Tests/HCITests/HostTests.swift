@@ -101,7 +101,7 @@ struct HostCommandTests {
 
     let second = Task { try await host.execute(SetEventMask(eventMask: 1)) }
     let third = Task { try await host.execute(LESetEventMask(leEventMask: 1)) }
-    await clock.waitForSleepers(2)  // both submitted and waiting
+    while host.commandBacklog.queued < 2 { await Task.yield() }  // both submitted and waiting
     #expect(host.commandBacklog == (queued: 2, inFlight: 0))
 
     fake.complete(HCIOpcode(rawValue: 0), [], credits: 2)  // credits only (opcode 0x0000)
@@ -124,7 +124,7 @@ struct HostCommandTests {
     let clock = ManualClock()
     let (fake, host) = try await startHost(settings, clock: clock)
     let waiting = Task { try await host.execute(ReadBufferSize()) }
-    await clock.waitForSleepers(1)
+    while host.commandBacklog.inFlight < 1 { await Task.yield() }
     clock.advance(by: .seconds(2))
     let result = await waiting.result
     #expect(
@@ -137,6 +137,38 @@ struct HostCommandTests {
     try await host.execute(Reset())
     #expect(await fake.nextCommand()?.opcode == ReadBufferSize.opcode)
     #expect(await fake.nextCommand()?.opcode == Reset.opcode)
+  }
+
+  @Test("commands share the host's one timer: five waiting put one sleeper on the clock; each fails at its deadline")
+  func commandsShareOneTimer() async throws {
+    var settings = FakeController.Settings()
+    settings.autoAnswer = false
+    let fake = FakeController(settings)
+    let clock = ManualClock()
+    let host = HCIHost(stream: fake, clock: clock)
+    let first = Task { try await host.execute(Reset()) }
+    #expect(await fake.nextCommand()?.opcode == Reset.opcode)
+    fake.complete(Reset.opcode, credits: 0)  // no credit left: what follows waits
+    _ = try await first.value
+
+    let early = (0..<3).map { _ in Task { try await host.execute(SetEventMask(eventMask: 1)) } }
+    while host.commandBacklog.queued < 3 { await Task.yield() }
+    clock.advance(by: .seconds(1))
+    let late = (0..<2).map { _ in Task { try await host.execute(LESetEventMask(leEventMask: 1)) } }
+    while host.commandBacklog.queued < 5 { await Task.yield() }
+    await clock.waitForSleepers(1)
+    for _ in 0..<100 { await Task.yield() }
+    #expect(clock.sleeperCount == 1)
+
+    clock.advance(by: .seconds(1))  // 2 s: the first three are past their deadline
+    let timeout = HCIHostError.commandTimeout(
+      command: SetEventMask.packetName, opcode: SetEventMask.opcode, timeout: .seconds(2))
+    for task in early { await #expect(throws: timeout) { try await task.value } }
+    #expect(host.commandBacklog == (queued: 2, inFlight: 0))
+    clock.advance(by: .seconds(1))  // 3 s: the last two
+    for task in late { await #expect(throws: HCIHostError.self) { try await task.value } }
+    #expect(host.commandBacklog == (queued: 0, inFlight: 0))
+    #expect(fake.commands.count == 0)  // none ever had a credit
   }
 
   @Test("a status other than success is a typed error with the command's name and the status")

@@ -1,5 +1,8 @@
 import ANCS
+import ATT
+import Links
 import Phone
+import Runtime
 import Testing
 
 /// The phone announces its changes in the order it made them, whoever makes them and from
@@ -52,5 +55,103 @@ import Testing
     #expect(seen.map(\.eventID) == Array(repeating: .removed, count: Self.count))
     #expect(Self.firstBreak(seen.map { Int($0.categoryCount) }, >) == nil, "CategoryCount")
     #expect(seen.last?.categoryCount == 0)
+  }
+}
+
+/// The phone's end of a link whose Notification Source notifications wait while `hold` is
+/// on: the phone's outbox fills behind the one being sent.
+private final class HeldBearer: ATTBearer {
+  private struct State {
+    var holding = true
+    var waiting: [CheckedContinuation<Void, Never>] = []
+  }
+  let inner: MemoryBearer
+  private let state = Locked(State())
+
+  init(_ inner: MemoryBearer) { self.inner = inner }
+
+  /// Notification Source notifications waiting to be sent.
+  var held: Int { state.withLock { $0.waiting.count } }
+
+  func release() {
+    let waiting = state.withLock { state in
+      state.holding = false
+      defer { state.waiting = [] }
+      return state.waiting
+    }
+    for continuation in waiting { continuation.resume() }
+  }
+
+  private func isSource(_ pdu: [UInt8]) -> Bool {
+    pdu.count >= 3 && pdu[0] == 0x1B && UInt16(pdu[1]) | UInt16(pdu[2]) << 8 == SharingTests.sourceValue
+  }
+
+  func send(_ pdu: [UInt8]) async throws(BearerError) {
+    if isSource(pdu) {
+      await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+        let now = state.withLock { state -> Bool in
+          if !state.holding { return true }
+          state.waiting.append(continuation)
+          return false
+        }
+        if now { continuation.resume() }
+      }
+    }
+    try await inner.send(pdu)
+  }
+
+  func sendNow(_ pdu: [UInt8]) throws(BearerError) -> Bool {
+    if isSource(pdu), state.withLock({ $0.holding }) { return false }
+    return try inner.sendNow(pdu)
+  }
+
+  func receive() async throws(BearerError) -> [UInt8]? { try await inner.receive() }
+  func receiveIfReady() -> [UInt8]? { inner.receiveIfReady() }
+  var securityLevel: SecurityLevel { inner.securityLevel }
+  func pair(_ level: SecurityLevel) async throws(BearerError) -> SecurityLevel { try await inner.pair(level) }
+  func close() { inner.close() }
+  var name: String { inner.name }
+}
+
+@Suite(.timeLimit(.minutes(1))) struct SessionRestartTests {
+  /// Events queued for a session that then unsubscribed are not sent when it subscribes again:
+  /// the new session begins with its pre-existing report, which already has them.
+  @Test func eventsQueuedBeforeAnUnsubscribeAreDroppedNotToldAfterTheNewReport() async throws {
+    let phone = try SharingTests.phone(.allow)
+    var phoneEvents = phone.events().makeAsyncIterator()
+    let (central, peripheral) = MemoryLink.pair()
+    let held = HeldBearer(central)
+    let connection = ATTConnection(bearer: peripheral)
+    let accessory = Accessory(phone, central: held, peripheral: peripheral, connection: connection)
+    let (events, sink) = AsyncStream<[UInt8]>.makeStream()
+    accessory.client.onValue(SharingTests.sourceValue) { sink.yield($0.value) }
+    _ = try await peripheral.pair(.encrypted)
+    try await accessory.client.configure(cccd: SharingTests.dataCCCD, .notifications)
+    try await accessory.client.configure(cccd: SharingTests.sourceCCCD, .notifications)
+    // The session starts after the Write Response: a post before would be in its report.
+    while let event = await phoneEvents.next(isolation: nil) {
+      if case .sessionStarted = event { break }
+    }
+
+    // The first event is held in the sending; the next two wait in the outbox behind it.
+    let first = Task { await phone.post(SharingTests.note("1")) }
+    while held.held < 1 { await Task.yield() }
+    await phone.post(SharingTests.note("2"))
+    await phone.post(SharingTests.note("3"))
+    try await accessory.client.configure(cccd: SharingTests.sourceCCCD, [])
+    try await accessory.client.configure(cccd: SharingTests.sourceCCCD, .notifications)
+    held.release()
+    await first.value
+
+    var iterator = events.makeAsyncIterator()
+    var told: [NotificationSourceEvent] = []
+    while told.count < 4, let bytes = await iterator.next(isolation: nil) {
+      told.append(try NotificationSourceEvent(decoding: bytes))
+    }
+    // The held one was on its way; after it, only the new session's report of all three.
+    #expect(!told[0].eventFlags.contains(.preExisting))
+    #expect(told.dropFirst().allSatisfy { $0.eventFlags.contains(.preExisting) })
+    #expect(told.dropFirst().map(\.notificationUID).sorted() == told.dropFirst().map(\.notificationUID))
+    await accessory.close()
   }
 }

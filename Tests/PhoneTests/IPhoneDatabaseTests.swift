@@ -23,7 +23,7 @@ struct Accessory {
   }
 
   /// Over a link made by the caller, `connection` on its peripheral end.
-  init(_ phone: Phone, central: MemoryBearer, peripheral: MemoryBearer, connection: ATTConnection) {
+  init(_ phone: Phone, central: any ATTBearer, peripheral: MemoryBearer, connection: ATTConnection) {
     self.connection = connection
     client = GATTClient(connection: connection)
     link = peripheral

@@ -1,11 +1,14 @@
 /// HCI command flow control (Vol 4 Part E 4.4): the host may send as many commands as the
 /// last Command Complete or Command Status allowed (Num_HCI_Command_Packets), and one before
-/// the first such event. Pure: takes inputs, returns the command packets to write now.
+/// the first such event. Each command also has a deadline, kept here with it: the host's one
+/// watchdog tells the flow the time (`timerFired(now:)`), and the commands past theirs are
+/// abandoned. Pure: takes inputs, returns the command packets to write now.
 struct CommandFlow: Sendable {
   private struct Queued: Sendable {
     var id: UInt64
     var opcode: HCIOpcode
     var packet: [UInt8]
+    var deadline: Duration
   }
 
   /// Commands the controller accepts now. "The Host shall assume that the Controller can
@@ -13,16 +16,32 @@ struct CommandFlow: Sendable {
   private(set) var credits = 1
   private var queued: [Queued] = []
   /// Sent and not yet answered, oldest first.
-  private var inFlight: [(id: UInt64, opcode: HCIOpcode)] = []
+  private var inFlight: [(id: UInt64, opcode: HCIOpcode, deadline: Duration)] = []
 
   /// Commands waiting for a credit.
   var queuedCount: Int { queued.count }
   var inFlightCount: Int { inFlight.count }
 
-  /// Queues a command; returns what may be written now.
-  mutating func submit(id: UInt64, opcode: HCIOpcode, packet: [UInt8]) -> [[UInt8]] {
-    queued.append(Queued(id: id, opcode: opcode, packet: packet))
+  /// The earliest deadline of a command queued or in flight; nil when there is none.
+  var deadline: Duration? {
+    let waiting = queued.lazy.map(\.deadline).min()
+    let sent = inFlight.lazy.map(\.deadline).min()
+    guard let waiting, let sent else { return waiting ?? sent }
+    return min(waiting, sent)
+  }
+
+  /// Queues a command that must be answered by `deadline`; returns what may be written now.
+  mutating func submit(id: UInt64, opcode: HCIOpcode, packet: [UInt8], deadline: Duration) -> [[UInt8]] {
+    queued.append(Queued(id: id, opcode: opcode, packet: packet, deadline: deadline))
     return release()
+  }
+
+  /// The time is `now`: every command past its deadline is abandoned. Returns their ids,
+  /// oldest first, and what may be written now.
+  mutating func timerFired(now: Duration) -> (expired: [UInt64], send: [[UInt8]]) {
+    let expired = inFlight.filter { $0.deadline <= now }.map(\.id) + queued.filter { $0.deadline <= now }.map(\.id)
+    guard !expired.isEmpty else { return ([], []) }
+    return (expired, forget { $1 <= now })
   }
 
   /// A Command Complete or Command Status for `opcode` granting `credits`: the oldest command
@@ -39,11 +58,15 @@ struct CommandFlow: Sendable {
   /// answered, and with it the credit; like Linux after a command timeout, the host then
   /// assumes the controller takes one command again.
   mutating func abandon(id: UInt64) -> [[UInt8]] {
-    queued.removeAll { $0.id == id }
-    if let index = inFlight.firstIndex(where: { $0.id == id }) {
-      inFlight.remove(at: index)
-      credits = max(credits, 1)
-    }
+    forget { candidate, _ in candidate == id }
+  }
+
+  /// Forgets the commands `goes` picks by id and deadline; returns what may be written now.
+  private mutating func forget(_ goes: (_ id: UInt64, _ deadline: Duration) -> Bool) -> [[UInt8]] {
+    queued.removeAll { goes($0.id, $0.deadline) }
+    let sent = inFlight.count
+    inFlight.removeAll { goes($0.id, $0.deadline) }
+    if inFlight.count < sent { credits = max(credits, 1) }
     return release()
   }
 
@@ -61,7 +84,7 @@ struct CommandFlow: Sendable {
     while credits > 0, !queued.isEmpty {
       let next = queued.removeFirst()
       credits -= 1
-      inFlight.append((next.id, next.opcode))
+      inFlight.append((next.id, next.opcode, next.deadline))
       send.append(next.packet)
     }
     return send

@@ -103,17 +103,13 @@ public final class HCIConnection: ATTBearer {
 
   /// Disconnects with "remote user terminated connection" without waiting; `receive` returns
   /// nil at once.
-  public func close() {
+  public func close() { startDisconnect(reason: .remoteUserTerminatedConnection) }
+
+  /// Sends HCI_Disconnect with `reason` and returns without waiting (a failure is logged);
+  /// `receive` returns nil at once. For the reader's context, where waiting is not allowed.
+  public func startDisconnect(reason: HCIStatus) {
     guard beginDisconnect() else { return }
-    let host = self.host
-    let handle = self.handle
-    Task {
-      do {
-        try await host.start(Disconnect(connectionHandle: handle, reason: .remoteUserTerminatedConnection))
-      } catch {
-        host.logger.error("\(host.stream.name): disconnecting handle 0x\(hex16(handle)): \(error)")
-      }
-    }
+    host.post(Disconnect(connectionHandle: handle, reason: reason))
   }
 
   // MARK: Connection
@@ -154,16 +150,7 @@ public final class HCIConnection: ATTBearer {
 
   /// Sends a command for this connection from the reader's context, without waiting there
   /// (its answer only the reader can deliver); failures are logged.
-  public func sendCommand<C: HCICommand>(_ command: C) {
-    let host = self.host
-    Task {
-      do {
-        try await host.start(command)
-      } catch {
-        host.logger.error("\(host.stream.name): \(error)")
-      }
-    }
-  }
+  public func sendCommand<C: HCICommand>(_ command: C) { host.post(command) }
 
   /// Marks the bearer closed for ATT; false when it already was.
   private func beginDisconnect() -> Bool {
@@ -260,9 +247,16 @@ public protocol HCISecurityManager: Sendable {
   /// `pair` on the connection's bearer: returns the level reached once the link is encrypted.
   /// Unlike the other methods, this one is called by a task that may wait.
   func pair(_ level: SecurityLevel, on connection: HCIConnection) async throws(BearerError) -> SecurityLevel
+  /// The earliest time the manager must be told (`timerFired`); nil when none. A manager that
+  /// sets one wakes its host's timer (`HCIHost.watchdog`).
+  var deadline: Duration? { get }
+  /// The host's timer: the time is `now`, at or past `deadline`.
+  func timerFired(now: Duration, on host: HCIHost)
 }
 
 extension HCISecurityManager {
+  public var deadline: Duration? { nil }
+  public func timerFired(now: Duration, on host: HCIHost) {}
   public func encryptionChanged(_ event: EncryptionChange, on connection: HCIConnection) {}
   public func disconnected(_ connection: HCIConnection) {}
   public func pair(_ level: SecurityLevel, on connection: HCIConnection) async throws(BearerError) -> SecurityLevel {

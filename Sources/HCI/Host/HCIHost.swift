@@ -16,7 +16,9 @@ public enum CommandAnswer: Hashable, Sendable {
 /// Completed Packets flow control, and routes L2CAP's fixed channels of each connection
 /// (`HCIConnection`). Roles and set-up are in HCIHost+Roles.swift.
 ///
-/// One task reads the stream, another writes it; nothing a controller or peer sends can trap:
+/// One task reads the stream (and runs the host's one timer, `Watchdog`: the commands'
+/// deadlines and the security manager's), another writes it; nothing a controller or peer
+/// sends can trap:
 /// a malformed packet is logged and dropped, and an H4 desynchronisation (the stream cannot
 /// find packet boundaries again) or the end of the stream closes the host, failing every wait
 /// with `.closed(why)`.
@@ -35,10 +37,21 @@ public final class HCIHost: Sendable {
     case failed(HCIStatus, role: UInt8)
   }
 
+  /// Who takes a command's answer, or the error: the controller's answer, the deadline, the
+  /// host's end.
+  typealias Answer = @Sendable (Result<CommandAnswer, HCIHostError>) -> Void
+
+  /// A command sent or queued, and who takes its answer.
+  struct Pending {
+    var name: String
+    var opcode: HCIOpcode
+    var onAnswer: Answer
+  }
+
   struct State {
     var commands = CommandFlow()
     var nextID: UInt64 = 0
-    var answers: [UInt64: Inbox<CommandAnswer>] = [:]
+    var pending: [UInt64: Pending] = [:]
     var acl = ACLFlow(capacity: 1)
     /// The controller's LE_ACL_Data_Packet_Length; 27 (the LE minimum) until read.
     var aclPacketLength = 27
@@ -82,6 +95,8 @@ public final class HCIHost: Sendable {
   let capture: BtsnoopWriter?
   public let security: any HCISecurityManager
   let state = Locked(State())
+  /// The host's one timer.
+  let watchdog: Watchdog
   private let outbox = Inbox<H4Packet>()
   /// LE Connection Complete events, as connections or failures, for `accept` and `connect`.
   let connectionEvents = Inbox<ConnectionOutcome>()
@@ -101,7 +116,14 @@ public final class HCIHost: Sendable {
     self.logger = logger
     self.capture = capture
     self.security = security
-    Task { await self.readLoop() }
+    watchdog = Watchdog(clock: clock)
+    Task {
+      await withTaskGroup(of: Void.self) { group in
+        group.addTask { await self.watchdog.run(next: { self.deadline }, fire: { self.timerFired(now: $0) }) }
+        await self.readLoop()
+        group.cancelAll()
+      }
+    }
     Task { await self.writeLoop() }
   }
 
@@ -148,7 +170,26 @@ public final class HCIHost: Sendable {
   /// Sends a command that the controller answers with Command Status and completes later with
   /// an event (Create Connection, Disconnect, Connection Update); returns once it started.
   public func start<C: HCICommand>(_ command: C) async throws(HCIHostError) {
-    let answer = try await send(command.packet, name: C.packetName)
+    try Self.started(C.self, try await send(command.packet, name: C.packetName))
+  }
+
+  /// Sends a command that the controller answers with Command Status and completes later,
+  /// without waiting: a refusal or a failure is logged. For the reader's context (the security
+  /// manager's answers to the controller, a connection's end), where waiting is not allowed.
+  public func post<C: HCICommand>(_ command: C) {
+    let logger = self.logger
+    let name = stream.name
+    submit(command.packet, name: C.packetName) { result in
+      do throws(HCIHostError) {
+        try Self.started(C.self, try result.get())
+      } catch {
+        logger.error("\(name): \(error)")
+      }
+    }
+  }
+
+  /// Throws unless `answer` says the command started.
+  private static func started<C: HCICommand>(_: C.Type, _ answer: CommandAnswer) throws(HCIHostError) {
     let status: HCIStatus
     switch answer {
     case .status(let value): status = value
@@ -159,30 +200,76 @@ public final class HCIHost: Sendable {
 
   /// Sends one command packet when a credit allows, and awaits its answer.
   func send(_ packet: HCICommandPacket, name: String) async throws(HCIHostError) -> CommandAnswer {
-    let inbox = Inbox<CommandAnswer>()
+    let inbox = Inbox<Result<CommandAnswer, HCIHostError>>()
+    let id = submit(packet, name: name) { inbox.push($0) }
+    if let result = await inbox.next() { return try result.get() }
+    // Cancelled: the command is forgotten, unless its answer came meanwhile.
+    abandon(id)
+    if let result = inbox.nextIfReady() { return try result.get() }
+    throw .cancelled
+  }
+
+  /// Sends one command packet when a credit allows and returns its number; `onAnswer` runs
+  /// exactly once: on the reader with the controller's answer, on the watchdog when
+  /// `options.commandTimeout` passes first, or when the host closes or the command is
+  /// abandoned.
+  @discardableResult
+  func submit(_ packet: HCICommandPacket, name: String, onAnswer: @escaping Answer) -> UInt64 {
+    let deadline = clock.now + options.commandTimeout
     let submitted = state.withLock { state -> Result<(UInt64, [[UInt8]]), HCIHostError> in
       if let closed = state.closed { return .failure(.closed(closed)) }
       state.nextID += 1
-      state.answers[state.nextID] = inbox
-      return .success(
-        (state.nextID, state.commands.submit(id: state.nextID, opcode: packet.opcode, packet: packet.encoded)))
+      state.pending[state.nextID] = Pending(name: name, opcode: packet.opcode, onAnswer: onAnswer)
+      let writes = state.commands.submit(
+        id: state.nextID, opcode: packet.opcode, packet: packet.encoded, deadline: deadline)
+      return .success((state.nextID, writes))
     }
-    let (id, writes) = try submitted.get()
+    switch submitted {
+    case .failure(let error):
+      onAnswer(.failure(error))
+      return 0
+    case .success(let (id, writes)):
+      watchdog.wake(for: deadline)
+      for bytes in writes { output(H4Packet(type: .command, bytes: bytes)) }
+      return id
+    }
+  }
+
+  /// Forgets a command whose caller stopped waiting; its `onAnswer` is told `.cancelled`.
+  private func abandon(_ id: UInt64) {
+    let (pending, writes) = state.withLock { state in
+      (state.pending.removeValue(forKey: id), state.commands.abandon(id: id))
+    }
     for bytes in writes { output(H4Packet(type: .command, bytes: bytes)) }
-    let deadline = clock.now + options.commandTimeout
-    if let answer = await withDeadline(deadline, on: clock, { await inbox.next() }) { return answer }
-    let (late, writesAfter, closed) = state.withLock { state in
-      state.answers[id] = nil
-      // An answer delivered while the deadline passed is in the inbox already (pushed under
-      // this lock), so it is not lost.
-      return (inbox.count > 0, state.commands.abandon(id: id), state.closed)
+    pending?.onAnswer(.failure(.cancelled))
+  }
+
+  /// A security manager set `deadline`: the host's timer tells it the time then
+  /// (`HCISecurityManager.timerFired(now:on:)`).
+  public func wakeTimer(for deadline: Duration) { watchdog.wake(for: deadline) }
+
+  /// The earliest time the watchdog must tell the host: a command's deadline, or the
+  /// security manager's.
+  private var deadline: Duration? {
+    let commands = state.withLock { $0.commands.deadline }
+    guard let security = security.deadline else { return commands }
+    return min(commands ?? security, security)
+  }
+
+  /// The watchdog's call: the commands past their deadline fail, and the security manager
+  /// is told the time.
+  private func timerFired(now: Duration) {
+    let (expired, writes) = state.withLock { state -> ([Pending], [[UInt8]]) in
+      let (ids, writes) = state.commands.timerFired(now: now)
+      return (ids.compactMap { state.pending.removeValue(forKey: $0) }, writes)
     }
-    for bytes in writesAfter { output(H4Packet(type: .command, bytes: bytes)) }
-    if late, let answer = await inbox.next() { return answer }
-    if let closed { throw .closed(closed) }
-    if Task.isCancelled { throw .cancelled }
-    logger.error("\(stream.name): \(name): no answer within \(options.commandTimeout)")
-    throw .commandTimeout(command: name, opcode: packet.opcode, timeout: options.commandTimeout)
+    for bytes in writes { output(H4Packet(type: .command, bytes: bytes)) }
+    for command in expired {
+      logger.error("\(stream.name): \(command.name): no answer within \(options.commandTimeout)")
+      command.onAnswer(
+        .failure(.commandTimeout(command: command.name, opcode: command.opcode, timeout: options.commandTimeout)))
+    }
+    security.timerFired(now: now, on: self)
   }
 
   /// Commands waiting for a credit, and commands sent and not yet answered.
@@ -324,12 +411,12 @@ public final class HCIHost: Sendable {
   }
 
   private func answered(_ opcode: HCIOpcode, credits: UInt8, _ answer: CommandAnswer) {
-    let writes = state.withLock { state -> [[UInt8]] in
+    let (pending, writes) = state.withLock { state -> (Pending?, [[UInt8]]) in
       let (id, writes) = state.commands.answered(opcode: opcode, credits: credits)
-      if let id, let inbox = state.answers.removeValue(forKey: id) { inbox.push(answer) }
-      return writes
+      return (id.flatMap { state.pending.removeValue(forKey: $0) }, writes)
     }
     for bytes in writes { output(H4Packet(type: .command, bytes: bytes)) }
+    pending?.onAnswer(.success(answer))
   }
 
   func connection(_ handle: UInt16) -> HCIConnection? { state.withLock { $0.connections[handle] } }
@@ -383,20 +470,20 @@ public final class HCIHost: Sendable {
   }
 
   func shutdown(_ reason: String) {
-    let taken = state.withLock { state -> ([Inbox<CommandAnswer>], [HCIConnection], Inbox<ScanReport>?)? in
+    let taken = state.withLock { state -> ([Pending], [HCIConnection], Inbox<ScanReport>?)? in
       guard state.closed == nil else { return nil }
       state.closed = reason
-      _ = state.commands.removeAll()
+      let pending = state.commands.removeAll().compactMap { state.pending[$0] }
       defer {
-        state.answers = [:]
+        state.pending = [:]
         state.connections = [:]
         state.scanReports = nil
       }
-      return (Array(state.answers.values), Array(state.connections.values), state.scanReports)
+      return (pending, Array(state.connections.values), state.scanReports)
     }
-    guard let (answers, connections, scan) = taken else { return }
+    guard let (pending, connections, scan) = taken else { return }
     logger.info("\(stream.name): host closed: \(reason)")
-    for inbox in answers { inbox.close() }
+    for command in pending { command.onAnswer(.failure(.closed(reason))) }
     for connection in connections { connection.didDisconnect(reason: nil) }
     scan?.close()
     connectionEvents.close()

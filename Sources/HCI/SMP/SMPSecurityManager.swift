@@ -78,7 +78,8 @@ public final class SMPSecurityManager: HCISecurityManager {
     var neededAfterEncryption: SecurityLevel?
     /// Callers of `pair` waiting for the outcome.
     var waiters: [Inbox<Result<SecurityLevel, SMPPairingError>>] = []
-    var timer: Task<Void, Never>?
+    /// When the SMP timer runs out (nil: stopped). The host's timer tells the manager the time.
+    var deadline: Duration?
     /// After an SMP timeout nothing more is sent on this link.
     var timedOut = false
     /// The pairing waits for its user's answer to this, on this connection.
@@ -340,7 +341,7 @@ public final class SMPSecurityManager: HCISecurityManager {
       begin(on: connection, useBond: false, needs: pairFor)
     } else if lostKey {
       logger.info("\(connection.name): the peer has no key for the bond; disconnecting, the bond kept")
-      Task { try? await connection.disconnect(reason: .authenticationFailure) }
+      connection.startDisconnect(reason: .authenticationFailure)
     }
   }
 
@@ -357,7 +358,6 @@ public final class SMPSecurityManager: HCISecurityManager {
   public func disconnected(_ connection: HCIConnection) {
     let link = links.withLock { $0.removeValue(forKey: connection.handle) }
     if link?.spoiled == true { spoiledPairingFailed(.disconnected) }
-    link?.timer?.cancel()
     for waiter in link?.waiters ?? [] {
       waiter.push(.failure(.disconnected))
       waiter.close()
@@ -528,17 +528,16 @@ public final class SMPSecurityManager: HCISecurityManager {
   }
 
   private func finish(_ connection: HCIConnection, _ result: Result<SecurityLevel, SMPPairingError>) {
-    let (waiters, timer, spoiled) = update(connection) { link in
+    let (waiters, spoiled) = update(connection) { link in
       defer {
         link.waiters = []
-        link.timer = nil
+        link.deadline = nil
         link.prompt = nil
         link.spoiled = false
       }
-      return (link.waiters, link.timer, link.spoiled)
+      return (link.waiters, link.spoiled)
     }
     if spoiled, case .failure(let error) = result { spoiledPairingFailed(error) }
-    timer?.cancel()
     for waiter in waiters {
       waiter.push(result)
       waiter.close()
@@ -548,26 +547,24 @@ public final class SMPSecurityManager: HCISecurityManager {
   /// (Re)starts the 30-second SMP timer of the link.
   private func armTimer(on connection: HCIConnection) {
     let deadline = clock.now + options.timeout
-    let clock = self.clock
-    let timer = Task { [weak self, weak connection] in
-      do {
-        try await clock.sleep(until: deadline)
-      } catch {
-        return
-      }
-      guard let self, let connection else { return }
-      self.expire(on: connection)
+    update(connection) { link in link.deadline = deadline }
+    connection.host.wakeTimer(for: deadline)
+  }
+
+  public var deadline: Duration? { links.withLock { links in links.values.compactMap(\.deadline).min() } }
+
+  public func timerFired(now: Duration, on host: HCIHost) {
+    let due = links.withLock { links in
+      links.filter { $0.value.deadline.map { $0 <= now } ?? false }.keys.sorted()
     }
-    let old = update(connection) { link -> Task<Void, Never>? in
-      defer { link.timer = timer }
-      return link.timer
+    for handle in due {
+      if let connection = host.connection(handle) { expire(on: connection) }
     }
-    old?.cancel()
   }
 
   private func expire(on connection: HCIConnection) {
     let actions = update(connection) { link -> [SMPAction] in
-      link.timer = nil
+      link.deadline = nil
       let running = link.pairing.map { $0.phase != .complete && $0.phase != .failed } ?? false
       guard running || !link.waiters.isEmpty else { return [] }
       link.timedOut = true
