@@ -171,6 +171,27 @@ import Wire
     await pair.stop()
   }
 
+  /// The first request on the encrypted link is the one that subscribes to Service Changed
+  /// (a client that pairs before it subscribes): the service that level shows is still told.
+  @Test func aServiceShownOnceEncryptedIsToldToAClientThatSubscribesAfterPairing() async throws {
+    let server = try GATTServer(services: [
+      ServiceDefinition(
+        uuid: FixtureUUID.service,
+        characteristics: [CharacteristicDefinition(uuid: FixtureUUID.source, properties: .notify)],
+        shownFrom: .encrypted)
+    ])
+    let pair = ClientServerPair(server: server)
+    let client = pair.client
+    // Handles 1-4 GATT (Service Changed's value 3, its CCCD 4), 5-8 the hidden service.
+    #expect(try await client.connection.bearer.pair(.encrypted) == .encrypted)
+    let ranges = AsyncStream<[UInt8]>.makeStream()
+    client.onValue(3) { ranges.continuation.yield($0.value) }
+    try await client.configure(cccd: 4, .indications)
+    var iterator = ranges.stream.makeAsyncIterator()
+    #expect(await iterator.next() == [0x05, 0x00, 0x08, 0x00], "Service Changed over the service's range")
+    await pair.stop()
+  }
+
   @Test func mtuExchangeWidensReadsAndNotifications() async throws {
     let pair = ClientServerPair(server: try makeFixtureServer())
     #expect(try await pair.client.connection.exchangeMTU() == 517)

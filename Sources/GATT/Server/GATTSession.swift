@@ -70,12 +70,14 @@ public final class GATTSession: ATTServerHandler, Sendable {
   /// Takes in the link's security level now: what it newly reaches is shown, the client told
   /// with Service Changed. Each request does this first; an owner that learns of a new level
   /// sooner calls it then.
-  public func securityChanged() async { _ = await view() }
+  public func securityChanged() async {
+    for range in view().revealed { await indicateServiceChanged(range) }
+  }
 
-  /// The parts of the database hidden from this client, after taking in the link's level.
-  /// What the level newly reaches is indicated with Service Changed, queued ahead of the
-  /// answer to the request being served.
-  private func view() async -> Hidden {
+  /// The parts of the database hidden from this client, after taking in the link's level,
+  /// and the ranges the level newly reaches: the client is to be told them with Service
+  /// Changed.
+  private func view() -> (hidden: Hidden, revealed: [HandleRange]) {
     let level = connection.securityLevel
     let (before, now) = shown.withLock { shown -> (SecurityLevel, SecurityLevel) in
       defer { shown = max(shown, level) }
@@ -90,8 +92,7 @@ public final class GATTSession: ATTServerHandler, Sendable {
       }
       return (hidden, revealed)
     }
-    for range in revealed { await indicateServiceChanged(range) }
-    return hidden
+    return (hidden, revealed)
   }
 
   /// Sends this client a Service Changed indication over `range` if it subscribed to it, or
@@ -125,13 +126,27 @@ public final class GATTSession: ATTServerHandler, Sendable {
 
   // MARK: - Requests
 
+  /// Serves a request as the link's level now shows the database. What that level newly
+  /// reaches is told with Service Changed after the answer: when the request is the one that
+  /// subscribes to Service Changed, the subscription is in place by then.
   public func handle(_ pdu: ATTPDU, on connection: ATTConnection) async -> ATTServerReply {
+    let (hidden, revealed) = view()
+    var reply = await serve(pdu, hidden: hidden, on: connection)
+    guard !revealed.isEmpty else { return reply }
+    let after = reply.afterResponse
+    reply.afterResponse = { [self] in
+      for range in revealed { await indicateServiceChanged(range) }
+      await after?()
+    }
+    return reply
+  }
+
+  private func serve(_ pdu: ATTPDU, hidden: Hidden, on connection: ATTConnection) async -> ATTServerReply {
     let opcode = pdu.opcode
     func fail(_ handle: UInt16, _ code: ATTErrorCode) -> ATTServerReply {
       ATTServerReply(.errorResponse(ErrorResponse(requestOpcode: opcode, handle: handle, errorCode: code)))
     }
     let mtu = connection.mtu
-    let hidden = await view()
     switch pdu {
     case .findInformationRequest(let request):
       guard request.range.isValid else { return fail(request.range.start, .invalidHandle) }
