@@ -96,8 +96,6 @@ public final class ATTConnection: Sendable {
 
   private struct State {
     var machine: Machine
-    /// The watchdog, while nothing is outstanding.
-    var parkedWatchdog: CheckedContinuation<Void, Never>?
     var handlers = Handlers()
     /// What `close()` failed, for the receive loop to tell the waiters (their callbacks may
     /// send or wait, so they run there, not in `close()`'s caller).
@@ -109,6 +107,8 @@ public final class ATTConnection: Sendable {
   private let clock: any EngineClock
   private let logger: Logger
   private let state: Locked<State>
+  /// Tells the machine the time at each of its deadlines.
+  private let watchdog: Watchdog
 
   public init(
     bearer: any ATTBearer, clock: any EngineClock = SystemClock(), options: Options = Options(),
@@ -119,6 +119,7 @@ public final class ATTConnection: Sendable {
     self.options = options
     self.logger = logger
     state = Locked(State(machine: Machine(options: options)))
+    watchdog = Watchdog(clock: clock)
   }
 
   /// The ATT_MTU in force.
@@ -142,20 +143,20 @@ public final class ATTConnection: Sendable {
   }
 
   /// Runs one input through the machine, then `then` under the same lock with the effects it
-  /// produced; wakes the parked watchdog when a deadline or the end has come of it.
+  /// produced; wakes the watchdog when the machine's deadline moved.
   private func step(
     _ input: (inout Machine, () -> Duration) -> Machine.Effects,
     then: (inout State, inout Machine.Effects) -> Void = { _, _ in }
   ) -> (Machine.Effects, Handlers) {
     let clock = self.clock
-    let (effects, handlers, watchdog) = state.withLock {
-      state -> (Machine.Effects, Handlers, CheckedContinuation<Void, Never>?) in
+    let (effects, handlers, moved) = state.withLock { state -> (Machine.Effects, Handlers, Duration?) in
+      let before = state.machine.deadline
       var effects = input(&state.machine, { clock.now })
       then(&state, &effects)
-      let wake = state.machine.deadline != nil || state.machine.closed != nil
-      return (effects, state.handlers, wake ? state.parkedWatchdog.take() : nil)
+      let after = state.machine.deadline
+      return (effects, state.handlers, after != before ? after : nil)
     }
-    watchdog?.resume()
+    if let moved { watchdog.wake(for: moved) }
     return (effects, handlers)
   }
 
@@ -203,7 +204,11 @@ public final class ATTConnection: Sendable {
   /// `.disconnected`. Run it in its own task.
   public func run() async {
     await withTaskGroup(of: Void.self) { group in
-      group.addTask { await self.watchdog() }
+      group.addTask {
+        await self.watchdog.run(next: { self.state.withLock { $0.machine.deadline } }) { now in
+          await self.perform(self.step { machine, _ in machine.timerFired(now: now) })
+        }
+      }
       while true {
         // What is already queued is taken without an async call (a burst of notifications).
         var received = bearer.receiveIfReady()
@@ -321,30 +326,6 @@ public final class ATTConnection: Sendable {
     let reply = await server.handle(pdu, on: self)
     await perform(state.withLock { $0.machine.answer(to: pdu.opcode, with: reply.response) })
     await reply.afterResponse?()
-  }
-
-  // MARK: - Time
-
-  /// Tells the machine the time at each deadline; parks while nothing is outstanding, so a
-  /// busy connection costs it nothing per request.
-  private func watchdog() async {
-    while !Task.isCancelled {
-      let (deadline, closed) = state.withLock { ($0.machine.deadline, $0.machine.closed != nil) }
-      if closed { return }
-      guard let deadline else {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-          let now = state.withLock { state -> Bool in
-            if state.machine.closed != nil || state.machine.deadline != nil { return true }
-            state.parkedWatchdog = continuation
-            return false
-          }
-          if now { continuation.resume() }
-        }
-        continue
-      }
-      do { try await clock.sleep(until: deadline) } catch { return }
-      await perform(step { machine, now in machine.timerFired(now: now()) })
-    }
   }
 }
 

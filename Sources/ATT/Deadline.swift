@@ -23,7 +23,7 @@ package func withDeadline<T: Sendable>(
 }
 
 /// The one timer of an owner that keeps its deadlines in its own state (the HCI host's
-/// commands, SMP's 30-second timers): `run` sleeps until the earliest deadline the owner
+/// commands and SMP's 30-second timers, an ATT bearer's transactions): `run` sleeps until the earliest deadline the owner
 /// reports, tells it the time, and asks again; while there is none it parks, costing
 /// nothing. The owner calls `wake(for:)` whenever it sets a deadline: a parked loop starts,
 /// and a sleep to a later deadline is cut short. So no deadline costs a task of its own, and
@@ -57,7 +57,7 @@ package final class Watchdog: Sendable {
 
   /// Runs until its task is cancelled: `next` reads the owner's earliest deadline (nil:
   /// none), and `fire` is called with the time once one has passed.
-  package func run(next: () -> Duration?, fire: (Duration) -> Void) async {
+  package func run(next: () -> Duration?, fire: (Duration) async -> Void) async {
     await withTaskCancellationHandler {
       while !state.withLock({ $0.ended }) {
         state.withLock { $0.woken = false }
@@ -77,7 +77,7 @@ package final class Watchdog: Sendable {
         await sleep.value
         state.withLock { $0.sleeping = nil }
         let now = clock.now
-        if now >= deadline, !state.withLock({ $0.ended }) { fire(now) }
+        if now >= deadline, !state.withLock({ $0.ended }) { await fire(now) }
       }
     } onCancel: {
       let (parked, sleep) = state.withLock { state in
