@@ -232,7 +232,9 @@ public final class ATTConnection: Sendable {
   }
 
   /// Closes the bearer; `run()` then returns. Requests from now on fail at once; what was
-  /// outstanding fails with `.disconnected` on the receive loop, as `run()` ends.
+  /// outstanding fails with `.disconnected` on the receive loop, as `run()` ends: a
+  /// connection whose `run()` never started tells those waiters nothing (their callbacks may
+  /// send or wait, so they never run in `close()`'s caller).
   public func close() {
     bearer.close()
     _ = step { machine, _ in

@@ -234,7 +234,7 @@ extension Phone {
       if !policy.flagsTruncated { update.flags.remove(.truncated) }
       return Outgoing(handle: handles.entityUpdate, value: update.encoded())
     }
-    return Self.enqueue(updates, for: key, in: &state).map { [$0] } ?? []
+    return Self.enqueue(updates, for: [key], in: &state)
   }
 
   /// Queues the commands the player takes now for every accessory, or `only` one (sent to
@@ -245,7 +245,6 @@ extension Phone {
     guard let handles else { return [] }
     let commands = Outgoing(
       handle: handles.remoteCommand, value: SupportedCommands(state.player.supportedCommands).encoded())
-    guard let key else { return Self.enqueueForEach(commands, in: &state) }
-    return Self.enqueue([commands], for: key, in: &state).map { [$0] } ?? []
+    return Self.enqueue([commands], for: key.map { [$0] } ?? Self.everySession(state), in: &state)
   }
 }

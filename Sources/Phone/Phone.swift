@@ -360,7 +360,9 @@ public final class Phone: Sendable {
     await deliver(
       state.withLock { state in
         state.battery = level
-        return handle.map { Self.enqueueForEach(Outgoing(handle: $0, value: [level]), in: &state) } ?? []
+        return handle.map {
+          Self.enqueue([Outgoing(handle: $0, value: [level])], for: Self.everySession(state), in: &state)
+        } ?? []
       })
   }
 
@@ -415,7 +417,9 @@ public final class Phone: Sendable {
     guard let handle = server.handles(of: Self.currentTimeService)?.first?.value else { return }
     await deliver(
       state.withLock { state in
-        Self.enqueueForEach(Outgoing(handle: handle, value: currentTime(shift: state.timeShift)), in: &state)
+        Self.enqueue(
+          [Outgoing(handle: handle, value: currentTime(shift: state.timeShift))], for: Self.everySession(state),
+          in: &state)
       })
   }
 
@@ -431,33 +435,29 @@ public final class Phone: Sendable {
   ) -> [Sender] {
     guard let source else { return [] }
     let event = Outgoing(handle: source, value: quirked(policy.live(event)).encoded())
-    var senders: [Sender] = []
-    // The keys first: iterating the sessions while writing them would copy each outbox.
     let keys = state.sessions.filter { $0.value.started && !$0.value.silent && $0.key != skipped }.map(\.key)
-    for key in keys {
-      if let sender = Self.enqueue([event], for: key, in: &state) { senders.append(sender) }
+    return Self.enqueue([event], for: keys, in: &state)
+  }
+
+  /// Queues notifications for each session of `keys`, in that order; returns those the
+  /// caller must send (nobody is). Nothing to queue makes nobody the sender: an empty report
+  /// must not make the caller (a handler on the receive loop) send what others queue
+  /// meanwhile. The keys are taken before: writing the sessions while iterating them would
+  /// copy each outbox.
+  static func enqueue(_ notifications: [Outgoing], for keys: [ObjectIdentifier], in state: inout State) -> [Sender] {
+    guard !notifications.isEmpty else { return [] }
+    return keys.compactMap { key in
+      // In place: a copy of the session would copy its outbox.
+      guard let id = state.sessions[key]?.id, let sending = state.sessions[key]?.sending else { return nil }
+      for notification in notifications { state.sessions[key]?.outbox.append(notification) }
+      state.sessions[key]?.sending = true
+      return sending ? nil : Sender(key: key, id: id)
     }
-    return senders
   }
 
-  /// Queues notifications for one session; returns it when the caller must send them
-  /// (nobody is). Nothing to queue makes nobody the sender: an empty report must not make
-  /// the caller (a handler on the receive loop) send what others queue meanwhile.
-  static func enqueue(_ notifications: [Outgoing], for key: ObjectIdentifier, in state: inout State) -> Sender? {
-    // In place: a copy of the session would copy its outbox.
-    guard !notifications.isEmpty, let id = state.sessions[key]?.id, let sending = state.sessions[key]?.sending
-    else { return nil }
-    for notification in notifications { state.sessions[key]?.outbox.append(notification) }
-    state.sessions[key]?.sending = true
-    return sending ? nil : Sender(key: key, id: id)
-  }
-
-  /// Queues one notification for every session, in session order; returns those the caller
-  /// must send.
-  static func enqueueForEach(_ notification: Outgoing, in state: inout State) -> [Sender] {
-    // The keys first: holding the sessions while writing them would copy each outbox.
-    let keys = state.sessions.sorted { $0.value.id < $1.value.id }.map(\.key)
-    return keys.compactMap { enqueue([notification], for: $0, in: &state) }
+  /// Every session's key, in session order.
+  static func everySession(_ state: State) -> [ObjectIdentifier] {
+    state.sessions.sorted { $0.value.id < $1.value.id }.map(\.key)
   }
 
   /// Sends what the sessions' outboxes hold, each in order, until each is empty; what others
@@ -575,10 +575,8 @@ public final class Phone: Sendable {
       let report = state.center.notifications.map {
         quirked(state.center.event(.added, for: $0, extraFlags: policy.preExistingFlag)).encoded()
       }
-      if let source,
-        let sender = Self.enqueue(report.map { Outgoing(handle: source, value: $0) }, for: key, in: &state)
-      {
-        senders.append(sender)
+      if let source {
+        senders += Self.enqueue(report.map { Outgoing(handle: source, value: $0) }, for: [key], in: &state)
       }
       return (state.sessions[key]?.id ?? 0, report.count, renamed, senders)
     }

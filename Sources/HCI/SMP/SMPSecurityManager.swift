@@ -558,7 +558,13 @@ public final class SMPSecurityManager: HCISecurityManager {
       links.filter { $0.value.deadline.map { $0 <= now } ?? false }.keys.sorted()
     }
     for handle in due {
-      if let connection = host.connection(handle) { expire(on: connection) }
+      if let connection = host.connection(handle) {
+        expire(on: connection)
+      } else {
+        // Not the host's connection (any more): nothing to time out, and a deadline left in
+        // the past would wake the timer at once, again and again.
+        links.withLock { $0[handle]?.deadline = nil }
+      }
     }
   }
 
