@@ -73,7 +73,7 @@ public final class GATTServer: Sendable {
 
   /// Adds a service and indicates Service Changed over its range to subscribed clients.
   @discardableResult
-  public func publish(_ service: ServiceDefinition, startingAt first: UInt16? = nil) async throws
+  public func publish(_ service: ServiceDefinition, startingAt first: UInt16? = nil) async throws(DatabaseError)
     -> [CharacteristicHandles]
   {
     let (handles, range) = try state.withLock { state throws(DatabaseError) in
