@@ -277,9 +277,9 @@ public final class ATTConnection: Sendable {
   /// Sends a request and returns the peer's answer. An Error Response throws
   /// `.errorResponse`; an answer of the wrong kind throws `.invalidResponse`.
   public func request(_ pdu: ATTPDU) async throws(ATTError) -> ATTPDU {
-    let answer = Answered()
+    let answer = Answered<Result<ATTPDU, ATTError>>()
     await request(pdu) { answer.take($0) }
-    return try await answer.result.get()
+    return try await answer.value.get()
   }
 
   /// Sends a Handle Value Notification, the value cut to ATT_MTU - 3 bytes.
@@ -302,9 +302,9 @@ public final class ATTConnection: Sendable {
   /// Sends a Handle Value Indication and awaits its confirmation. Never from the receive
   /// loop (a server handler, a value handler): the confirmation comes through it.
   public func indicate(handle: UInt16, value: [UInt8]) async throws(ATTError) {
-    let answer = Answered()
+    let answer = Answered<Result<ATTPDU, ATTError>>()
     await indicate(handle: handle, value: value) { answer.take($0) }
-    _ = try await answer.result.get()
+    _ = try await answer.value.get()
   }
 
   /// Client side of Exchange MTU: offers `options.localMTU`; returns the ATT_MTU in force.
@@ -328,35 +328,5 @@ public final class ATTConnection: Sendable {
     let reply = await server.handle(pdu, on: self)
     await perform(state.withLock { $0.machine.answer(to: pdu.opcode, with: reply.response) })
     await reply.afterResponse?()
-  }
-}
-
-/// One answer, handed from the receive loop to the caller that awaits it.
-final class Answered: Sendable {
-  private struct State {
-    var result: Result<ATTPDU, ATTError>?
-    var waiter: CheckedContinuation<Result<ATTPDU, ATTError>, Never>?
-  }
-  private let state = Locked(State())
-
-  func take(_ result: Result<ATTPDU, ATTError>) {
-    let waiter = state.withLock { state in
-      state.result = result
-      return state.waiter.take()
-    }
-    waiter?.resume(returning: result)
-  }
-
-  var result: Result<ATTPDU, ATTError> {
-    get async {
-      await withCheckedContinuation { continuation in
-        let ready = state.withLock { state -> Result<ATTPDU, ATTError>? in
-          if let result = state.result { return result }
-          state.waiter = continuation
-          return nil
-        }
-        if let ready { continuation.resume(returning: ready) }
-      }
-    }
   }
 }

@@ -6,8 +6,22 @@ import Testing
 private final class Owner: Sendable {
   let deadlines = Locked<[Duration]>([])
   let fired = Inbox<Duration>()
+  /// How many times the watchdog asked for the next deadline.
+  let asked = Locked(0)
+  /// Runs once, inside the next ask, after the answer is read: a deadline set just then.
+  let duringAsk = Locked<(@Sendable () -> Void)?>(nil)
 
-  var next: Duration? { deadlines.withLock { $0.min() } }
+  var next: Duration? {
+    let value = deadlines.withLock { $0.min() }
+    asked.withLock { $0 += 1 }
+    duringAsk.withLock { $0.take() }?()
+    return value
+  }
+
+  func set(_ deadline: Duration, on watchdog: Watchdog) {
+    deadlines.withLock { $0.append(deadline) }
+    watchdog.wake(for: deadline)
+  }
 
   func fire(_ now: Duration) {
     deadlines.withLock { $0.removeAll { $0 <= now } }
@@ -24,21 +38,24 @@ struct WatchdogTests {
     let owner = Owner()
     let running = Task { await watchdog.run(next: { owner.next }, fire: { owner.fire($0) }) }
 
-    owner.deadlines.withLock { $0.append(.seconds(10)) }
-    watchdog.wake(for: .seconds(10))
+    owner.set(.seconds(10), on: watchdog)
     await clock.waitForSleepers(1)
-    owner.deadlines.withLock { $0.append(.seconds(5)) }
-    watchdog.wake(for: .seconds(5))
+    owner.set(.seconds(5), on: watchdog)
     clock.advance(by: .seconds(5))
     #expect(await owner.fired.next() == .seconds(5))
     #expect(owner.next == .seconds(10))
     clock.advance(by: .seconds(5))
     #expect(await owner.fired.next() == .seconds(10))
 
-    // Nothing left: the loop parks, off the clock, until a deadline is set again.
+    // Nothing left: the loop parks, off the clock and asking no more.
     while clock.sleeperCount > 0 { await Task.yield() }
-    owner.deadlines.withLock { $0.append(.seconds(12)) }
-    watchdog.wake(for: .seconds(12))
+    let asked = owner.asked.withLock { $0 }
+    for _ in 0..<200 { await Task.yield() }
+    #expect(owner.asked.withLock { $0 } <= asked + 1)
+    #expect(clock.sleeperCount == 0)
+
+    // A deadline set again starts it.
+    owner.set(.seconds(12), on: watchdog)
     await clock.waitForSleepers(1)
     clock.advance(by: .seconds(2))
     #expect(await owner.fired.next() == .seconds(12))
@@ -48,17 +65,25 @@ struct WatchdogTests {
     #expect(owner.fired.count == 0)
   }
 
-  @Test("a deadline set while the loop asks the owner is not lost, and cancelling ends a parked loop")
-  func deadlineSetBeforeTheLoopParks() async throws {
+  @Test("a deadline set while the loop asks the owner (it read none) is not lost to parking")
+  func deadlineSetWhileTheLoopAsks() async throws {
     let clock = ManualClock()
     let watchdog = Watchdog(clock: clock)
     let owner = Owner()
-    // Set before the loop runs: the wake is remembered, not dropped for want of a sleeper.
-    owner.deadlines.withLock { $0.append(.seconds(1)) }
-    watchdog.wake(for: .seconds(1))
+    owner.duringAsk.withLock { $0 = { owner.set(.seconds(1), on: watchdog) } }
     let running = Task { await watchdog.run(next: { owner.next }, fire: { owner.fire($0) }) }
     clock.advance(by: .seconds(1))
     #expect(await owner.fired.next() == .seconds(1))
+    running.cancel()
+    await running.value
+  }
+
+  @Test("cancelling ends a parked loop")
+  func cancellingEndsAParkedLoop() async throws {
+    let watchdog = Watchdog(clock: ManualClock())
+    let owner = Owner()
+    let running = Task { await watchdog.run(next: { owner.next }, fire: { owner.fire($0) }) }
+    while owner.asked.withLock({ $0 }) == 0 { await Task.yield() }
     running.cancel()
     await running.value
   }

@@ -154,6 +154,7 @@ struct HostCommandTests {
     let early = (0..<3).map { _ in Task { try await host.execute(SetEventMask(eventMask: 1)) } }
     while host.commandBacklog.queued < 3 { await Task.yield() }
     clock.advance(by: .seconds(1))
+    #expect(host.commandBacklog.queued == 3)  // 1 s: none is due yet
     let late = (0..<2).map { _ in Task { try await host.execute(LESetEventMask(leEventMask: 1)) } }
     while host.commandBacklog.queued < 5 { await Task.yield() }
     await clock.waitForSleepers(1)
@@ -166,7 +167,9 @@ struct HostCommandTests {
     for task in early { await #expect(throws: timeout) { try await task.value } }
     #expect(host.commandBacklog == (queued: 2, inFlight: 0))
     clock.advance(by: .seconds(1))  // 3 s: the last two
-    for task in late { await #expect(throws: HCIHostError.self) { try await task.value } }
+    let lateTimeout = HCIHostError.commandTimeout(
+      command: LESetEventMask.packetName, opcode: LESetEventMask.opcode, timeout: .seconds(2))
+    for task in late { await #expect(throws: lateTimeout) { try await task.value } }
     #expect(host.commandBacklog == (queued: 0, inFlight: 0))
     #expect(fake.commands.count == 0)  // none ever had a credit
   }

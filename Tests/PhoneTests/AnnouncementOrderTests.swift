@@ -148,6 +148,7 @@ private final class HeldBearer: ATTBearer {
     while told.count < 4, let bytes = await iterator.next(isolation: nil) {
       told.append(try NotificationSourceEvent(decoding: bytes))
     }
+    try #require(told.count == 4)
     // The held one was on its way; after it, only the new session's report of all three.
     #expect(!told[0].eventFlags.contains(.preExisting))
     #expect(told.dropFirst().allSatisfy { $0.eventFlags.contains(.preExisting) })

@@ -109,7 +109,7 @@ public final class HCIConnection: ATTBearer {
   /// `receive` returns nil at once. For the reader's context, where waiting is not allowed.
   public func startDisconnect(reason: HCIStatus) {
     guard beginDisconnect() else { return }
-    host.post(Disconnect(connectionHandle: handle, reason: reason))
+    host.post(Disconnect(connectionHandle: handle, reason: reason), context: "disconnecting handle 0x\(hex16(handle))")
   }
 
   // MARK: Connection
@@ -247,8 +247,9 @@ public protocol HCISecurityManager: Sendable {
   /// `pair` on the connection's bearer: returns the level reached once the link is encrypted.
   /// Unlike the other methods, this one is called by a task that may wait.
   func pair(_ level: SecurityLevel, on connection: HCIConnection) async throws(BearerError) -> SecurityLevel
-  /// The earliest time the manager must be told (`timerFired`); nil when none. A manager that
-  /// sets one wakes its host's timer (`HCIHost.watchdog`).
+  /// The earliest time the manager must be told (`timerFired`), on the host's clock
+  /// (`HCIHost.clock`); nil when none. A manager that sets one wakes the host's timer
+  /// (`HCIHost.wakeTimer(for:)`).
   var deadline: Duration? { get }
   /// The host's timer: the time is `now`, at or past `deadline`.
   func timerFired(now: Duration, on host: HCIHost)

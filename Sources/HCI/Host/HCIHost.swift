@@ -16,9 +16,9 @@ public enum CommandAnswer: Hashable, Sendable {
 /// Completed Packets flow control, and routes L2CAP's fixed channels of each connection
 /// (`HCIConnection`). Roles and set-up are in HCIHost+Roles.swift.
 ///
-/// One task reads the stream (and runs the host's one timer, `Watchdog`: the commands'
-/// deadlines and the security manager's), another writes it; nothing a controller or peer
-/// sends can trap:
+/// One task reads the stream, another writes it, and a third, the host's one timer
+/// (`Watchdog`), fails the commands past their deadline and tells the security manager the
+/// time; nothing a controller or peer sends can trap:
 /// a malformed packet is logged and dropped, and an H4 desynchronisation (the stream cannot
 /// find packet boundaries again) or the end of the stream closes the host, failing every wait
 /// with `.closed(why)`.
@@ -90,7 +90,8 @@ public final class HCIHost: Sendable {
 
   public let stream: any HCIByteStream
   public let options: Options
-  let clock: any EngineClock
+  /// The host's time: command deadlines, and the security manager's.
+  public let clock: any EngineClock
   let logger: Logger
   let capture: BtsnoopWriter?
   public let security: any HCISecurityManager
@@ -176,9 +177,10 @@ public final class HCIHost: Sendable {
   /// Sends a command that the controller answers with Command Status and completes later,
   /// without waiting: a refusal or a failure is logged. For the reader's context (the security
   /// manager's answers to the controller, a connection's end), where waiting is not allowed.
-  public func post<C: HCICommand>(_ command: C) {
+  /// - Parameter context: what the log says the command was for.
+  public func post<C: HCICommand>(_ command: C, context: String? = nil) {
     let logger = self.logger
-    let name = stream.name
+    let name = stream.name + (context.map { ": \($0)" } ?? "")
     submit(command.packet, name: C.packetName) { result in
       do throws(HCIHostError) {
         try Self.started(C.self, try result.get())
@@ -199,14 +201,15 @@ public final class HCIHost: Sendable {
   }
 
   /// Sends one command packet when a credit allows, and awaits its answer.
+  /// Cancelled, the command is forgotten (`.cancelled`), unless its answer came first.
   func send(_ packet: HCICommandPacket, name: String) async throws(HCIHostError) -> CommandAnswer {
-    let inbox = Inbox<Result<CommandAnswer, HCIHostError>>()
-    let id = submit(packet, name: name) { inbox.push($0) }
-    if let result = await inbox.next() { return try result.get() }
-    // Cancelled: the command is forgotten, unless its answer came meanwhile.
-    abandon(id)
-    if let result = inbox.nextIfReady() { return try result.get() }
-    throw .cancelled
+    let answer = Answered<Result<CommandAnswer, HCIHostError>>()
+    let id = submit(packet, name: name) { answer.take($0) }
+    return try await withTaskCancellationHandler {
+      await answer.value
+    } onCancel: {
+      abandon(id)
+    }.get()
   }
 
   /// Sends one command packet when a credit allows and returns its number; `onAnswer` runs
@@ -235,7 +238,8 @@ public final class HCIHost: Sendable {
     }
   }
 
-  /// Forgets a command whose caller stopped waiting; its `onAnswer` is told `.cancelled`.
+  /// Forgets a command whose caller stopped waiting; its `onAnswer` is told `.cancelled`
+  /// (unless the answer, the deadline or the host's end took it first).
   private func abandon(_ id: UInt64) {
     let (pending, writes) = state.withLock { state in
       (state.pending.removeValue(forKey: id), state.commands.abandon(id: id))

@@ -14,7 +14,8 @@ import Wire
 /// "The Security Manager Timer shall be reset when an L2CAP SMP command is queued for
 /// transmission. ... If the timer reaches 30 seconds, the procedure shall be considered to
 /// have failed ... no further SMP commands shall be sent over the L2CAP Security Manager
-/// Channel" (3.4): the timer runs on the injected clock, and a timed-out link stays silent.
+/// Channel" (3.4): the timer runs on the host's injected clock (its one timer tells the manager
+/// the time), and a timed-out link stays silent.
 public final class SMPSecurityManager: HCISecurityManager {
   public struct Options: Sendable {
     /// Set the SC bit: LE Secure Connections when the peer sets it too.
@@ -103,7 +104,8 @@ public final class SMPSecurityManager: HCISecurityManager {
 
   /// - Parameters:
   ///   - store: where bonds are kept and looked up; nil pairs without keeping bonds.
-  ///   - clock: runs the SMP timeout (inject a `ManualClock` in tests).
+  ///   - clock: bounds `pair`'s wait (inject a `ManualClock` in tests); the SMP timer itself
+  ///     runs on the host's clock.
   public init(
     store: BondStore?, options: Options = Options(), clock: any EngineClock = SystemClock(), logger: Logger = .none
   ) {
@@ -546,7 +548,8 @@ public final class SMPSecurityManager: HCISecurityManager {
 
   /// (Re)starts the 30-second SMP timer of the link.
   private func armTimer(on connection: HCIConnection) {
-    let deadline = clock.now + options.timeout
+    // On the host's clock, which tells the time (`timerFired`).
+    let deadline = connection.host.clock.now + options.timeout
     update(connection) { link in link.deadline = deadline }
     connection.host.wakeTimer(for: deadline)
   }
@@ -559,17 +562,21 @@ public final class SMPSecurityManager: HCISecurityManager {
     }
     for handle in due {
       if let connection = host.connection(handle) {
-        expire(on: connection)
+        expire(on: connection, now: now)
       } else {
         // Not the host's connection (any more): nothing to time out, and a deadline left in
         // the past would wake the timer at once, again and again.
-        links.withLock { $0[handle]?.deadline = nil }
+        links.withLock { links in
+          if links[handle]?.deadline.map({ $0 <= now }) == true { links[handle]?.deadline = nil }
+        }
       }
     }
   }
 
-  private func expire(on connection: HCIConnection) {
+  private func expire(on connection: HCIConnection, now: Duration) {
     let actions = update(connection) { link -> [SMPAction] in
+      // Re-armed since the timer looked (a PDU at the same moment): not due any more.
+      guard link.deadline.map({ $0 <= now }) == true else { return [] }
       link.deadline = nil
       let running = link.pairing.map { $0.phase != .complete && $0.phase != .failed } ?? false
       guard running || !link.waiters.isEmpty else { return [] }
