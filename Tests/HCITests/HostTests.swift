@@ -86,18 +86,24 @@ struct HostCommandTests {
     #expect(host.aclBuffers == (251, 4))
   }
 
-  @Test("no command leaves without a credit; Num_HCI_Command_Packets sets the credits")
-  func commandCredits() async throws {
+  /// A host on a controller that answers nothing by itself, whose first command (Reset) was
+  /// answered with no credit left: every command after it waits for a credit.
+  private func hostWithoutCredits() async throws -> (FakeController, ManualClock, HCIHost) {
     var settings = FakeController.Settings()
     settings.autoAnswer = false
     let fake = FakeController(settings)
     let clock = ManualClock()
     let host = HCIHost(stream: fake, clock: clock)
-
     let first = Task { try await host.execute(Reset()) }
     #expect(await fake.nextCommand()?.opcode == Reset.opcode)
     fake.complete(Reset.opcode, credits: 0)  // answered, but no credit left
     _ = try await first.value
+    return (fake, clock, host)
+  }
+
+  @Test("no command leaves without a credit; Num_HCI_Command_Packets sets the credits")
+  func commandCredits() async throws {
+    let (fake, _, host) = try await hostWithoutCredits()
 
     let second = Task { try await host.execute(SetEventMask(eventMask: 1)) }
     let third = Task { try await host.execute(LESetEventMask(leEventMask: 1)) }
@@ -141,15 +147,7 @@ struct HostCommandTests {
 
   @Test("commands share the host's one timer: five waiting put one sleeper on the clock; each fails at its deadline")
   func commandsShareOneTimer() async throws {
-    var settings = FakeController.Settings()
-    settings.autoAnswer = false
-    let fake = FakeController(settings)
-    let clock = ManualClock()
-    let host = HCIHost(stream: fake, clock: clock)
-    let first = Task { try await host.execute(Reset()) }
-    #expect(await fake.nextCommand()?.opcode == Reset.opcode)
-    fake.complete(Reset.opcode, credits: 0)  // no credit left: what follows waits
-    _ = try await first.value
+    let (fake, clock, host) = try await hostWithoutCredits()
 
     let early = (0..<3).map { _ in Task { try await host.execute(SetEventMask(eventMask: 1)) } }
     while host.commandBacklog.queued < 3 { await Task.yield() }
