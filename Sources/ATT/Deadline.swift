@@ -23,9 +23,9 @@ package func withDeadline<T: Sendable>(
 }
 
 /// The one timer of an owner that keeps its deadlines in its own state (the HCI host's
-/// commands and SMP's 30-second timers, an ATT bearer's transactions): `run` sleeps until the earliest deadline the owner
-/// reports, tells it the time, and asks again; while there is none it parks, costing
-/// nothing. The owner calls `wake(for:)` whenever it sets a deadline: a parked loop starts,
+/// commands and SMP's 30-second timers, an ATT bearer's transactions): `run` sleeps until the
+/// earliest deadline the owner reports, tells it the time, and asks again; while there is
+/// none it parks, costing nothing. The owner calls `wake(for:)` whenever it sets a deadline: a parked loop starts,
 /// and a sleep to a later deadline is cut short. So no deadline costs a task of its own, and
 /// an owner told the time early (a cut sleep) finds nothing due and loses nothing.
 package final class Watchdog: Sendable {

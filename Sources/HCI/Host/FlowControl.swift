@@ -1,91 +1,95 @@
 /// HCI command flow control (Vol 4 Part E 4.4): the host may send as many commands as the
 /// last Command Complete or Command Status allowed (Num_HCI_Command_Packets), and one before
-/// the first such event. Each command also has a deadline, kept here with it: the host's one
-/// watchdog tells the flow the time (`timerFired(now:)`), and the commands past theirs are
-/// abandoned. Pure: takes inputs, returns the command packets to write now.
-struct CommandFlow: Sendable {
-  private struct Queued: Sendable {
+/// the first such event. Each command also has a deadline and its waiter (who takes its
+/// answer), kept here with it: the host's one watchdog tells the flow the time
+/// (`timerFired(now:)`), and the commands past theirs are abandoned. Pure: takes inputs,
+/// returns the command packets to write now and the waiters to tell.
+struct CommandFlow<Waiter: Sendable>: Sendable {
+  private struct Command: Sendable {
     var id: UInt64
     var opcode: HCIOpcode
+    /// Dropped once sent.
     var packet: [UInt8]
     var deadline: Duration
+    var waiter: Waiter
   }
 
   /// Commands the controller accepts now. "The Host shall assume that the Controller can
   /// accept one HCI Command packet" until told otherwise (Vol 4 Part E 4.4).
   private(set) var credits = 1
-  private var queued: [Queued] = []
+  private var queued: [Command] = []
   /// Sent and not yet answered, oldest first.
-  private var inFlight: [(id: UInt64, opcode: HCIOpcode, deadline: Duration)] = []
+  private var inFlight: [Command] = []
 
   /// Commands waiting for a credit.
   var queuedCount: Int { queued.count }
   var inFlightCount: Int { inFlight.count }
 
   /// The earliest deadline of a command queued or in flight; nil when there is none.
-  var deadline: Duration? {
-    let waiting = queued.lazy.map(\.deadline).min()
-    let sent = inFlight.lazy.map(\.deadline).min()
-    guard let waiting, let sent else { return waiting ?? sent }
-    return min(waiting, sent)
-  }
+  var deadline: Duration? { (queued.lazy.map(\.deadline) + inFlight.lazy.map(\.deadline)).min() }
 
   /// Queues a command that must be answered by `deadline`; returns what may be written now.
-  mutating func submit(id: UInt64, opcode: HCIOpcode, packet: [UInt8], deadline: Duration) -> [[UInt8]] {
-    queued.append(Queued(id: id, opcode: opcode, packet: packet, deadline: deadline))
+  mutating func submit(id: UInt64, opcode: HCIOpcode, packet: [UInt8], deadline: Duration, waiter: Waiter)
+    -> [[UInt8]]
+  {
+    queued.append(Command(id: id, opcode: opcode, packet: packet, deadline: deadline, waiter: waiter))
     return release()
   }
 
-  /// The time is `now`: every command past its deadline is abandoned. Returns their ids,
-  /// oldest first, and what may be written now.
-  mutating func timerFired(now: Duration) -> (expired: [UInt64], send: [[UInt8]]) {
-    let expired = inFlight.filter { $0.deadline <= now }.map(\.id) + queued.filter { $0.deadline <= now }.map(\.id)
+  /// The time is `now`: every command past its deadline is abandoned. Returns their waiters
+  /// and opcodes, oldest first, and what may be written now.
+  mutating func timerFired(now: Duration) -> (expired: [(opcode: HCIOpcode, waiter: Waiter)], send: [[UInt8]]) {
+    let expired = (inFlight + queued).filter { $0.deadline <= now }.map { ($0.opcode, $0.waiter) }
     guard !expired.isEmpty else { return ([], []) }
-    return (expired, forget { $1 <= now })
+    return (expired, forget { $0.deadline <= now })
   }
 
   /// A Command Complete or Command Status for `opcode` granting `credits`: the oldest command
   /// in flight with that opcode is answered (nil when none is: opcode 0x0000 only returns
   /// credits, and a late answer to an abandoned command matches nothing).
-  mutating func answered(opcode: HCIOpcode, credits: UInt8) -> (id: UInt64?, send: [[UInt8]]) {
+  mutating func answered(opcode: HCIOpcode, credits: UInt8) -> (waiter: Waiter?, send: [[UInt8]]) {
     self.credits = Int(credits)
-    var id: UInt64?
-    if let index = inFlight.firstIndex(where: { $0.opcode == opcode }) { id = inFlight.remove(at: index).id }
-    return (id, release())
+    var waiter: Waiter?
+    if let index = inFlight.firstIndex(where: { $0.opcode == opcode }) { waiter = inFlight.remove(at: index).waiter }
+    return (waiter, release())
   }
 
-  /// Forgets a command that timed out or was cancelled. One that was sent may never be
+  /// Forgets a command that timed out or was cancelled; returns its waiter (nil when the
+  /// command is no longer here) and what may be written now. One that was sent may never be
   /// answered, and with it the credit; like Linux after a command timeout, the host then
   /// assumes the controller takes one command again.
-  mutating func abandon(id: UInt64) -> [[UInt8]] {
-    forget { candidate, _ in candidate == id }
+  mutating func abandon(id: UInt64) -> (waiter: Waiter?, send: [[UInt8]]) {
+    let waiter = (inFlight + queued).first { $0.id == id }?.waiter
+    return (waiter, forget { $0.id == id })
   }
 
-  /// Forgets the commands `goes` picks by id and deadline; returns what may be written now.
-  private mutating func forget(_ goes: (_ id: UInt64, _ deadline: Duration) -> Bool) -> [[UInt8]] {
-    queued.removeAll { goes($0.id, $0.deadline) }
+  /// Forgets the commands `goes` picks; returns what may be written now.
+  private mutating func forget(_ goes: (Command) -> Bool) -> [[UInt8]] {
+    queued.removeAll(where: goes)
     let sent = inFlight.count
-    inFlight.removeAll { goes($0.id, $0.deadline) }
+    inFlight.removeAll(where: goes)
     if inFlight.count < sent { credits = max(credits, 1) }
     return release()
   }
 
-  /// Every command queued or in flight, forgotten (the host closed).
-  mutating func removeAll() -> [UInt64] {
+  /// Every command queued or in flight, forgotten (the host closed): their waiters, oldest
+  /// first.
+  mutating func removeAll() -> [Waiter] {
     defer {
       queued = []
       inFlight = []
     }
-    return queued.map(\.id) + inFlight.map(\.id)
+    return (inFlight + queued).map(\.waiter)
   }
 
   private mutating func release() -> [[UInt8]] {
     var send: [[UInt8]] = []
     while credits > 0, !queued.isEmpty {
-      let next = queued.removeFirst()
+      var next = queued.removeFirst()
       credits -= 1
-      inFlight.append((next.id, next.opcode, next.deadline))
       send.append(next.packet)
+      next.packet = []
+      inFlight.append(next)
     }
     return send
   }

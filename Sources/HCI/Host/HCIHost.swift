@@ -41,17 +41,15 @@ public final class HCIHost: Sendable {
   /// host's end.
   typealias Answer = @Sendable (Result<CommandAnswer, HCIHostError>) -> Void
 
-  /// A command sent or queued, and who takes its answer.
-  struct Pending {
+  /// Who waits for a command: its name, for errors and the log, and who takes its answer.
+  struct Pending: Sendable {
     var name: String
-    var opcode: HCIOpcode
     var onAnswer: Answer
   }
 
   struct State {
-    var commands = CommandFlow()
+    var commands = CommandFlow<Pending>()
     var nextID: UInt64 = 0
-    var pending: [UInt64: Pending] = [:]
     var acl = ACLFlow(capacity: 1)
     /// The controller's LE_ACL_Data_Packet_Length; 27 (the LE minimum) until read.
     var aclPacketLength = 27
@@ -222,9 +220,9 @@ public final class HCIHost: Sendable {
     let submitted = state.withLock { state -> Result<(UInt64, [[UInt8]]), HCIHostError> in
       if let closed = state.closed { return .failure(.closed(closed)) }
       state.nextID += 1
-      state.pending[state.nextID] = Pending(name: name, opcode: packet.opcode, onAnswer: onAnswer)
       let writes = state.commands.submit(
-        id: state.nextID, opcode: packet.opcode, packet: packet.encoded, deadline: deadline)
+        id: state.nextID, opcode: packet.opcode, packet: packet.encoded, deadline: deadline,
+        waiter: Pending(name: name, onAnswer: onAnswer))
       return .success((state.nextID, writes))
     }
     switch submitted {
@@ -241,9 +239,7 @@ public final class HCIHost: Sendable {
   /// Forgets a command whose caller stopped waiting; its `onAnswer` is told `.cancelled`
   /// (unless the answer, the deadline or the host's end took it first).
   private func abandon(_ id: UInt64) {
-    let (pending, writes) = state.withLock { state in
-      (state.pending.removeValue(forKey: id), state.commands.abandon(id: id))
-    }
+    let (pending, writes) = state.withLock { $0.commands.abandon(id: id) }
     for bytes in writes { output(H4Packet(type: .command, bytes: bytes)) }
     pending?.onAnswer(.failure(.cancelled))
   }
@@ -263,15 +259,12 @@ public final class HCIHost: Sendable {
   /// The watchdog's call: the commands past their deadline fail, and the security manager
   /// is told the time.
   private func timerFired(now: Duration) {
-    let (expired, writes) = state.withLock { state -> ([Pending], [[UInt8]]) in
-      let (ids, writes) = state.commands.timerFired(now: now)
-      return (ids.compactMap { state.pending.removeValue(forKey: $0) }, writes)
-    }
+    let (expired, writes) = state.withLock { $0.commands.timerFired(now: now) }
     for bytes in writes { output(H4Packet(type: .command, bytes: bytes)) }
-    for command in expired {
+    for (opcode, command) in expired {
       logger.error("\(stream.name): \(command.name): no answer within \(options.commandTimeout)")
       command.onAnswer(
-        .failure(.commandTimeout(command: command.name, opcode: command.opcode, timeout: options.commandTimeout)))
+        .failure(.commandTimeout(command: command.name, opcode: opcode, timeout: options.commandTimeout)))
     }
     security.timerFired(now: now, on: self)
   }
@@ -415,10 +408,7 @@ public final class HCIHost: Sendable {
   }
 
   private func answered(_ opcode: HCIOpcode, credits: UInt8, _ answer: CommandAnswer) {
-    let (pending, writes) = state.withLock { state -> (Pending?, [[UInt8]]) in
-      let (id, writes) = state.commands.answered(opcode: opcode, credits: credits)
-      return (id.flatMap { state.pending.removeValue(forKey: $0) }, writes)
-    }
+    let (pending, writes) = state.withLock { $0.commands.answered(opcode: opcode, credits: credits) }
     for bytes in writes { output(H4Packet(type: .command, bytes: bytes)) }
     pending?.onAnswer(.success(answer))
   }
@@ -477,9 +467,8 @@ public final class HCIHost: Sendable {
     let taken = state.withLock { state -> ([Pending], [HCIConnection], Inbox<ScanReport>?)? in
       guard state.closed == nil else { return nil }
       state.closed = reason
-      let pending = state.commands.removeAll().compactMap { state.pending[$0] }
+      let pending = state.commands.removeAll()
       defer {
-        state.pending = [:]
         state.connections = [:]
         state.scanReports = nil
       }
