@@ -6,6 +6,7 @@
 #   scripts/fuzz.sh run --seconds N [TARGET...]    each target for N seconds   (make fuzz)
 #   scripts/fuzz.sh run --runs N [TARGET...]       each target for N executions (make fuzz-ci)
 #   scripts/fuzz.sh minimize TARGET FILE           the smallest input that still fails
+#   scripts/fuzz.sh replay TARGET FILE|HEX         run one input, tracing its steps
 #   scripts/fuzz.sh list                           the targets
 #
 # `run` builds and seeds first, then runs the targets one after another (never two at
@@ -13,7 +14,10 @@
 # FUZZ_TIMEOUT seconds (default 10) fails the target; the input is kept in
 # .build-fuzz/findings/TARGET/ and the run exits 1 after the others. Every target keeps its
 # corpus in .build-fuzz/corpus/TARGET, so later runs start where earlier ones stopped.
-# Replay an input: .build-fuzz/bin/TARGET FILE.
+# A failed run also prints the input in hex, so that a CI log is enough to replay it.
+# Replay an input with `replay` (FUZZ_TRACE=1 makes the targets that have steps print
+# them) or .build-fuzz/bin/TARGET FILE. Inputs in Fuzz/Regressions/TARGET/ (findings once
+# fixed) run at the start of every run of TARGET.
 #
 # While a target runs, standard error shows how far it has come, from libFuzzer's latest
 # status line (executions, exec/s, coverage, corpus): on a terminal one line rewritten
@@ -170,8 +174,11 @@ run() {
     mkdir -p "$OUT/corpus/$target" "$OUT/seeds/$target" "$OUT/findings/$target"
     local log=$OUT/logs/$target.log start=$(date +%s%N) status=0 pid
     : >"$log"
+    local regressions=()
+    [[ -d Fuzz/Regressions/$target ]] && regressions=("Fuzz/Regressions/$target")
     "$OUT/bin/$target" "${limit[@]}" -timeout="$TIMEOUT" -max_len="$(max_len "$target")" -print_final_stats=1 \
-      -artifact_prefix="$OUT/findings/$target/" "$OUT/corpus/$target" "$OUT/seeds/$target" >"$log" 2>&1 &
+      -artifact_prefix="$OUT/findings/$target/" "$OUT/corpus/$target" "$OUT/seeds/$target" "${regressions[@]}" \
+      >"$log" 2>&1 &
     pid=$!
     # A background job ignores the terminal's Ctrl-C: it ends with the script, however that ends.
     trap 'kill "$pid" 2>/dev/null' EXIT
@@ -194,6 +201,11 @@ run() {
       echo "--- $target ($OUT/logs/$target.log)" >&2
       grep -m1 -B2 -A12 -E 'property violated|Fatal error|ERROR: (libFuzzer|AddressSanitizer)|ALARM' \
         "$OUT/logs/$target.log" >&2 || tail -20 "$OUT/logs/$target.log" >&2
+      local finding
+      finding=$(grep -m1 -o 'Test unit written to .*' "$OUT/logs/$target.log" | sed 's/^Test unit written to //') || true
+      if [[ -f $finding ]]; then
+        echo "fuzz: the input, to replay it anywhere: scripts/fuzz.sh replay $target $(od -An -v -tx1 "$finding" | tr -d ' \n')" >&2
+      fi
     done
     echo "fuzz: ${#failed[@]} target(s) failed ($label): ${failed[*]}" >&2
     exit 1
@@ -207,6 +219,23 @@ minimize() {
   "$OUT/bin/$1" -minimize_crash=1 -runs=100000 -timeout="$TIMEOUT" -artifact_prefix="$OUT/findings/$1/" "$2"
 }
 
+# Runs one input (a file, or its bytes in hex) through TARGET with FUZZ_TRACE=1.
+replay() {
+  [[ $# -eq 2 ]] || { echo "usage: scripts/fuzz.sh replay TARGET FILE|HEX" >&2 && exit 2; }
+  [[ -f Fuzz/Targets/$1.swift ]] || { echo "fuzz: no target $1 (scripts/fuzz.sh list)" >&2 && exit 2; }
+  local input=$2
+  if [[ ! -f $input ]]; then
+    [[ $input =~ ^([0-9a-fA-F]{2})*$ ]] || { echo "fuzz: $input is neither a file nor bytes in hex" >&2 && exit 2; }
+    mkdir -p "$OUT/replay"
+    input=$OUT/replay/$1
+    # Every byte becomes a \xHH escape, so the format holds no other directive.
+    # shellcheck disable=SC2059
+    printf "$(sed 's/../\\x&/g' <<<"$2")" >"$input"
+  fi
+  build
+  FUZZ_TRACE=1 "$OUT/bin/$1" -detect_leaks=0 "$input"
+}
+
 command=${1:-}
 shift || true
 case $command in
@@ -214,6 +243,7 @@ case $command in
   seed) build && seed ;;
   run) run "$@" ;;
   minimize) minimize "$@" ;;
+  replay) replay "$@" ;;
   list) targets ;;
-  *) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//' >&2 && exit 2 ;;
+  *) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//' >&2 && exit 2 ;;
 esac

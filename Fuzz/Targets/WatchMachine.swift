@@ -5,7 +5,7 @@ import Wire
 /// The watch's state machine, fed Notification Source and Data Source traffic, write
 /// outcomes, time and link changes. It writes only well-formed Control Point commands, one
 /// at a time (no write while one is unanswered, unless an input that can end it came: a
-/// fetch is not ended by its Write Response);
+/// fetch is not ended by its Write Response, unless the watch starts a new session on it);
 /// it fetches only UIDs it lists and performs only the actions the wearer asked for; its
 /// events tell a consistent story (`added` once, then `modified` or `removed`; an action
 /// only one the wearer asked for); a Removed event takes the UID off its list; every
@@ -103,7 +103,14 @@ private struct Harness {
     default: break
     }
     var writes = 0
-    for action in machine.handle(input, now: now) {
+    let actions = machine.handle(input, now: now)
+    trace("\(context()) -> \(actions)")
+    // A Write Response to the sharing check that starts a new session (sharing came back
+    // mid-session) ends the check: nothing of the old session is awaited any more.
+    if case .written(nil) = input, actions.contains(where: { if case .resubscribe = $0 { true } else { false } }) {
+      writing = false
+    }
+    for action in actions {
       switch action {
       case .write(let bytes):
         writes += 1

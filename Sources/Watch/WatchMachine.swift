@@ -225,7 +225,12 @@ public struct WatchMachine: Sendable {
       lastEvent = now
       // Events come only from a phone that shares its notifications.
       sharingCheckAt = nil
-      if sharedAgain(&out) { return out }
+      if sharedAgain(&out) {
+        // The new session's report tells what the phone holds; a removal is applied now all
+        // the same, so that a notification the phone removed is not shown until then.
+        if bytes.first == EventID.removed.rawValue { notificationSource(bytes, &out) }
+        return out
+      }
       notificationSource(bytes, &out)
     case .dataSource(let bytes):
       lastHeard = now

@@ -1313,6 +1313,21 @@ private struct Harness {
     #expect(h.feed(.tick, at: seconds(20)) == [Self.sharingCheck])
     #expect(h.feed(.written(0xA2)) == [.emit(.sharing(allowed: true)), .resubscribe])
   }
+
+  /// Sharing comes back with a Removed event: the new session is started, and the removal
+  /// is applied at once rather than left on the face until the new session's report.
+  @Test func aRemovalThatBringsSharingBackIsApplied() {
+    var h = Harness()
+    let a = Note.chat(1, "A")
+    let b = Note.chat(2, "B")
+    h.phone.add(a)
+    _ = h.connect()
+    _ = h.run(a.event(), at: seconds(1))
+    #expect(h.feed(b.event(), at: seconds(10)) == [fetch(2)])
+    #expect(h.feed(.written(0x03)) == [.emit(.sharing(allowed: false))])
+    #expect(h.feed(a.event(.removed), at: seconds(12)) == [.emit(.sharing(allowed: true)), .resubscribe, removed(1)])
+    #expect(h.state.notification(1) == nil)
+  }
 }
 
 // MARK: - Incoming-call recheck
