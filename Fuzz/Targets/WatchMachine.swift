@@ -9,7 +9,8 @@ import Wire
 /// it fetches only UIDs it lists and performs only the actions the wearer asked for; its
 /// events tell a consistent story (`added` once, then `modified` or `removed`; an action
 /// only one the wearer asked for); a Removed event takes the UID off its list; every
-/// notification it announced is in its list, which holds each UID once.
+/// notification it announced is in its list, which holds each UID once. Its `deadline` is
+/// when a tick next acts: a tick before it does nothing, and a tick leaves it in the future.
 ///
 /// Layout: an options byte (bits 0-1: pre-existing policy fetch all, list only, newest 2,
 /// newest 0; bit 2: small byte maxima; bit 3: Title only), then operations
@@ -103,8 +104,17 @@ private struct Harness {
     default: break
     }
     var writes = 0
+    let due = machine.deadline
     let actions = machine.handle(input, now: now)
-    trace("\(context()) -> \(actions)")
+    trace("\(context()) at \(now) -> \(actions); deadline \(String(describing: machine.deadline))")
+    if case .tick = input {
+      // The driver sleeps until the deadline: a tick before it must change nothing, and one
+      // after it must leave a later deadline (or none), or the driver would spin.
+      if due.map({ now < $0 }) ?? true {
+        require(actions.isEmpty, "\(context()): a tick before the deadline (\(String(describing: due))) acted")
+      }
+      if let after = machine.deadline { require(after > now, "\(context()): the deadline \(after) is not after it") }
+    }
     // A Write Response to the sharing check that starts a new session (sharing came back
     // mid-session) ends the check: nothing of the old session is awaited any more.
     if case .written(nil) = input, actions.contains(where: { if case .resubscribe = $0 { true } else { false } }) {

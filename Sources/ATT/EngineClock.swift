@@ -46,6 +46,9 @@ public final class ManualClock: EngineClock {
   /// How many tasks are sleeping on this clock now.
   public var sleeperCount: Int { state.withLock { $0.sleepers.count } }
 
+  /// The times the tasks sleeping on this clock now wake at, earliest first.
+  public var wakeTimes: [Duration] { state.withLock { $0.sleepers.map(\.deadline).sorted() } }
+
   public func sleep(until deadline: Duration) async throws(CancellationError) {
     do { try await sleepOrThrow(until: deadline) } catch { throw CancellationError() }
   }

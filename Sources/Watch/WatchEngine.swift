@@ -17,7 +17,8 @@ public struct WatchSetupError: Error, CustomStringConvertible {
 /// **One loop.** The engine's loop (`Core`, `submit`) runs the machine, one event at a time.
 /// Everything the machine reacts to reaches it there as one `Event`, in the order it was
 /// submitted: the phone's notifications and the answers to the watch's writes (from the
-/// connection's receive loop), the ticks, the wearer's actions, the link's changes. The loop
+/// connection's receive loop), the ticks of its one timer (which sleeps until the machine's
+/// `deadline`, and parks while there is none), the wearer's actions, the link's changes. The loop
 /// hands each to the machine and performs the actions it returns without waiting for any
 /// answer (an answer comes back later as another event), so no input can overtake another.
 /// An input from a link carries its `Session`'s tag; once that session is over (the link
@@ -156,8 +157,16 @@ public final class WatchEngine: Sendable {
       return nil
     }
 
-    /// Runs `event` through the machine: the actions, and the session they are for.
+    /// Runs `event` through the machine: the actions, and the session they are for, and the
+    /// machine's deadline if the event moved it.
     mutating func decide(_ event: Event, now: Duration) -> Decision {
+      let before = machine.deadline
+      var decision = run(event, now: now)
+      if let after = machine.deadline, after != before { decision.deadline = after }
+      return decision
+    }
+
+    private mutating func run(_ event: Event, now: Duration) -> Decision {
       switch event {
       case .input(let input, let from):
         // An input from a session that is over names what is gone (its UIDs, its writes).
@@ -183,9 +192,13 @@ public final class WatchEngine: Sendable {
     var session: Session?
     /// AMS's handles on that session's link, if found.
     var media: MediaHandles?
+    /// The machine's new deadline, when the event moved it: the timer must hear of it.
+    var deadline: Duration?
   }
 
   private let core: Locked<Core>
+  /// The engine's one timer: it sleeps until the machine's deadline, then ticks it.
+  private let timer: Watchdog
   private let hub = EventHub<WatchEvent>()
   /// Where the links keep the watch's bonds, once told.
   private let bondBook = Locked<(any BondBook)?>(nil)
@@ -206,6 +219,7 @@ public final class WatchEngine: Sendable {
     // Two services cannot need more than a handful of handles.
     server = try! GATTServer(leading: [gap], services: [], serviceChanged: false)
     core = Locked(Core(machine: WatchMachine(options: options)))
+    timer = Watchdog(clock: clock)
   }
 
   /// A snapshot of the watch face's model, as of the machine's last step. Every event is
@@ -628,6 +642,7 @@ public final class WatchEngine: Sendable {
   /// Performs the machine's actions on the link of the session they were decided for (if
   /// one was up). Nothing here waits for the phone.
   private func perform(_ decision: inout Decision) async {
+    if let deadline = decision.deadline { timer.wake(for: deadline) }
     let (session, media) = (decision.session, decision.media)
     // Taken out, so the list is not shared and is reversed in place; popped from the end,
     // so each action is moved out rather than copied (an event carries a whole
@@ -730,19 +745,17 @@ public final class WatchEngine: Sendable {
     hub.yield(event)
   }
 
-  /// One `.tick` a second on the engine clock (command timeouts, liveness, call and sharing
-  /// checks, the rewrite after silence), or more often when one of those intervals is under
-  /// two seconds, so each fires within half its length of being due.
+  /// Ticks the machine when its deadline comes (a command's timeout, the liveness probe,
+  /// the call and sharing checks, the rewrite after silence), and not otherwise: an idle
+  /// watch costs no wake-ups. Never twice within 10 ms, whatever the machine says, so a
+  /// deadline that a tick fails to move cannot make the timer spin.
   private func ticker() async {
-    let period = max(
-      .milliseconds(10),
-      min(
-        .seconds(1), options.commandTimeout / 2, options.livenessInterval / 2, options.callRecheckInterval / 2,
-        options.sharingCheckDelay / 2, options.sharingRecheckInterval / 2,
-        (options.resubscribeAfterSilence ?? .seconds(1)) / 2))
-    while !stopped {
-      do { try await clock.sleep(until: clock.now + period) } catch { return }
-      await submit(.input(.tick, from: nil))
-    }
+    var earliest = Duration.zero
+    await timer.run(
+      next: { core.withLock { $0.machine.deadline }.map { max($0, earliest) } },
+      fire: { now in
+        earliest = now + .milliseconds(10)
+        await submit(.input(.tick, from: nil))
+      })
   }
 }

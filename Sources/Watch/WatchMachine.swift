@@ -506,7 +506,10 @@ public struct WatchMachine: Sendable {
     } else if !apps.isEmpty {
       command = .app(apps.removeFirst())
     } else if !verifications.isEmpty {
-      command = .verify(uid: verifications.removeFirst())
+      let uid = verifications.removeFirst()
+      // A call's next recheck counts from this one, however long it waited for its turn.
+      if lastCallCheck[uid] != nil { lastCallCheck[uid] = now }
+      command = .verify(uid: uid)
     } else if let uid = urgent.popFirst() ?? background.popFirst() {
       let flags = notification(uid)?.flags ?? []
       command = .notification(
@@ -820,6 +823,33 @@ public struct WatchMachine: Sendable {
 
   // MARK: - Time
 
+  /// When a `.tick` next has something to do: the earliest of the command's timeout or the
+  /// time its answer has settled, the sharing check, the liveness probe, the rewrite after
+  /// silence and an incoming call's recheck. Nil when nothing waits for time. A tick before
+  /// it changes nothing; one at or after it leaves a later deadline or none, so a driver that
+  /// sleeps until it and then ticks never spins. (The driver's one timer, instead of a tick
+  /// every second.)
+  public var deadline: Duration? {
+    var earliest: Duration?
+    func consider(_ time: Duration?) {
+      if let time, earliest.map({ time < $0 }) ?? true { earliest = time }
+    }
+    if let flight = inFlight {
+      if policy.timesOutCommands && (flight.written || flight.reassembler == nil) { consider(flight.deadline) }
+      consider(flight.settleAt)
+    }
+    guard case .connected = state.link else { return earliest }
+    if inFlight == nil {
+      consider(sharingCheckAt)
+      if !probing, let interval = policy.livenessInterval { consider(lastHeard + interval) }
+      if !probing, let limit = policy.silenceLimit, state.sharingAllowed != false { consider(lastEvent + limit) }
+    }
+    if let recheck = policy.callRecheckInterval {
+      for (uid, last) in lastCallCheck where !verifications.contains(uid) { consider(last + recheck) }
+    }
+    return earliest
+  }
+
   private mutating func tick(_ out: inout [Action]) {
     if let flight = inFlight, policy.timesOutCommands, now >= flight.deadline,
       flight.written || flight.reassembler == nil
@@ -853,11 +883,15 @@ public struct WatchMachine: Sendable {
       out.append(.resubscribe)
     }
     guard let recheck = policy.callRecheckInterval else { return }
-    for notification in state.notifications where notification.category == .incomingCall {
-      let uid = notification.uid
-      guard announced.contains(uid), let last = lastCallCheck[uid], now - last >= recheck,
-        !verifications.contains(uid)
-      else { continue }
+    // Kept for announced calls only (set by `announce`, cleared by `remove`); in UID order,
+    // which is the order the phone gave them.
+    for (uid, last) in lastCallCheck.sorted(by: { $0.key < $1.key })
+    where now - last >= recheck && !verifications.contains(uid) {
+      // A Modified event can make a call something else: no longer rechecked.
+      guard announced.contains(uid), notification(uid)?.category == .incomingCall else {
+        lastCallCheck[uid] = nil
+        continue
+      }
       lastCallCheck[uid] = now
       verifications.append(uid)
     }

@@ -27,6 +27,22 @@ import Wire
     await rig.stop()
   }
 
+  /// The engine's one timer wakes when the machine's next deadline comes, not on a tick
+  /// every second: nothing on the clock wakes before the check, due 2.5 s into the session,
+  /// and the check is made then.
+  @Test func theTimerWakesWhenTheCheckIsDue() async throws {
+    let clock = ManualClock()
+    let phone = try Phone(settings: PhoneSettings(sharing: .ask), wallClock: FixedWallClock(seconds: 1_796_040_000))
+    var options = WatchOptions()
+    options.sharingCheckDelay = .milliseconds(2500)
+    let rig = Rig(phone: phone, options: options, clock: clock)
+    try await rig.ready()
+    #expect(clock.wakeTimes.allSatisfy { $0 >= .milliseconds(2500) }, "\(clock.wakeTimes)")
+    clock.advance(by: .milliseconds(2500))
+    try await rig.until("not shared") { $0 == .sharing(allowed: false) }
+    await rig.stop()
+  }
+
   /// Revoked while connected: the phone goes silent; the liveness check after 30 s of
   /// silence asks the Control Point too, finds it refused, says so, keeps what the watch
   /// has, and once allowed again starts a new session that brings what was missed.

@@ -1471,3 +1471,61 @@ private struct Harness {
     #expect(h.state.battery == 0)
   }
 }
+
+// MARK: - Deadline
+
+/// `deadline` is when the next tick acts; the engine's timer sleeps until it.
+@Suite struct WatchMachineDeadlineTests {
+  @Test func aTickActsAtTheDeadlineAndNotBefore() {
+    var h = Harness()
+    _ = h.connect()
+    // A quiet session's sharing check (the liveness probe would come at 30 s).
+    #expect(h.machine.deadline == seconds(2))
+    #expect(h.feed(.tick, at: seconds(1.999)) == [])
+    #expect(h.feed(.tick, at: seconds(2)) == [WatchMachineSharingTests.sharingCheck])
+    // Until its Write Response, a command has no deadline of the watch's own: ATT's
+    // transaction timeout ends it.
+    #expect(h.machine.deadline == nil)
+    #expect(h.feed(.written(0xA2)) == [])
+    // The liveness probe, 30 s after the phone was last heard.
+    #expect(h.machine.deadline == seconds(32))
+    #expect(h.feed(.tick, at: seconds(31.999)) == [])
+    #expect(h.feed(.tick, at: seconds(32)) == [.probe])
+    // Nothing more is due until the probe is answered.
+    #expect(h.machine.deadline == nil)
+  }
+
+  @Test func aWrittenCommandIsDueAtItsTimeout() {
+    var h = Harness()
+    let a = Note.chat(1, "A")
+    h.phone.add(a)
+    _ = h.connect()
+    #expect(h.feed(a.event(), at: seconds(1)) == [fetch(1)])
+    #expect(h.feed(.written(nil), at: seconds(1.5)) == [])
+    #expect(h.machine.deadline == seconds(11.5))
+    #expect(h.feed(.tick, at: seconds(11.499)) == [])
+    #expect(h.feed(.tick, at: seconds(11.5)).contains(.error))
+    #expect(h.errors.last?.contains("not answered within") == true)
+    #expect(h.machine.deadline.map { $0 > seconds(11.5) } ?? true)
+  }
+
+  /// An incoming call is checked again 20 s after its last check; one that waited for its
+  /// turn behind another command counts from when it was made, so it is not due at once.
+  @Test func aCallsRecheckCountsFromWhenItWasMade() {
+    var h = Harness { $0.callRecheckInterval = .seconds(20) }
+    let call = Note.call(9, from: "Bob")
+    let a = Note.chat(1, "A")
+    h.phone.add(call)
+    h.phone.add(a)
+    _ = h.connect()
+    _ = h.run(call.event())
+    #expect(h.machine.deadline == seconds(20))
+    #expect(h.feed(a.event(), at: seconds(19)) == [fetch(1)])
+    // Due, but the fetch is in flight: the check waits for its turn.
+    #expect(h.feed(.tick, at: seconds(20)) == [])
+    h.now = seconds(25)
+    #expect(h.answer().contains(check(9)))
+    // 20 s after the check made at 25 s (the liveness probe would come at 55 s).
+    #expect(h.machine.deadline == seconds(45))
+  }
+}
