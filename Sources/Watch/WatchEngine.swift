@@ -157,13 +157,35 @@ public final class WatchEngine: Sendable {
       return nil
     }
 
+    /// What the timer sleeps until, as far as the loop knows (nil: it parks, or has not
+    /// asked yet).
+    var timerTarget: Duration?
+
     /// Runs `event` through the machine: the actions, and the session they are for, and the
-    /// machine's deadline if the event moved it.
+    /// machine's deadline if the event brought it before the timer's. A later one is not
+    /// news: the timer wakes at its own, ticks (nothing is due) and asks again; so a stream
+    /// of events, each moving the deadlines a little later, never wakes it.
     mutating func decide(_ event: Event, now: Duration) -> Decision {
-      let before = machine.deadline
       var decision = run(event, now: now)
-      if let after = machine.deadline, after != before { decision.deadline = after }
+      if let after = machine.deadline, timerTarget.map({ after < $0 }) ?? true {
+        timerTarget = after
+        decision.deadline = after
+      }
       return decision
+    }
+
+    /// The timer asks when to wake (`now`): the machine's deadline, but not before
+    /// `earliest`. When the machine has none for now, a target still ahead is kept: the
+    /// deadline comes and goes with each command (none while a write awaits its response),
+    /// and parking would cost a wake-up for every command; waking at the old target costs
+    /// one tick that finds nothing due.
+    mutating func timerAsks(now: Duration, earliest: Duration) -> Duration? {
+      if let deadline = machine.deadline {
+        timerTarget = max(deadline, earliest)
+      } else if let target = timerTarget, target <= now {
+        timerTarget = nil
+      }
+      return timerTarget
     }
 
     private mutating func run(_ event: Event, now: Duration) -> Decision {
@@ -192,7 +214,8 @@ public final class WatchEngine: Sendable {
     var session: Session?
     /// AMS's handles on that session's link, if found.
     var media: MediaHandles?
-    /// The machine's new deadline, when the event moved it: the timer must hear of it.
+    /// The machine's deadline, when the event brought it before the timer's: the timer must
+    /// hear of it.
     var deadline: Duration?
   }
 
@@ -752,7 +775,7 @@ public final class WatchEngine: Sendable {
   private func ticker() async {
     var earliest = Duration.zero
     await timer.run(
-      next: { core.withLock { $0.machine.deadline }.map { max($0, earliest) } },
+      next: { [clock] in core.withLock { $0.timerAsks(now: clock.now, earliest: earliest) } },
       fire: { now in
         earliest = now + .milliseconds(10)
         await submit(.input(.tick, from: nil))

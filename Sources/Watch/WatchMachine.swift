@@ -67,6 +67,21 @@ public struct WatchMachine: Sendable {
     /// The answer stopped where it may be whole (`awaitsOnlyOptional`): taken as it is at
     /// this time unless more arrives.
     var settleAt: Duration?
+
+    /// When the command times out: once written, or at once for one whose answer is the
+    /// Write Response alone (an action); nil while a fetch awaits its Write Response.
+    var timeout: Duration? { written || !awaitsData ? deadline : nil }
+
+    /// The timeout and the settle time at once. `mutating` only so that optional chaining
+    /// reaches it in place: in the release build, reading the fields one by one copied the
+    /// whole command in flight, reassembler and all, for each (this runs after every input).
+    mutating func times() -> (timeout: Duration?, settleAt: Duration?) { (timeout, settleAt) }
+
+    /// A Data Source answer follows the Write Response (every command but an action).
+    var awaitsData: Bool {
+      if case .action = command { return false }
+      return true
+    }
   }
 
   /// An answer taken as whole without some optional tuples, in case the phone was not done:
@@ -198,6 +213,14 @@ public struct WatchMachine: Sendable {
   var fallbackApps: Set<String> = []
   /// When the next sharing check is due; nil when none is.
   var sharingCheckAt: Duration?
+
+  /// When a `.tick` next has something to do, as of the last input: the earliest of the
+  /// command's timeout or the time its answer has settled, the sharing check, the liveness
+  /// probe, the rewrite after silence and an incoming call's recheck. Nil when nothing waits
+  /// for time. A tick before it changes nothing; one at or after it leaves a later deadline
+  /// or none, so a driver that sleeps until it and then ticks never spins (the engine's one
+  /// timer, instead of a tick every second).
+  public private(set) var deadline: Duration?
   /// Sharing was stopped in a session that had notifications: once it is back, a new session.
   var sharingLostMidSession = false
   /// An empty notification was taken as an answer's start (`emptyFragmentStartsAnswer`).
@@ -214,6 +237,12 @@ public struct WatchMachine: Sendable {
   /// Handles one input at time `now` (the engine clock).
   public mutating func handle(_ input: Input, now: Duration) -> [Action] {
     self.now = now
+    let out = run(input)
+    deadline = nextDeadline()
+    return out
+  }
+
+  private mutating func run(_ input: Input) -> [Action] {
     var out: [Action] = []
     switch input {
     case .sessionStarted(let mtu):
@@ -823,37 +852,28 @@ public struct WatchMachine: Sendable {
 
   // MARK: - Time
 
-  /// When a `.tick` next has something to do: the earliest of the command's timeout or the
-  /// time its answer has settled, the sharing check, the liveness probe, the rewrite after
-  /// silence and an incoming call's recheck. Nil when nothing waits for time. A tick before
-  /// it changes nothing; one at or after it leaves a later deadline or none, so a driver that
-  /// sleeps until it and then ticks never spins. (The driver's one timer, instead of a tick
-  /// every second.)
-  public var deadline: Duration? {
+  private mutating func nextDeadline() -> Duration? {
     var earliest: Duration?
     func consider(_ time: Duration?) {
       if let time, earliest.map({ time < $0 }) ?? true { earliest = time }
     }
-    if let flight = inFlight {
-      if policy.timesOutCommands && (flight.written || flight.reassembler == nil) { consider(flight.deadline) }
-      consider(flight.settleAt)
-    }
+    let flight = inFlight?.times()
+    if policy.timesOutCommands { consider(flight?.timeout) }
+    consider(flight?.settleAt)
     guard case .connected = state.link else { return earliest }
-    if inFlight == nil {
+    if flight == nil {
       consider(sharingCheckAt)
       if !probing, let interval = policy.livenessInterval { consider(lastHeard + interval) }
       if !probing, let limit = policy.silenceLimit, state.sharingAllowed != false { consider(lastEvent + limit) }
     }
-    if let recheck = policy.callRecheckInterval {
+    if let recheck = policy.callRecheckInterval, !lastCallCheck.isEmpty {
       for (uid, last) in lastCallCheck where !verifications.contains(uid) { consider(last + recheck) }
     }
     return earliest
   }
 
   private mutating func tick(_ out: inout [Action]) {
-    if let flight = inFlight, policy.timesOutCommands, now >= flight.deadline,
-      flight.written || flight.reassembler == nil
-    {
+    if let flight = inFlight, policy.timesOutCommands, let timeout = flight.timeout, now >= timeout {
       timeOut(flight, &out)
     } else if let flight = inFlight, let settleAt = flight.settleAt, now >= settleAt,
       var reassembler = flight.reassembler
