@@ -1301,14 +1301,7 @@ private struct Harness {
   /// Revoked mid-session: the fetch refused with 0x03 is kept for later; once the phone
   /// shares again, a new session (the phone's events of the revoked time are lost).
   @Test func revokedMidSessionStartsANewSessionOnceSharedAgain() {
-    var h = Harness()
-    let a = Note.chat(1, "A")
-    let b = Note.chat(2, "B")
-    h.phone.add(a)
-    _ = h.connect()
-    _ = h.run(a.event(), at: seconds(1))
-    #expect(h.feed(b.event(), at: seconds(10)) == [fetch(2)])
-    #expect(h.feed(.written(0x03)) == [.emit(.sharing(allowed: false))])
+    var (h, _) = Self.revokedMidSession()
     #expect(h.feed(.tick, at: seconds(15)) == [])
     #expect(h.feed(.tick, at: seconds(20)) == [Self.sharingCheck])
     #expect(h.feed(.written(0xA2)) == [.emit(.sharing(allowed: true)), .resubscribe])
@@ -1317,6 +1310,13 @@ private struct Harness {
   /// Sharing comes back with a Removed event: the new session is started, and the removal
   /// is applied at once rather than left on the face until the new session's report.
   @Test func aRemovalThatBringsSharingBackIsApplied() {
+    var (h, a) = Self.revokedMidSession()
+    #expect(h.feed(a.event(.removed), at: seconds(12)) == [.emit(.sharing(allowed: true)), .resubscribe, removed(1)])
+    #expect(h.state.notification(1) == nil)
+  }
+
+  /// A is shown; at 10 s the fetch of B is refused Write Not Permitted: sharing revoked.
+  private static func revokedMidSession() -> (Harness, Note) {
     var h = Harness()
     let a = Note.chat(1, "A")
     let b = Note.chat(2, "B")
@@ -1325,8 +1325,7 @@ private struct Harness {
     _ = h.run(a.event(), at: seconds(1))
     #expect(h.feed(b.event(), at: seconds(10)) == [fetch(2)])
     #expect(h.feed(.written(0x03)) == [.emit(.sharing(allowed: false))])
-    #expect(h.feed(a.event(.removed), at: seconds(12)) == [.emit(.sharing(allowed: true)), .resubscribe, removed(1)])
-    #expect(h.state.notification(1) == nil)
+    return (h, a)
   }
 }
 
