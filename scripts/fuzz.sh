@@ -17,7 +17,7 @@
 # A failed run also prints the input in hex, so that a CI log is enough to replay it.
 # Replay an input with `replay` (FUZZ_TRACE=1 makes the targets that have steps print
 # them) or .build-fuzz/bin/TARGET FILE. Inputs in Fuzz/Regressions/TARGET/ (findings once
-# fixed) run at the start of every run of TARGET.
+# fixed) run, with the corpus, before every run of TARGET fuzzes.
 #
 # While a target runs, standard error shows how far it has come, from libFuzzer's latest
 # status line (executions, exec/s, coverage, corpus): on a terminal one line rewritten
@@ -204,7 +204,7 @@ run() {
       local finding
       finding=$(grep -m1 -o 'Test unit written to .*' "$OUT/logs/$target.log" | sed 's/^Test unit written to //') || true
       if [[ -f $finding ]]; then
-        echo "fuzz: the input, to replay it anywhere: scripts/fuzz.sh replay $target $(od -An -v -tx1 "$finding" | tr -d ' \n')" >&2
+        echo "fuzz: the input, to replay it anywhere: scripts/fuzz.sh replay $target '$(od -An -v -tx1 "$finding" | tr -d ' \n')'" >&2
       fi
     done
     echo "fuzz: ${#failed[@]} target(s) failed ($label): ${failed[*]}" >&2
