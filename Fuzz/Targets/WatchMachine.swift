@@ -112,6 +112,8 @@ private struct Harness {
       // after it must leave a later deadline (or none), or the driver would spin.
       if due.map({ now < $0 }) ?? true {
         require(actions.isEmpty, "\(context()): a tick before the deadline (\(String(describing: due))) acted")
+        // Work that emits nothing (a recheck queued behind a command) would move it.
+        require(machine.deadline == due, "\(context()): a tick before the deadline moved it")
       }
       if let after = machine.deadline { require(after > now, "\(context()): the deadline \(after) is not after it") }
     }

@@ -164,7 +164,8 @@ public final class WatchEngine: Sendable {
     /// Runs `event` through the machine: the actions, and the session they are for, and the
     /// machine's deadline if the event brought it before the timer's. A later one is not
     /// news: the timer wakes at its own, ticks (nothing is due) and asks again; so a stream
-    /// of events, each moving the deadlines a little later, wakes it about once per command timeout, not once per event.
+    /// of events, each moving the deadlines a little later, wakes it about once per command
+    /// timeout, not once per event.
     mutating func decide(_ event: Event, now: Duration) -> Decision {
       var decision = run(event, now: now)
       if let after = machine.deadline, timerTarget.map({ after < $0 }) ?? true {
