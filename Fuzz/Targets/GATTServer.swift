@@ -21,7 +21,7 @@ func fuzz(_ bytes: [UInt8]) {
   runBlocking {
     let server = makeServer()
     let connection = ATTConnection(bearer: bearer)
-    server.attach(connection)
+    await server.attach(connection)
     await connection.run()
     server.detach(connection)
   }

@@ -1,4 +1,5 @@
 import Runtime
+import Synchronization
 import Wire
 
 /// Why an ATT operation failed.
@@ -68,7 +69,9 @@ public struct ATTValueEvent: Hashable, Sendable {
 }
 
 /// One ATT bearer's protocol engine, both roles at once: the shell that performs what
-/// `ATTMachine` decides.
+/// `ATTMachine` decides. An actor: the machine is stepped only on the connection's own
+/// executor, one input at a time, so it needs no lock; whoever is elsewhere (a phone's
+/// console, a scenario) reaches it with `await`.
 ///
 /// - Client: `request` sends a request, or queues it behind the one outstanding, and hands
 ///   over its answer. Answers are taken on the receive loop in arrival order.
@@ -77,7 +80,7 @@ public struct ATTValueEvent: Hashable, Sendable {
 /// - Indications: at most one unconfirmed at a time, also queued.
 /// - A transaction past its 30 seconds fails everything and closes the bearer (Vol 3 Part F
 ///   3.3.3), measured on the injected clock.
-public final class ATTConnection: Sendable {
+public actor ATTConnection {
   public typealias Options = ATTOptions
   /// Who takes a transaction's answer.
   public typealias Answer = @Sendable (Result<ATTPDU, ATTError>) async -> Void
@@ -85,30 +88,22 @@ public final class ATTConnection: Sendable {
   /// one has its callback hand it over (`Answered`).
   typealias Machine = ATTMachine<Answer>
 
-  /// What performing one step's effects may need, read under the step's lock.
-  private struct Handlers {
-    var server: (any ATTServerHandler)?
-    var onValue: (@Sendable (ATTValueEvent) async -> Void)?
-  }
-
   /// ATT_MTU before any exchange (LE).
   public static let defaultMTU = ATTOptions.defaultMTU
 
-  private struct State {
-    var machine: Machine
-    var handlers = Handlers()
-    /// What `close()` failed, for the receive loop to tell the waiters (their callbacks may
-    /// send or wait, so they run there, not in `close()`'s caller).
-    var failedByClose: [Machine.Effect] = []
-  }
-
-  public let bearer: any ATTBearer
-  public let options: Options
-  private let clock: any EngineClock
-  private let logger: Logger
-  private let state: Locked<State>
+  public nonisolated let bearer: any ATTBearer
+  public nonisolated let options: Options
+  private nonisolated let clock: any EngineClock
+  private nonisolated let logger: Logger
+  private var machine: Machine
+  private var server: (any ATTServerHandler)?
+  private var onValue: (@Sendable (ATTValueEvent) async -> Void)?
+  /// The machine's ATT_MTU, for readers on other executors; written only here.
+  private nonisolated let agreedMTU: Atomic<Int>
+  /// What `agreedMTU` holds.
+  private var publishedMTU = Int(ATTOptions.defaultMTU)
   /// Tells the machine the time at each of its deadlines.
-  private let watchdog: Watchdog
+  private nonisolated let watchdog: Watchdog
 
   public init(
     bearer: any ATTBearer, clock: any EngineClock = SystemClock(), options: Options = Options(),
@@ -118,62 +113,64 @@ public final class ATTConnection: Sendable {
     self.clock = clock
     self.options = options
     self.logger = logger
-    state = Locked(State(machine: Machine(options: options)))
+    machine = Machine(options: options)
+    agreedMTU = Atomic(Int(ATTOptions.defaultMTU))
     watchdog = Watchdog(clock: clock)
   }
 
-  /// The ATT_MTU in force.
-  public var mtu: Int { state.withLock { $0.machine.mtu } }
+  /// The ATT_MTU in force; readable from anywhere (it only grows, once).
+  public nonisolated var mtu: Int { agreedMTU.load(ordering: .acquiring) }
 
   /// The link's security level, as the GATT server checks it.
-  public var securityLevel: SecurityLevel { bearer.securityLevel }
+  public nonisolated var securityLevel: SecurityLevel { bearer.securityLevel }
 
   /// Nil while connected; otherwise why the connection ended.
-  public var closedReason: ATTError? { state.withLock { $0.machine.closed } }
+  public var closedReason: ATTError? { machine.closed }
 
   /// Sets the handler for requests and commands from the peer.
-  public func setServer(_ server: (any ATTServerHandler)?) { state.withLock { $0.handlers.server = server } }
+  public func setServer(_ server: (any ATTServerHandler)?) { self.server = server }
 
   /// Sets the handler for notifications and indications from the peer. It runs on the
   /// receive loop, so nothing is dispatched until it returns: it may send, but must never
   /// wait for an answer (which only this loop could deliver). Indications are confirmed
   /// after it returns.
-  public func setValueHandler(_ handler: (@Sendable (ATTValueEvent) async -> Void)?) {
-    state.withLock { $0.handlers.onValue = handler }
+  public func setValueHandler(_ handler: (@Sendable (ATTValueEvent) async -> Void)?) { onValue = handler }
+
+  /// The machine by reference: a method called on the stored value directly may work on a
+  /// copy of the whole machine (every field retained, then released), on every PDU.
+  @inline(__always)
+  private func withMachine<T>(_ body: (inout Machine) -> T) -> T { body(&machine) }
+
+  private func publishMTU() {
+    publishedMTU = machine.mtu
+    agreedMTU.store(publishedMTU, ordering: .releasing)
   }
 
-  /// Runs one input through the machine, then `then` under the same lock with the effects it
-  /// produced; wakes the watchdog when the machine's deadline moved.
-  private func step(
-    _ input: (inout Machine, () -> Duration) -> Machine.Effects,
-    then: (inout State, inout Machine.Effects) -> Void = { _, _ in }
-  ) -> (Machine.Effects, Handlers) {
+  /// Runs one input through the machine; wakes the watchdog when the machine's deadline
+  /// moved.
+  private func step(_ input: (inout Machine, () -> Duration) -> Machine.Effects) -> Machine.Effects {
     let clock = self.clock
-    let (effects, handlers, moved) = state.withLock { state -> (Machine.Effects, Handlers, Duration?) in
-      let before = state.machine.deadline
-      var effects = input(&state.machine, { clock.now })
-      then(&state, &effects)
-      let after = state.machine.deadline
-      return (effects, state.handlers, after != before ? after : nil)
+    let (effects, moved, mtu) = withMachine { machine in
+      let before = machine.deadline
+      let effects = input(&machine, { clock.now })
+      let after = machine.deadline
+      return (effects, after != before ? after : nil, machine.mtu)
     }
     if let moved { watchdog.wake(for: moved) }
-    return (effects, handlers)
+    if mtu != publishedMTU { publishMTU() }
+    return effects
   }
 
   /// Performs the machine's effects, in order.
-  private func perform(_ step: (Machine.Effects, Handlers)) async {
-    await perform(step.0, step.1)
-  }
-
-  private func perform(_ effects: Machine.Effects, _ handlers: Handlers = Handlers()) async {
+  private func perform(_ effects: Machine.Effects) async {
     guard let first = effects.first else { return }
-    await perform(first, handlers)
+    await perform(first)
     guard let second = effects.second else { return }
-    await perform(second, handlers)
-    for effect in effects.rest { await perform(effect, handlers) }
+    await perform(second)
+    for effect in effects.rest { await perform(effect) }
   }
 
-  private func perform(_ effect: Machine.Effect, _ handlers: Handlers) async {
+  private func perform(_ effect: Machine.Effect) async {
     switch effect {
     case .send(let bytes):
       do {
@@ -188,27 +185,25 @@ public final class ATTConnection: Sendable {
         await perform(step { machine, now in machine.sendFailed(indication: indication, now: now()) })
       }
     case .complete(let answer, let result): await answer(result)
-    case .serve(let pdu): await serve(pdu, handlers.server)
-    case .deliver(let event): await handlers.onValue?(event)
+    case .serve(let pdu): await serve(pdu)
+    case .deliver(let event): await onValue?(event)
     case .close(let reason):
       logger.error("\(bearer.name): \(reason)")
       bearer.close()
     case .note(let text): logger.info("\(bearer.name): \(text)")
-    case .adoptMTU(let peer): state.withLock { $0.machine.adopt(peer: peer) }
+    case .adoptMTU(let peer):
+      machine.adopt(peer: peer)
+      publishMTU()
     }
   }
 
   // MARK: - Running
 
   /// Receives and dispatches PDUs until the link closes; then fails everything pending with
-  /// `.disconnected`. Run it in its own task.
+  /// `.disconnected` and lets go of the server and value handlers. Run it in its own task.
   public func run() async {
     await withTaskGroup(of: Void.self) { group in
-      group.addTask {
-        await self.watchdog.run(next: { self.state.withLock { $0.machine.deadline } }) { now in
-          await self.perform(self.step { machine, _ in machine.timerFired(now: now) })
-        }
-      }
+      group.addTask { await self.runWatchdog() }
       while true {
         // What is already queued is taken without an async call (a burst of notifications).
         var received = bearer.receiveIfReady()
@@ -217,32 +212,25 @@ public final class ATTConnection: Sendable {
         if logger.enabled(.trace) { logger.trace("\(bearer.name) < \(Hex.encode(bytes))") }
         await perform(step { machine, now in machine.received(bytes, now: now) })
       }
-      // In one step with the machine's end, so a close() meanwhile leaves nothing behind.
-      var failedByClose: [Machine.Effect] = []
-      let (effects, handlers) = step { machine, _ in
-        machine.close(.disconnected)
-      } then: { state, _ in
-        failedByClose = state.failedByClose
-        state.failedByClose = []
-      }
-      for effect in failedByClose { await perform(effect, handlers) }
-      await perform(effects, handlers)
+      await perform(step { machine, _ in machine.close(.disconnected) })
+      // The handlers often hold this connection: let go of them, so neither keeps the other.
+      server = nil
+      onValue = nil
       group.cancelAll()
     }
   }
 
-  /// Closes the bearer; `run()` then returns. Requests from now on fail at once; what was
-  /// outstanding fails with `.disconnected` on the receive loop, as `run()` ends: a
-  /// connection whose `run()` never started tells those waiters nothing (their callbacks may
-  /// send or wait, so they never run in `close()`'s caller).
-  public func close() {
+  private func runWatchdog() async {
+    await watchdog.run(
+      next: { withMachine { $0.deadline } },
+      fire: { now in await perform(step { machine, _ in machine.timerFired(now: now) }) })
+  }
+
+  /// Closes the bearer; `run()` then fails what was outstanding with `.disconnected` and
+  /// returns. Requests from now on fail at once, as the bearer refuses them. A connection
+  /// whose `run()` never started tells the waiters of its outstanding requests nothing.
+  public nonisolated func close() {
     bearer.close()
-    _ = step { machine, _ in
-      machine.close(.disconnected)
-    } then: { state, effects in
-      state.failedByClose += effects
-      effects = []
-    }
   }
 
   // MARK: - Sending
@@ -250,13 +238,13 @@ public final class ATTConnection: Sendable {
   /// Sends a PDU that is no transaction (a command, a notification) after checking it
   /// against the state and ATT_MTU.
   public func send(_ pdu: ATTPDU) async throws(ATTError) {
-    try await sendChecked(state.withLock { $0.machine.encode(pdu) }.get())
+    try await sendChecked(withMachine { $0.encode(pdu) }.get())
   }
 
   /// Sends bytes the machine has checked. When the bearer sends at once (`sendNow`, the
   /// project's links) no async call is made.
   @inline(__always)
-  private func sendChecked(_ bytes: [UInt8]) async throws(ATTError) {
+  private nonisolated func sendChecked(_ bytes: [UInt8]) async throws(ATTError) {
     if logger.enabled(.trace) { logger.trace("\(bearer.name) > \(Hex.encode(bytes))") }
     do {
       if try !bearer.sendNow(bytes) { try await bearer.send(bytes) }
@@ -284,7 +272,7 @@ public final class ATTConnection: Sendable {
 
   /// Sends a Handle Value Notification, the value cut to ATT_MTU - 3 bytes.
   public func notify(handle: UInt16, value: [UInt8]) async throws(ATTError) {
-    try await sendChecked(state.withLock { $0.machine.notification(handle: handle, value: value) }.get())
+    try await sendChecked(withMachine { $0.notification(handle: handle, value: value) }.get())
   }
 
   /// Sends a Handle Value Indication, or queues it behind the one unconfirmed, and returns
@@ -312,21 +300,21 @@ public final class ATTConnection: Sendable {
   public func exchangeMTU() async throws(ATTError) -> Int {
     let answer = try await request(.exchangeMTURequest(ExchangeMTURequest(clientRxMTU: options.localMTU)))
     guard case .exchangeMTUResponse = answer else { throw .invalidResponse("expected Exchange MTU Response") }
-    let agreed = mtu
+    let agreed = machine.mtu
     logger.debug("\(bearer.name): ATT_MTU \(agreed)")
     return agreed
   }
 
   // MARK: - Serving
 
-  private func serve(_ pdu: ATTPDU, _ server: (any ATTServerHandler)?) async {
+  private func serve(_ pdu: ATTPDU) async {
     guard let server else {
       let refusal = ErrorResponse(requestOpcode: pdu.opcode, handle: 0, errorCode: .requestNotSupported)
-      await perform(state.withLock { $0.machine.answer(to: pdu.opcode, with: .errorResponse(refusal)) })
+      await perform(withMachine { $0.answer(to: pdu.opcode, with: .errorResponse(refusal)) })
       return
     }
     let reply = await server.handle(pdu, on: self)
-    await perform(state.withLock { $0.machine.answer(to: pdu.opcode, with: reply.response) })
+    await perform(withMachine { $0.answer(to: pdu.opcode, with: reply.response) })
     await reply.afterResponse?()
   }
 }

@@ -57,7 +57,9 @@ package final class Watchdog: Sendable {
 
   /// Runs until its task is cancelled: `next` reads the owner's earliest deadline (nil:
   /// none), and `fire` is called with the time once one has passed.
-  package func run(next: () -> Duration?, fire: (Duration) async -> Void) async {
+  package func run(
+    isolation: isolated (any Actor)? = #isolation, next: () -> Duration?, fire: (Duration) async -> Void
+  ) async {
     await withTaskCancellationHandler {
       while !state.withLock({ $0.ended }) {
         state.withLock { $0.woken = false }

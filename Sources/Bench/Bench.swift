@@ -209,10 +209,10 @@ public struct Bench {
         ])
     ])
     let serverConnection = ATTConnection(bearer: peripheral)
-    server.attach(serverConnection)
+    await server.attach(serverConnection)
     let serverTask = Task { await serverConnection.run() }
     let clientConnection = ATTConnection(bearer: central)
-    let client = GATTClient(connection: clientConnection)
+    let client = await GATTClient(connection: clientConnection)
     let clientTask = Task { await clientConnection.run() }
     let handle = server.handles(of: 0x1234)![0].value
     let value = try await asyncRate(1000) {

@@ -762,7 +762,7 @@ extension NCCases {
       let second = try await ctx.accept()
       var subscribed = true
       do { try await second.awaitSubscribed(" (it must not: the phone's key is one it does not hold)") } catch {
-        if second.connection.closedReason == nil { throw error }
+        if await second.connection.closedReason == nil { throw error }
         subscribed = false
       }
       try check(!subscribed, "the accessory subscribed although the phone encrypted with a key it does not hold")

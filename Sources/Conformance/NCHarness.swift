@@ -228,7 +228,7 @@ public final class NCSession: Sendable {
   init(
     bearer: any ATTBearer, clock: any EngineClock, timeout: Duration, log caseLog: CaseLog,
     ancsShownFrom: SecurityLevel = .unencrypted
-  ) throws(CaseOutcome) {
+  ) async throws(CaseOutcome) {
     let shared = shared
     self.caseLog = caseLog
     let recording = RecordingBearer(bearer) { pdu in
@@ -283,7 +283,7 @@ public final class NCSession: Sendable {
       throw .failed("the harness could not build its database: \(error)")
     }
     shared.state.withLock { $0.handles = Self.valueHandles(server) }
-    server.attach(connection)
+    await server.attach(connection)
     self.connection = connection
     self.server = server
     self.ancsService = ancs
@@ -654,7 +654,7 @@ public final class NCContext: CaseContext {
       }
     }
     let bearer: any ATTBearer = capture.map { CapturingBearer(raw, writer: $0) } ?? raw
-    let session = try NCSession(
+    let session = await try NCSession(
       bearer: bearer, clock: clock, timeout: timeout, log: log,
       ancsShownFrom: ancsAfterEncryption ? .encrypted : .unencrypted)
     opened.withLock { $0.append(session) }
@@ -679,7 +679,7 @@ public final class NCContext: CaseContext {
         try await session.awaitSubscribed(why)
         return session
       } catch {
-        if session.connection.closedReason == nil { throw error }
+        if await session.connection.closedReason == nil { throw error }
         log.peerDid("dropped a link before subscribing")
       }
     }

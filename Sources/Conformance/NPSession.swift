@@ -139,7 +139,7 @@ public final class NPContext: CaseContext {
         throw error
       }
     }
-    let session = NPSession(
+    let session = await NPSession(
       bearer: bearer, clock: clock, mtu: mtu ?? ATTConnection.defaultMTU, timeout: timeout, log: log,
       received: received)
     opened.withLock { $0.append(session) }
@@ -265,12 +265,12 @@ public final class NPSession: Sendable {
   init(
     bearer: any ATTBearer, clock: any EngineClock, mtu: UInt16, timeout: Duration, log: CaseLog,
     received: Inbox<ATTPDU>
-  ) {
+  ) async {
     self.log = log
     self.received = received
     connection = ATTConnection(
       bearer: bearer, clock: clock, options: ATTConnection.Options(localMTU: mtu, transactionTimeout: timeout))
-    client = GATTClient(connection: connection)
+    client = await GATTClient(connection: connection)
     // GAP with Device Name and Appearance (0x00C0, Generic Watch); one service cannot
     // exhaust the handles.
     server = try! GATTServer(
@@ -279,7 +279,7 @@ public final class NPSession: Sendable {
           uuid: 0x1800,
           characteristics: [.constant(0x2A00, Array(Self.deviceName.utf8)), .constant(0x2A01, [0xC0, 0x00])])
       ], services: [], serviceChanged: false)
-    server.attach(connection)
+    await server.attach(connection)
     let connection = connection
     let inboxes = [notificationSource, dataSource, remoteCommands, entityUpdates]
     let server = server

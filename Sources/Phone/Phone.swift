@@ -235,7 +235,7 @@ public final class Phone: Sendable {
   public func serve(_ bearer: any ATTBearer, clock: any EngineClock = SystemClock()) async {
     let connection = ATTConnection(
       bearer: bearer, clock: clock, options: .init(localMTU: settings.mtu), logger: logger)
-    let gatt = server.attach(connection)
+    let gatt = await server.attach(connection)
     let id = state.withLock { state in
       defer { state.nextSession += 1 }
       state.sessions[ObjectIdentifier(gatt)] = Session(
@@ -278,7 +278,7 @@ public final class Phone: Sendable {
         problem = "no Device Name published"
       }
     } catch {
-      if connection.closedReason != nil { return }
+      if await connection.closedReason != nil { return }
       problem = error.errorCode.map { "Device Name read answered \($0)" } ?? "Device Name read failed: \(error)"
     }
     emit(.identified(session: id, mtu: connection.mtu, name: name, problem: problem))

@@ -360,8 +360,8 @@ public final class WatchEngine: Sendable {
     // Faults that change bytes change them on the bearer, after the machine.
     let bearer = options.faults.outgoingRewrite.map { RewritingBearer(link, outgoing: $0) } ?? link
     let connection = ATTConnection(bearer: bearer, clock: clock, options: .init(localMTU: options.mtu), logger: logger)
-    let client = GATTClient(connection: connection)
-    server.attach(connection)
+    let client = await GATTClient(connection: connection)
+    await server.attach(connection)
     let (controls, control) = AsyncStream<Control>.makeStream()
     let runner = Task {
       await connection.run()

@@ -79,7 +79,7 @@ private let readRequest = ATTPDU.readRequest(ReadRequest(handle: 3))
     await h.clock.waitForSleepers(1)
     h.clock.advance(by: .seconds(29))
     await h.clock.waitForSleepers(1)  // still armed: nothing expired
-    #expect(h.connection.closedReason == nil)
+    #expect(await h.connection.closedReason == nil)
     h.clock.advance(by: .seconds(1))
     await #expect(throws: ATTError.timeout) { try await request.value }
     #expect(try await h.peer.receive() == nil, "the bearer is closed after a timeout")
@@ -101,7 +101,7 @@ private let readRequest = ATTPDU.readRequest(ReadRequest(handle: 3))
     _ = try await h.next()
     try await h.peer.send([0x0B, 0x02])
     #expect(try await second.value == .readResponse(ReadResponse(value: [2])))
-    #expect(h.connection.closedReason == nil)
+    #expect(await h.connection.closedReason == nil)
     h.connection.close()
   }
 
@@ -149,7 +149,7 @@ private let readRequest = ATTPDU.readRequest(ReadRequest(handle: 3))
   @Test func pdusLargerThanTheMTUAreTakenWhole() async throws {
     let h = Harness()
     let events = AsyncStream<ATTValueEvent>.makeStream()
-    h.connection.setValueHandler { events.continuation.yield($0) }
+    await h.connection.setValueHandler { events.continuation.yield($0) }
     let big = (0..<200).map { UInt8(truncatingIfNeeded: $0) }
     try await h.peer.send([0x1B, 0x05, 0x00] + big)  // a 203-byte notification at ATT_MTU 23
     var iterator = events.stream.makeAsyncIterator()
@@ -175,7 +175,7 @@ private let readRequest = ATTPDU.readRequest(ReadRequest(handle: 3))
   @Test func notificationsAndIndicationsAreDispatchedAndConfirmed() async throws {
     let h = Harness()
     let events = AsyncStream<ATTValueEvent>.makeStream()
-    h.connection.setValueHandler { events.continuation.yield($0) }
+    await h.connection.setValueHandler { events.continuation.yield($0) }
     try await h.peer.send([0x1B, 0x05, 0x00, 0xAA])
     try await h.peer.send([0x1D, 0x06, 0x00, 0xBB, 0xCC])
     var iterator = events.stream.makeAsyncIterator()
@@ -204,7 +204,7 @@ private let readRequest = ATTPDU.readRequest(ReadRequest(handle: 3))
   @Test func indicationsQueuedFromAServerHandler() async throws {
     let h = Harness()
     let confirmations = AsyncStream<Result<ATTPDU, ATTError>>.makeStream()
-    h.connection.setServer(
+    await h.connection.setServer(
       IndicatingServer { connection in
         for value: UInt8 in [1, 2] {
           await connection.indicate(handle: 7, value: [value]) { confirmations.continuation.yield($0) }
@@ -240,12 +240,12 @@ private let readRequest = ATTPDU.readRequest(ReadRequest(handle: 3))
     let called = AsyncStream<Result<ATTPDU, ATTError>>.makeStream()
     await h.connection.request(readRequest) { called.continuation.yield($0) }
     h.connection.close()
-    #expect(h.connection.closedReason == .disconnected)
     await #expect(throws: ATTError.disconnected) { try await h.connection.request(readRequest) }
     await #expect(throws: ATTError.disconnected) { try await request.value }
     var results = called.stream.makeAsyncIterator()
     await #expect(throws: ATTError.disconnected) { try await results.next()?.get() }
     await h.task.value
+    #expect(await h.connection.closedReason == .disconnected)
   }
 
   @Test func requestsWithoutServerAreRefused() async throws {

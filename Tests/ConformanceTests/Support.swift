@@ -106,7 +106,7 @@ func minimalPhone() throws -> PhoneUnderTest {
     connect: {
       let (central, peripheral) = MemoryLink.pair()
       let connection = ATTConnection(bearer: central)
-      _ = server.attach(connection)
+      _ = await server.attach(connection)
       Task { await connection.run() }
       return peripheral
     }, stimulus: nil)

@@ -9,7 +9,7 @@ import Wire
 
 @Suite(.timeLimit(.minutes(2))) struct ClientServerTests {
   @Test func discoveryFindsTheFixtureLayout() async throws {
-    let pair = ClientServerPair(server: try makeFixtureServer())
+    let pair = await ClientServerPair(server: try makeFixtureServer())
     let client = pair.client
     let all = try await client.discoverAllPrimaryServices()
     #expect(all.map(\.uuid) == [0x1801, 0x180F, FixtureUUID.service, 0x1805])
@@ -35,13 +35,13 @@ import Wire
     let connection = ATTConnection(bearer: peripheral)
     weak var released: GATTServer?
     do {
-      let server = try makeFixtureServer()
+      let server = await try makeFixtureServer()
       released = server
-      server.attach(connection)
+      await server.attach(connection)
     }
     let serving = Task { await connection.run() }
     let clientConnection = ATTConnection(bearer: central)
-    let client = GATTClient(connection: clientConnection)
+    let client = await GATTClient(connection: clientConnection)
     let clientTask = Task { await clientConnection.run() }
     #expect(try await client.read(7) == [42])
     #expect(released != nil, "the session keeps its server while attached")
@@ -55,7 +55,7 @@ import Wire
   @Test(arguments: [23, 185, 517] as [UInt16])
   func readsLongValuesAtEveryMTU(mtu: UInt16) async throws {
     // The client's offer decides: the server offers 517.
-    let pair = ClientServerPair(server: try makeFixtureServer(), clientMTU: mtu)
+    let pair = await ClientServerPair(server: try makeFixtureServer(), clientMTU: mtu)
     if mtu > 23 { #expect(try await pair.client.connection.exchangeMTU() == Int(mtu)) }
     #expect(try await pair.client.read(20) == (0..<60).map { UInt8($0) })
     #expect(try await pair.client.read(7) == [42])
@@ -64,7 +64,7 @@ import Wire
 
   @Test func securityIsEnforcedUntilPaired() async throws {
     let recorder = Recorder()
-    let pair = ClientServerPair(server: try makeFixtureServer(recorder))
+    let pair = await ClientServerPair(server: try makeFixtureServer(recorder))
     let client = pair.client
     await #expect(
       throws: ATTError.errorResponse(
@@ -88,7 +88,7 @@ import Wire
   }
 
   @Test func subscriptionsDeliverNotificationsInOrder() async throws {
-    let pair = ClientServerPair(server: try makeFixtureServer(), level: .encrypted)
+    let pair = await ClientServerPair(server: try makeFixtureServer(), level: .encrypted)
     let client = pair.client
     let service = try #require(try await client.discoverPrimaryServices(FixtureUUID.service).first)
     let characteristics = try await client.discoverCharacteristics(of: service)
@@ -105,8 +105,8 @@ import Wire
   }
 
   @Test func serviceChangedIsIndicatedToSubscribers() async throws {
-    let server = try makeFixtureServer()
-    let pair = ClientServerPair(server: server)
+    let server = await try makeFixtureServer()
+    let pair = await ClientServerPair(server: server)
     let client = pair.client
     let gatt = try #require(try await client.discoverPrimaryServices(.genericAttributeService).first)
     let changed = try #require(try await client.discoverCharacteristics(of: gatt).first)
@@ -137,7 +137,7 @@ import Wire
         characteristics: [CharacteristicDefinition(uuid: FixtureUUID.source, properties: .notify)],
         shownFrom: .encrypted),
     ])
-    let pair = ClientServerPair(server: server)
+    let pair = await ClientServerPair(server: server)
     let client = pair.client
     let gatt = try #require(try await client.discoverPrimaryServices(.genericAttributeService).first)
     let changed = try #require(try await client.discoverCharacteristics(of: gatt).first)
@@ -180,7 +180,7 @@ import Wire
         characteristics: [CharacteristicDefinition(uuid: FixtureUUID.source, properties: .notify)],
         shownFrom: .encrypted)
     ])
-    let pair = ClientServerPair(server: server)
+    let pair = await ClientServerPair(server: server)
     let client = pair.client
     // Handles 1-4 GATT (Service Changed's value 3, its CCCD 4), 5-8 the hidden service.
     #expect(try await client.connection.bearer.pair(.encrypted) == .encrypted)
@@ -193,7 +193,7 @@ import Wire
   }
 
   @Test func mtuExchangeWidensReadsAndNotifications() async throws {
-    let pair = ClientServerPair(server: try makeFixtureServer())
+    let pair = await ClientServerPair(server: try makeFixtureServer())
     #expect(try await pair.client.connection.exchangeMTU() == 517)
     #expect(pair.served.connection.mtu == 517)
     try await pair.client.configure(cccd: 8, .notifications)
@@ -243,7 +243,7 @@ enum LinkKind: String, CaseIterable, Sendable {
     let (clientBearer, serverBearer, cleanUp) = try await kind.open()
     defer { cleanUp() }
     let recorder = Recorder()
-    let pair = ClientServerPair(
+    let pair = await ClientServerPair(
       server: try makeFixtureServer(recorder), central: clientBearer, peripheral: serverBearer, clientMTU: 185)
     let client = pair.client
     #expect(try await client.connection.exchangeMTU() == 185)

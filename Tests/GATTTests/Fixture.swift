@@ -67,11 +67,11 @@ struct ServedLink {
 
   init(
     server: GATTServer, level: SecurityLevel = .unencrypted, clock: any EngineClock = SystemClock()
-  ) {
+  ) async {
     let (central, peripheral) = MemoryLink.pair(initialLevel: level)
     self.server = server
     connection = ATTConnection(bearer: peripheral, clock: clock)
-    session = server.attach(connection)
+    session = await server.attach(connection)
     peer = central
     let connection = self.connection
     task = Task { await connection.run() }
@@ -89,19 +89,19 @@ struct ClientServerPair {
   let client: GATTClient
   let clientTask: Task<Void, Never>
 
-  init(server: GATTServer, level: SecurityLevel = .unencrypted, clientMTU: UInt16 = 517) {
+  init(server: GATTServer, level: SecurityLevel = .unencrypted, clientMTU: UInt16 = 517) async {
     let (central, peripheral) = MemoryLink.pair(initialLevel: level)
-    self.init(server: server, central: central, peripheral: peripheral, clientMTU: clientMTU)
+    await self.init(server: server, central: central, peripheral: peripheral, clientMTU: clientMTU)
   }
 
   /// Client on `central`, server on `peripheral`, over any link.
-  init(server: GATTServer, central: any ATTBearer, peripheral: any ATTBearer, clientMTU: UInt16 = 517) {
+  init(server: GATTServer, central: any ATTBearer, peripheral: any ATTBearer, clientMTU: UInt16 = 517) async {
     let serverConnection = ATTConnection(bearer: peripheral)
-    let session = server.attach(serverConnection)
+    let session = await server.attach(serverConnection)
     let serverTask = Task { await serverConnection.run() }
     served = ServedLink(server: server, connection: serverConnection, session: session, peer: central, task: serverTask)
     let clientConnection = ATTConnection(bearer: central, options: .init(localMTU: clientMTU))
-    client = GATTClient(connection: clientConnection)
+    client = await GATTClient(connection: clientConnection)
     clientTask = Task { await clientConnection.run() }
   }
 

@@ -26,7 +26,7 @@ private let seeds: [[UInt8]] = [
   /// and still serves a normal read afterwards.
   @Test func serverSurvivesRandomAndMutatedPDUs() async throws {
     var random = SplitMix64(seed: 0xA7C5)
-    let served = ServedLink(server: try makeFixtureServer(), level: .encrypted)
+    let served = await ServedLink(server: try makeFixtureServer(), level: .encrypted)
     let probe: [UInt8] = [0x0A, 0x07, 0x00]
     var answered = 0
     for round in 0..<20_000 {
@@ -68,7 +68,7 @@ private let seeds: [[UInt8]] = [
     var random = SplitMix64(seed: 0xBEEF)
     let (central, peripheral) = MemoryLink.pair()
     let connection = ATTConnection(bearer: central)
-    let client = GATTClient(connection: connection)
+    let client = await GATTClient(connection: connection)
     let task = Task { await connection.run() }
     let answers: [[UInt8]] = (0..<4_000).map { index in
       let valid: [[UInt8]] = [
@@ -109,7 +109,7 @@ private let seeds: [[UInt8]] = [
       outcomes += 1
     }
     #expect(outcomes == 600)
-    #expect(connection.closedReason == nil, "no transaction timed out")
+    #expect(await connection.closedReason == nil, "no transaction timed out")
     connection.close()
     await task.value
     responder.cancel()

@@ -24,7 +24,7 @@ import Wire
   func start() async -> (client: GATTClient, server: any ATTBearer, answers: Answers, task: Task<Void, Never>) {
     let (central, peripheral) = MemoryLink.pair()
     let connection = ATTConnection(bearer: central)
-    let client = GATTClient(connection: connection)
+    let client = await GATTClient(connection: connection)
     let task = Task { await connection.run() }
     let answers = Answers()
     await client.startWrite(0x0010, value) { answers.record($0) }

@@ -151,13 +151,13 @@ private let serverScripts: [Script] = [
 @Suite(.timeLimit(.minutes(2))) struct ServerScriptTests {
   @Test(arguments: serverScripts)
   func script(_ script: Script) async throws {
-    let served = ServedLink(server: try makeFixtureServer())
+    let served = await ServedLink(server: try makeFixtureServer())
     try await play(script, on: served.peer)
     await served.stop()
   }
 
   @Test func notificationReachesSubscriberOnly() async throws {
-    let served = ServedLink(server: try makeFixtureServer())
+    let served = await ServedLink(server: try makeFixtureServer())
     #expect(try await served.session.notify(7, [43]) == false)
     try await play(Script("subscribe", [.send("enable", "12 08 00 01 00"), .expect("ok", "13")]), on: served.peer)
     #expect(try await served.session.notify(7, [43]) == true)
@@ -174,7 +174,7 @@ private let serverScripts: [Script] = [
   /// value once, whole; a cancel or a bad offset writes nothing.
   @Test func queuedWrites() async throws {
     let recorder = Recorder()
-    let served = ServedLink(server: try makeFixtureServer(recorder))
+    let served = await ServedLink(server: try makeFixtureServer(recorder))
     try await play(
       Script(
         "refused at once",
@@ -227,7 +227,7 @@ private let serverScripts: [Script] = [
 
   @Test func encryptedAccessAfterPairing() async throws {
     let recorder = Recorder()
-    let served = ServedLink(server: try makeFixtureServer(recorder))
+    let served = await ServedLink(server: try makeFixtureServer(recorder))
     #expect(try await served.peer.pair(.encrypted) == .encrypted)
     try await play(
       Script(

@@ -319,7 +319,7 @@ struct HostConnectionTests {
       ],
       serviceChanged: false)
     let att = ATTConnection(bearer: connection)
-    _ = server.attach(att)
+    _ = await server.attach(att)
     let running = Task { await att.run() }
     fake.send(.att, [0x02, 0x00, 0x02])  // Exchange MTU Request, 512
     #expect(await fake.nextFrame() == L2CAPFrame(channel: .att, payload: [0x03, 0x05, 0x02]))

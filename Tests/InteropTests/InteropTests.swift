@@ -36,7 +36,7 @@ struct BumbleInteropTests {
         Advertisement(name: "ancs-sim", solicitedServices: [ancs]), timeout: .seconds(20))
       #expect(connection.role == .peripheral)
       let att = ATTConnection(bearer: connection)
-      server.attach(att)
+      await server.attach(att)
       let serving = Task { await att.run() }
 
       let found = await peer.line(startingWith: "found ")
@@ -68,7 +68,7 @@ struct BumbleInteropTests {
       #expect(connection.role == .central)
       #expect((try? AdvertisingData(decoding: report.data))?.localName?.name == "Bumble watch")
       let att = ATTConnection(bearer: connection)
-      let client = GATTClient(connection: att)
+      let client = await GATTClient(connection: att)
       let running = Task { await att.run() }
       #expect(try await att.exchangeMTU() > 23)
       let services = try await client.discoverPrimaryServices(testService)

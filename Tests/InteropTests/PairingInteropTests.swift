@@ -204,7 +204,7 @@ private func servePeripheral(
     let connection = try await host.accept(
       Advertisement(name: "ancs-sim", solicitedServices: [ancs]), timeout: .seconds(20))
     let att = ATTConnection(bearer: connection)
-    server.attach(att)
+    await server.attach(att)
     let serving = Task { await att.run() }
     #expect(try await connection.pair(.encrypted) == .encrypted)
     try await each(attempt)
@@ -273,7 +273,7 @@ private func pairingHost(
 /// test characteristic.
 private func testCharacteristic(on connection: HCIConnection) async throws -> (GATTClient, UInt16, Task<Void, Never>) {
   let att = ATTConnection(bearer: connection)
-  let client = GATTClient(connection: att)
+  let client = await GATTClient(connection: att)
   let running = Task { await att.run() }
   let services = try await client.discoverPrimaryServices(testService)
   let service = try #require(services.first)

@@ -82,9 +82,9 @@ struct AirLinkTests {
         ])
     ])
     let serverConnection = ATTConnection(bearer: phone, clock: ManualClock())
-    server.attach(serverConnection)
+    await server.attach(serverConnection)
     let clientConnection = ATTConnection(bearer: watch, clock: ManualClock())
-    let client = GATTClient(connection: clientConnection)
+    let client = await GATTClient(connection: clientConnection)
     let (values, arrived) = AsyncStream<[UInt8]>.makeStream()
     client.onValue(0x99) { arrived.yield($0.value) }
     var notified = values.makeAsyncIterator()

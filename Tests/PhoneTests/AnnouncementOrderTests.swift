@@ -122,7 +122,7 @@ private final class HeldBearer: ATTBearer {
     let (central, peripheral) = MemoryLink.pair()
     let held = HeldBearer(central)
     let connection = ATTConnection(bearer: peripheral)
-    let accessory = Accessory(phone, central: held, peripheral: peripheral, connection: connection)
+    let accessory = await Accessory(phone, central: held, peripheral: peripheral, connection: connection)
     let (events, sink) = AsyncStream<[UInt8]>.makeStream()
     accessory.client.onValue(SharingTests.sourceValue) { sink.yield($0.value) }
     _ = try await peripheral.pair(.encrypted)

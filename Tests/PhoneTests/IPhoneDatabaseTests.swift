@@ -15,17 +15,17 @@ struct Accessory {
 
   /// `encrypted`: the link starts encrypted, as a paired accessory's does (an iPhone shows
   /// ANCS only then).
-  init(_ phone: Phone, mtu: UInt16 = 517, encrypted: Bool = false) {
+  init(_ phone: Phone, mtu: UInt16 = 517, encrypted: Bool = false) async {
     let (central, peripheral) = MemoryLink.pair(initialLevel: encrypted ? .encrypted : .unencrypted)
-    self.init(
+    await self.init(
       phone, central: central, peripheral: peripheral,
       connection: ATTConnection(bearer: peripheral, options: .init(localMTU: mtu)))
   }
 
   /// Over a link made by the caller, `connection` on its peripheral end.
-  init(_ phone: Phone, central: any ATTBearer, peripheral: MemoryBearer, connection: ATTConnection) {
+  init(_ phone: Phone, central: any ATTBearer, peripheral: MemoryBearer, connection: ATTConnection) async {
     self.connection = connection
-    client = GATTClient(connection: connection)
+    client = await GATTClient(connection: connection)
     link = peripheral
     tasks = [Task { await phone.serve(central) }, Task { await connection.run() }]
   }
@@ -48,7 +48,7 @@ struct Accessory {
   /// paired accessory sees them.
   @Test func theDefaultPhoneHasTheServicesAndHandlesOfAnIPhone() async throws {
     let phone = try Phone()
-    let accessory = Accessory(phone, encrypted: true)
+    let accessory = await Accessory(phone, encrypted: true)
     let found = try await accessory.services()
     let expected: [(String, UInt16, UInt16)] = [
       ("1800", 0x0001, 0x0005), ("1801", 0x0006, 0x0009),
@@ -66,7 +66,7 @@ struct Accessory {
   /// Control Point first with a descriptor of its own, then Notification Source, Data Source.
   @Test func ancsListsTheControlPointFirstWithItsDescriptor() async throws {
     let phone = try Phone()
-    let accessory = Accessory(phone, encrypted: true)
+    let accessory = await Accessory(phone, encrypted: true)
     let service = try #require(try await accessory.client.discoverPrimaryServices(Self.ancs).first)
     let characteristics = try await accessory.client.discoverCharacteristics(of: service)
     #expect(
@@ -90,7 +90,7 @@ struct Accessory {
   /// profiles, `--ancs-after-encryption off` and the minimal layout publish it always.
   @Test func ancsIsHiddenUntilTheLinkIsEncrypted() async throws {
     let phone = try Phone()
-    let accessory = Accessory(phone)
+    let accessory = await Accessory(phone)
     let before = try await accessory.services()
     #expect(before.count == 8 && !before.contains { $0.0 == Self.ancs })
     let changed = try #require(phone.server.serviceChangedHandles)
@@ -107,7 +107,7 @@ struct Accessory {
       PhoneSettings(ancsAfterEncryption: false), PhoneSettings(profile: try IOSProfile.named("12")),
       PhoneSettings(layout: .minimal),
     ] {
-      let always = Accessory(try Phone(settings: settings))
+      let always = await Accessory(try Phone(settings: settings))
       #expect(try await always.services().contains { $0.0 == Self.ancs }, "\(settings)")
       await always.close()
     }
@@ -117,7 +117,7 @@ struct Accessory {
   /// once encrypted it reads.
   @Test func batteryLevelNeedsPairingAndSaysInsufficientAuthentication() async throws {
     let phone = try Phone()
-    let accessory = Accessory(phone)
+    let accessory = await Accessory(phone)
     let level = try #require(phone.server.database.attributes.first { $0.type == BluetoothUUID.bit16(0x2A19) }).handle
     do {
       _ = try await accessory.client.read(level)
@@ -133,7 +133,7 @@ struct Accessory {
   /// GAP and Device Information read without pairing: the phone's name and Apple's.
   @Test func deviceNameAndDeviceInformationRead() async throws {
     let phone = try Phone()
-    let accessory = Accessory(phone)
+    let accessory = await Accessory(phone)
     func value(_ uuid: UInt16) async throws -> String {
       let handle = try #require(phone.server.database.attributes.first { $0.type == BluetoothUUID.bit16(uuid) }).handle
       return String(decoding: try await accessory.client.read(handle), as: UTF8.self)
@@ -147,7 +147,7 @@ struct Accessory {
   /// `--gatt-layout minimal`: the 1.0 database, Notification Source first, no extra services.
   @Test func theMinimalLayoutKeepsTheSmallDatabase() async throws {
     let phone = try Phone(settings: PhoneSettings(layout: .minimal))
-    let accessory = Accessory(phone)
+    let accessory = await Accessory(phone)
     let found = try await accessory.services()
     #expect(found.map(\.0) == [.genericAttributeService, Self.ancs, 0x1805, 0x180F])
     let service = try #require(try await accessory.client.discoverPrimaryServices(Self.ancs).first)
@@ -159,7 +159,7 @@ struct Accessory {
   /// iOS 8 had no Device Information; the rest keep the iPhone order.
   @Test func anIOS8PhoneHasNoDeviceInformation() async throws {
     let phone = try Phone(settings: PhoneSettings(profile: try IOSProfile.named("8")))
-    let accessory = Accessory(phone)
+    let accessory = await Accessory(phone)
     let found = try await accessory.services()
     #expect(!found.contains { $0.0 == 0x180A })
     #expect(found.map(\.0).suffix(2) == [Self.ancs, BluetoothUUID("89D3502B-0F36-433A-8EF4-C502AD55F8DC")!])

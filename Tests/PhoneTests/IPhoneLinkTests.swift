@@ -42,7 +42,7 @@ import Wire
     let gap = ServiceDefinition(
       uuid: 0x1800, characteristics: [.constant(0x2A00, Array("Ring 7".utf8))])
     let server = try GATTServer(leading: [gap], services: [], serviceChanged: false)
-    server.attach(connection)
+    await server.attach(connection)
     let tasks = [Task { await phone.serve(central) }, Task { await connection.run() }]
     var identified: PhoneEvent?
     while let event = await events.next(isolation: nil) {
@@ -61,7 +61,7 @@ import Wire
   @Test func anAccessoryWithoutADeviceNameIsReportedAndServed() async throws {
     let phone = try Phone()
     var events = phone.events().makeAsyncIterator()
-    let accessory = Accessory(phone)
+    let accessory = await Accessory(phone)
     var identified: PhoneEvent?
     while let event = await events.next(isolation: nil) {
       if case .identified = event {

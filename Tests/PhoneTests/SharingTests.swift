@@ -28,9 +28,9 @@ import Wire
       let connection = ATTConnection(bearer: peripheral)
       if let name {
         let gap = ServiceDefinition(uuid: 0x1800, characteristics: [.constant(0x2A00, Array(name.utf8))])
-        try GATTServer(leading: [gap], services: [], serviceChanged: false).attach(connection)
+        await try GATTServer(leading: [gap], services: [], serviceChanged: false).attach(connection)
       }
-      accessory = Accessory(phone, central: central, peripheral: peripheral, connection: connection)
+      accessory = await Accessory(phone, central: central, peripheral: peripheral, connection: connection)
       let (events, sink) = AsyncStream<[UInt8]>.makeStream()
       self.events = events
       accessory.client.onValue(SharingTests.sourceValue) { sink.yield($0.value) }

@@ -16,10 +16,10 @@ import Testing
   func core() -> WatchEngine.Core { WatchEngine.Core(machine: WatchMachine(options: WatchOptions())) }
 
   /// A session on a link nobody serves: the loop only compares its identity.
-  func session() -> WatchEngine.Session {
+  func session() async -> WatchEngine.Session {
     let (_, watch) = MemoryLink.pair()
     return WatchEngine.Session(
-      client: GATTClient(connection: ATTConnection(bearer: watch)), controlPoint: 0x20, sourceCCCD: 0x1D,
+      client: await GATTClient(connection: ATTConnection(bearer: watch)), controlPoint: 0x20, sourceCCCD: 0x1D,
       dataCCCD: 0x24, dataFirst: false)
   }
 
@@ -49,10 +49,10 @@ import Testing
     #expect(core.begin(.input(.tick, from: nil), now: .zero) != nil)
   }
 
-  @Test func inputsFromASessionThatIsOverAreDropped() {
+  @Test func inputsFromASessionThatIsOverAreDropped() async {
     var core = core()
-    let old = session()
-    let new = session()
+    let old = await session()
+    let new = await session()
     let began = core.begin(.began(old), now: .zero)
     #expect(began?.session === old && core.machine.state.session == 1)
     _ = core.next(now: .zero)
@@ -76,9 +76,9 @@ import Testing
     #expect(core.session == nil)
   }
 
-  @Test func aStoppedLoopTakesNoNewEventAndLetsItsSessionGo() {
+  @Test func aStoppedLoopTakesNoNewEventAndLetsItsSessionGo() async {
     var core = core()
-    _ = core.begin(.began(session()), now: .zero)
+    _ = core.begin(.began(await session()), now: .zero)
     core.finished = true
     // Still running its last event: the session stays until that is done.
     #expect(core.ended().isEmpty && core.session != nil)

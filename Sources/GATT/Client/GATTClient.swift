@@ -65,9 +65,9 @@ public final class GATTClient: Sendable {
   private let handlers = Handlers()
 
   /// Takes over the connection's notification and indication handler.
-  public init(connection: ATTConnection) {
+  public init(connection: ATTConnection) async {
     self.connection = connection
-    connection.setValueHandler { [handlers] event in
+    await connection.setValueHandler { [handlers] event in
       let handler = handlers.table.withLock { $0.byHandle[event.handle] ?? $0.other }
       await handler?.call(event)
     }

@@ -57,15 +57,16 @@ public final class GATTServer: Sendable {
   /// Serves a connection: installs a session as its ATT server. The session ends when the
   /// connection's `run()` returns; call `detach` then.
   @discardableResult
-  public func attach(_ connection: ATTConnection) -> GATTSession {
+  public func attach(_ connection: ATTConnection) async -> GATTSession {
     let session = GATTSession(server: self, connection: connection)
     state.withLock { $0.sessions[ObjectIdentifier(connection)] = session }
-    connection.setServer(session)
+    await connection.setServer(session)
     return session
   }
 
+  /// Forgets a connection's session, once its `run()` has returned (which lets go of the
+  /// session).
   public func detach(_ connection: ATTConnection) {
-    connection.setServer(nil)
     state.withLock { $0.sessions[ObjectIdentifier(connection)] = nil }
   }
 

@@ -315,8 +315,8 @@ public final class GATTSession: ATTServerHandler, Sendable {
       }
     }
     let runAll = thens
-    let after: (@Sendable () async -> Void)? =
-      runAll.isEmpty ? nil : { @Sendable in for then in runAll { await then() } }
+    var after: (@Sendable () async -> Void)?
+    if !runAll.isEmpty { after = { for then in runAll { await then() } } }
     return ATTServerReply(.executeWriteResponse(ExecuteWriteResponse()), afterResponse: after)
   }
 
