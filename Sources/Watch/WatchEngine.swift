@@ -448,10 +448,10 @@ public final class WatchEngine: Sendable {
     // The phone's events reach the engine's loop in the order the receive loop takes them,
     // with the answers to the watch's writes.
     let tag = session.tag
-    client.onValue(source.valueHandle) { [unowned self] in
+    await client.onValue(source.valueHandle) { [unowned self] in
       await submit(.input(.notificationSource($0.value), from: tag))
     }
-    client.onValue(data.valueHandle) { [unowned self] in await submit(.input(.dataSource($0.value), from: tag)) }
+    await client.onValue(data.valueHandle) { [unowned self] in await submit(.input(.dataSource($0.value), from: tag)) }
     return session
   }
 
@@ -471,10 +471,10 @@ public final class WatchEngine: Sendable {
     var available = media != nil
     if let media {
       let tag = session.tag
-      session.client.onValue(media.remoteCommand) { [unowned self] in
+      await session.client.onValue(media.remoteCommand) { [unowned self] in
         await submit(.input(.media(.commands($0.value)), from: tag))
       }
-      session.client.onValue(media.entityUpdate) { [unowned self] in
+      await session.client.onValue(media.entityUpdate) { [unowned self] in
         await submit(.input(.media(.update($0.value)), from: tag))
       }
       await submit(.mediaFound(media, from: tag))

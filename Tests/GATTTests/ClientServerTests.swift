@@ -185,7 +185,7 @@ import Wire
     // Handles 1-4 GATT (Service Changed's value 3, its CCCD 4), 5-8 the hidden service.
     #expect(try await client.connection.bearer.pair(.encrypted) == .encrypted)
     let ranges = AsyncStream<[UInt8]>.makeStream()
-    client.onValue(3) { ranges.continuation.yield($0.value) }
+    await client.onValue(3) { ranges.continuation.yield($0.value) }
     try await client.configure(cccd: 4, .indications)
     var iterator = ranges.stream.makeAsyncIterator()
     #expect(await iterator.next() == [0x05, 0x00, 0x08, 0x00], "Service Changed over the service's range")
@@ -198,7 +198,7 @@ import Wire
     #expect(pair.served.connection.mtu == 517)
     try await pair.client.configure(cccd: 8, .notifications)
     let values = AsyncStream<[UInt8]>.makeStream()
-    pair.client.onValue(7) { values.continuation.yield($0.value) }
+    await pair.client.onValue(7) { values.continuation.yield($0.value) }
     try await pair.served.session.notify(7, Array(repeating: 9, count: 514))
     var iterator = values.stream.makeAsyncIterator()
     #expect(await iterator.next()?.count == 514)

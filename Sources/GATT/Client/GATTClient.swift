@@ -46,42 +46,42 @@ public struct DiscoveredDescriptor: Hashable, Sendable {
 }
 
 /// The client side of GATT over one ATT connection: discovery, reads, writes, subscriptions
-/// and the notification and indication streams, dispatched by value handle.
-public final class GATTClient: Sendable {
-  public let connection: ATTConnection
-  private final class Handlers: Sendable {
-    /// A handler in a struct, so the dictionary stores the closure as it was made: a bare
-    /// closure as a dictionary value is stored in its generic form, and every call (one per
-    /// notification) then goes through a conversion thunk, an extra async frame each way.
-    struct Handler {
-      let call: @Sendable (ATTValueEvent) async -> Void
-    }
-    struct Table {
-      var byHandle: [UInt16: Handler] = [:]
-      var other: Handler?
-    }
-    let table = Locked(Table())
+/// and the notification and indication streams, dispatched by value handle. An actor on its
+/// connection's executor: its handlers are kept and called there, with no lock, and a call
+/// from the connection to it (or back) needs no switch of thread.
+public actor GATTClient {
+  public nonisolated let connection: ATTConnection
+  /// A handler in a struct, so the dictionary stores the closure as it was made: a bare
+  /// closure as a dictionary value is stored in its generic form, and every call (one per
+  /// notification) then goes through a conversion thunk, an extra async frame each way.
+  private struct Handler {
+    let call: @Sendable (ATTValueEvent) async -> Void
   }
-  private let handlers = Handlers()
+  private var byHandle: [UInt16: Handler] = [:]
+  private var other: Handler?
+
+  /// The connection's executor: the client runs where the connection does.
+  public nonisolated var unownedExecutor: UnownedSerialExecutor { connection.unownedExecutor }
 
   /// Takes over the connection's notification and indication handler.
   public init(connection: ATTConnection) async {
     self.connection = connection
-    await connection.setValueHandler { [handlers] event in
-      let handler = handlers.table.withLock { $0.byHandle[event.handle] ?? $0.other }
-      await handler?.call(event)
-    }
+    await connection.setValueHandler { [self] event in await dispatch(event) }
+  }
+
+  private func dispatch(_ event: ATTValueEvent) async {
+    await (byHandle[event.handle] ?? other)?.call(event)
   }
 
   /// Calls `handler` for every notification or indication of `valueHandle`; nil removes it.
   /// Handlers run on the connection's receive loop and must not block.
   public func onValue(_ valueHandle: UInt16, _ handler: (@Sendable (ATTValueEvent) async -> Void)?) {
-    handlers.table.withLock { $0.byHandle[valueHandle] = handler.map(Handlers.Handler.init) }
+    byHandle[valueHandle] = handler.map(Handler.init)
   }
 
   /// Calls `handler` for values of handles without their own handler.
   public func onOtherValues(_ handler: (@Sendable (ATTValueEvent) async -> Void)?) {
-    handlers.table.withLock { $0.other = handler.map(Handlers.Handler.init) }
+    other = handler.map(Handler.init)
   }
 
   // MARK: - Discovery
