@@ -222,7 +222,10 @@ public actor ATTConnection {
 
   private func runWatchdog() async {
     await watchdog.run(
-      next: { withMachine { $0.deadline } },
+      next: {
+        assertIsolated("the watchdog asks for the deadline on the connection's executor")
+        return withMachine { $0.deadline }
+      },
       fire: { now in await perform(step { machine, _ in machine.timerFired(now: now) }) })
   }
 

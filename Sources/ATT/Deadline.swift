@@ -61,6 +61,9 @@ package final class Watchdog: Sendable {
     isolation: isolated (any Actor)? = #isolation, next: () -> Duration?, fire: (Duration) async -> Void
   ) async {
     await withTaskCancellationHandler {
+      // Captured, so that the loop runs isolated to it (SE-0420): `next` and `fire` are the
+      // owner's, called where its other code runs.
+      _ = isolation
       while !state.withLock({ $0.ended }) {
         state.withLock { $0.woken = false }
         guard let deadline = next() else {

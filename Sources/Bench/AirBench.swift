@@ -66,11 +66,15 @@ public struct AirBench {
     }
     // The last step of the watch's setup: following the phone's time and battery.
     let followed = [BluetoothUUID(0x1805), 0x180F].compactMap { phone.server.handles(of: $0)?.first?.value }
-    central.beforeEachReceive {
-      let done = phone.server.sessions.contains { session in
-        followed.allSatisfy { session.cccd(for: $0).contains(.notifications) }
+    // Each PDU the phone takes may be the write that ends it: looked at again then.
+    central.beforeEachReceive { milestones.poke() }
+    let setUpDone = { () async -> Bool in
+      for session in phone.server.sessions {
+        var all = true
+        for handle in followed where !(await session.cccd(for: handle).contains(.notifications)) { all = false }
+        if all { return true }
       }
-      if done { milestones.setUpDone() }
+      return false
     }
     let running = Task {
       await engine.run()
@@ -79,7 +83,8 @@ public struct AirBench {
     let count = notifications.count
     var changes = milestones.changes.makeAsyncIterator()
     // Live posts go on the quiet link: after the sync and after the rest of the setup.
-    var reached = await milestones.wait(&changes) { $0.shown.count >= count && $0.setUpDone }
+    var reached = await milestones.wait(&changes) { $0.shown.count >= count }
+    while reached, await !setUpDone() { reached = await changes.next(isolation: nil) != nil }
     for (index, notification) in notifications.enumerated() where reached {
       await PDUTrace.$origin.withValue(.idle) { _ = await phone.post(notification) }
       reached = await milestones.wait(&changes) { $0.shown.count > count + index }
@@ -137,11 +142,10 @@ public struct AirBench {
 }
 
 /// How far a traced run has come: for each number of notifications the watch shows, the
-/// PDU whose arrival made it show that many; and whether the watch's setup is over.
+/// PDU whose arrival made it show that many; and a nudge whenever the phone takes a PDU.
 final class TraceMilestones: Sendable {
   struct State {
     var shown: [Int] = []
-    var setUpDone = false
   }
 
   private let state = Locked(State())
@@ -163,13 +167,8 @@ final class TraceMilestones: Sendable {
     if more { continuation.yield() }
   }
 
-  func setUpDone() {
-    let first = state.withLock { state -> Bool in
-      defer { state.setUpDone = true }
-      return !state.setUpDone
-    }
-    if first { continuation.yield() }
-  }
+  /// Something may have changed that is not kept here (the phone took a PDU).
+  func poke() { continuation.yield() }
 
   func finish() { continuation.finish() }
 

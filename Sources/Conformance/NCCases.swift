@@ -94,7 +94,7 @@ enum NCCases {
         throw CaseOutcome.failed("the harness has no Service Changed characteristic")
       }
       try check(
-        gatt.cccd(for: changed.value).contains(.indications),
+        await gatt.cccd(for: changed.value).contains(.indications),
         "Service Changed indications are not enabled (its CCCD at \(changed.cccd.map { "\($0)" } ?? "?") was not written 02 00)"
       )
     },
@@ -116,7 +116,7 @@ enum NCCases {
     ) { ctx in
       let session = try await ctx.subscribed()
       try await postAndAwaitFetch(session)
-      session.dropSubscriptions()
+      await session.dropSubscriptions()
       try await session.awaitSubscribed(
         " again" + ctx.within(.liveness, "its liveness check, after the phone dropped them silently"))
     },

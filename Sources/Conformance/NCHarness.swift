@@ -407,8 +407,8 @@ public final class NCSession: Sendable {
   }
 
   /// Clears the accessory's CCCDs silently, the link staying up (quirk drop-subscriptions).
-  public func dropSubscriptions() {
-    for session in server.sessions { session.clearSubscriptions() }
+  public func dropSubscriptions() async {
+    for session in server.sessions { await session.clearSubscriptions() }
   }
 
   /// The Notification Source falls silent, its CCCD still enabled and the Control Point
@@ -654,7 +654,7 @@ public final class NCContext: CaseContext {
       }
     }
     let bearer: any ATTBearer = capture.map { CapturingBearer(raw, writer: $0) } ?? raw
-    let session = await try NCSession(
+    let session = try await NCSession(
       bearer: bearer, clock: clock, timeout: timeout, log: log,
       ancsShownFrom: ancsAfterEncryption ? .encrypted : .unencrypted)
     opened.withLock { $0.append(session) }

@@ -107,14 +107,14 @@ final class NCMedia: Sendable {
 
   /// Invalid State before the accessory subscribed to Entity Update, Invalid Command for a
   /// write that does not decode (Protocol/AMS.md, Errors).
-  private func refusal<T>(_ gatt: GATTSession, _ decoded: Result<T, AMSError>) -> ATTErrorCode? {
+  private func refusal<T>(_ gatt: isolated GATTSession, _ decoded: Result<T, AMSError>) -> ATTErrorCode? {
     guard gatt.cccd(for: Self.handle(1, on: gatt)).contains(.notifications) else {
       return ATTErrorCode(rawValue: AMSErrorCode.invalidState.rawValue)
     }
     return decoded.failureCode
   }
 
-  private func entityUpdate(_ gatt: GATTSession, _ bytes: [UInt8]) -> WriteOutcome {
+  private func entityUpdate(_ gatt: isolated GATTSession, _ bytes: [UInt8]) -> WriteOutcome {
     let decoded = Result { () throws(AMSError) in try EntityRegistration(decoding: bytes) }
     let refused = refusal(gatt, decoded)
     guard refused == nil, case .success(let registration) = decoded else {
@@ -144,7 +144,7 @@ final class NCMedia: Sendable {
   private func tellValues(_ attributes: [EntityAttribute], to gatt: GATTSession) async {
     let handle = Self.handle(1, on: gatt)
     let values = state.withLock { state in attributes.map { ($0, state.values[$0] ?? "") } }
-    guard gatt.cccd(for: handle).contains(.notifications) else { return }
+    guard await gatt.cccd(for: handle).contains(.notifications) else { return }
     for (attribute, text) in values {
       let update = EntityUpdate(attribute, text: text, capacity: gatt.connection.mtu - 3)
       do { try await gatt.notify(handle, update.encoded()) } catch { return }
@@ -161,7 +161,7 @@ final class NCMedia: Sendable {
     let commands = state.withLock { $0.commands }
     for gatt in sessions {
       let handle = Self.handle(0, on: gatt)
-      guard gatt.cccd(for: handle).contains(.notifications) else { continue }
+      guard await gatt.cccd(for: handle).contains(.notifications) else { continue }
       _ = try? await gatt.notify(handle, SupportedCommands(commands).encoded())
     }
   }

@@ -51,19 +51,19 @@ public struct CharacteristicDefinition: Sendable {
   /// Extended Properties bit and the descriptor follows the value, before any CCCD.
   public var extendedProperties: UInt16?
   /// The value for reads; called on every read with the session that reads.
-  public var read: (@Sendable (GATTSession) -> [UInt8])?
+  public var read: (@Sendable (isolated GATTSession) -> [UInt8])?
   /// Called on every write (request or command).
-  public var write: (@Sendable (GATTSession, [UInt8]) async -> WriteOutcome)?
+  public var write: (@Sendable (isolated GATTSession, [UInt8]) async -> WriteOutcome)?
   /// Called after a client changes its CCCD for this characteristic, once the Write
   /// Response is out.
-  public var subscribed: (@Sendable (GATTSession, CCCDValue) async -> Void)?
+  public var subscribed: (@Sendable (isolated GATTSession, CCCDValue) async -> Void)?
 
   public init(
     uuid: BluetoothUUID, properties: CharacteristicProperties, security: SecurityLevel = .unencrypted,
     refusal: ATTErrorCode? = nil, extendedProperties: UInt16? = nil,
-    read: (@Sendable (GATTSession) -> [UInt8])? = nil,
-    write: (@Sendable (GATTSession, [UInt8]) async -> WriteOutcome)? = nil,
-    subscribed: (@Sendable (GATTSession, CCCDValue) async -> Void)? = nil
+    read: (@Sendable (isolated GATTSession) -> [UInt8])? = nil,
+    write: (@Sendable (isolated GATTSession, [UInt8]) async -> WriteOutcome)? = nil,
+    subscribed: (@Sendable (isolated GATTSession, CCCDValue) async -> Void)? = nil
   ) {
     self.uuid = uuid
     self.properties = properties

@@ -7,7 +7,7 @@ extension Phone {
   /// Answers a Control Point write: an ATT error (0xA0-0xA3, or 0xFD without a Data Source
   /// subscription), or acceptance followed by the Data Source answer. Protocol/ANCS.md
   /// lists every rule.
-  func controlPoint(_ gatt: GATTSession, _ bytes: [UInt8]) async -> WriteOutcome {
+  func controlPoint(_ gatt: isolated GATTSession, _ bytes: [UInt8]) async -> WriteOutcome {
     let id = sessionID(gatt)
     // Sharing not allowed: "Write Not Permitted" whatever the command (PebbleOS#2093).
     guard mayShare(gatt) else {

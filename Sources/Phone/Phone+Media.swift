@@ -166,7 +166,7 @@ extension Phone {
     })
   }
 
-  private func entityUpdate(_ gatt: GATTSession, _ bytes: [UInt8]) -> WriteOutcome {
+  private func entityUpdate(_ gatt: isolated GATTSession, _ bytes: [UInt8]) -> WriteOutcome {
     subscribedWrite(gatt, bytes, EntityRegistration.init(decoding:)) { registration in
       // Taken in after the Write Response, so that no change is told before it; the
       // current values follow.
@@ -183,7 +183,7 @@ extension Phone {
     }
   }
 
-  private func selectEntityAttribute(_ gatt: GATTSession, _ bytes: [UInt8]) -> WriteOutcome {
+  private func selectEntityAttribute(_ gatt: isolated GATTSession, _ bytes: [UInt8]) -> WriteOutcome {
     subscribedWrite(gatt, bytes, EntityAttributeSelection.init(decoding:)) { selection in
       state.withLock { $0.sessions[ObjectIdentifier(gatt)]?.media.selection = selection.attribute }
       return .accepted
@@ -193,7 +193,7 @@ extension Phone {
   /// An Entity Update or Entity Attribute write: Invalid State before the accessory
   /// subscribed to Entity Update, Invalid Command when it does not decode, else `take`'s.
   private func subscribedWrite<T>(
-    _ gatt: GATTSession, _ bytes: [UInt8], _ decode: ([UInt8]) throws(AMSError) -> T,
+    _ gatt: isolated GATTSession, _ bytes: [UInt8], _ decode: ([UInt8]) throws(AMSError) -> T,
     take: (T) -> WriteOutcome
   ) -> WriteOutcome {
     guard let handles = mediaHandles,

@@ -510,7 +510,7 @@ public final class Phone: Sendable {
       emit(.quirk("silent-source: watch \(id)'s Notification Source went silent; its CCCD still reads enabled"))
     }
     if drop {
-      gatt.clearSubscriptions()
+      await gatt.clearSubscriptions()
       emit(.quirk("drop-subscriptions: the subscriptions were silently dropped"))
     }
     if revoke {

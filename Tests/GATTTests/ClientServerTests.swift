@@ -35,7 +35,7 @@ import Wire
     let connection = ATTConnection(bearer: peripheral)
     weak var released: GATTServer?
     do {
-      let server = await try makeFixtureServer()
+      let server = try makeFixtureServer()
       released = server
       await server.attach(connection)
     }
@@ -95,7 +95,7 @@ import Wire
     let values = AsyncStream<[UInt8]>.makeStream()
     let cccd = try await client.subscribe(characteristics[2]) { values.continuation.yield($0.value) }
     #expect(cccd == 17)
-    #expect(pair.served.session.cccd(for: 16) == .notifications)
+    #expect(await pair.served.session.cccd(for: 16) == .notifications)
     for index in 0..<100 { try await pair.served.session.notify(16, [UInt8(index)]) }
     var iterator = values.stream.makeAsyncIterator()
     for index in 0..<100 { #expect(await iterator.next() == [UInt8(index)]) }
@@ -105,7 +105,7 @@ import Wire
   }
 
   @Test func serviceChangedIsIndicatedToSubscribers() async throws {
-    let server = await try makeFixtureServer()
+    let server = try makeFixtureServer()
     let pair = await ClientServerPair(server: server)
     let client = pair.client
     let gatt = try #require(try await client.discoverPrimaryServices(.genericAttributeService).first)
@@ -167,7 +167,7 @@ import Wire
     var iterator = ranges.stream.makeAsyncIterator()
     #expect(await iterator.next() == [0x08, 0x00, 0x0B, 0x00], "Service Changed over the service's range")
     try await client.write(11, [1, 0])
-    #expect(pair.served.session.cccd(for: 10) == .notifications)
+    #expect(await pair.served.session.cccd(for: 10) == .notifications)
     await pair.stop()
   }
 

@@ -87,11 +87,8 @@ public final class GATTServer: Sendable {
 
   /// Removes a service and indicates Service Changed over the range it had.
   public func unpublish(_ uuid: BluetoothUUID) async {
-    let range = state.withLock { state in
-      let range = state.database.remove(uuid)
-      for session in state.sessions.values { session.forget(range) }
-      return range
-    }
+    let (range, sessions) = state.withLock { state in (state.database.remove(uuid), Array(state.sessions.values)) }
+    for session in sessions { await session.forget(range) }
     if let range { await indicateServiceChanged(range) }
   }
 

@@ -5,17 +5,24 @@ import Wire
 /// One client's view of a `GATTServer`: its ATT connection and its CCCD values (a CCCD is
 /// per client, Vol 3 Part G 3.3.3.3). Answers every request of the implemented subset.
 ///
+/// An actor on its connection's executor: requests are served there, one at a time, and
+/// the CCCDs and prepared writes need no lock. The characteristics' handlers are called
+/// isolated to the session.
+///
 /// The session holds its server (strongly): a server dropped by its owner while a
 /// connection still runs goes on answering until `detach`, which breaks the cycle.
-public final class GATTSession: ATTServerHandler, Sendable {
-  public let server: GATTServer
-  public let connection: ATTConnection
-  private let cccds = Locked([UInt16: CCCDValue]())
+public actor GATTSession: ATTServerHandler {
+  public nonisolated let server: GATTServer
+  public nonisolated let connection: ATTConnection
+  private var cccds: [UInt16: CCCDValue] = [:]
   /// Prepared writes not yet executed (Prepare Write Request), in arrival order.
-  private let prepared = Locked([PreparedWrite]())
+  private var prepared: [PreparedWrite] = []
   /// The security level whose view of the database this client has been given (services
   /// shown only from a higher one are hidden from it).
-  private let shown = Locked(SecurityLevel.unencrypted)
+  private var shown = SecurityLevel.unencrypted
+
+  /// The connection's executor: the session serves where the connection runs.
+  public nonisolated var unownedExecutor: UnownedSerialExecutor { connection.unownedExecutor }
 
   /// A part of the database this client's link does not reach yet.
   typealias Hidden = [(range: HandleRange, shownFrom: SecurityLevel)]
@@ -39,7 +46,7 @@ public final class GATTSession: ATTServerHandler, Sendable {
   }
 
   /// This client's configuration for the characteristic whose value is at `valueHandle`.
-  public func cccd(for valueHandle: UInt16) -> CCCDValue { cccds.withLock { $0[valueHandle] ?? [] } }
+  public func cccd(for valueHandle: UInt16) -> CCCDValue { cccds[valueHandle] ?? [] }
 
   /// Sends a notification if this client enabled notifications for the characteristic.
   /// Returns whether it was sent. The value is cut to ATT_MTU - 3.
@@ -61,11 +68,11 @@ public final class GATTSession: ATTServerHandler, Sendable {
   /// Drops the CCCD values of a removed range.
   func forget(_ range: HandleRange?) {
     guard let range else { return }
-    cccds.withLock { values in values = values.filter { !(range.start...range.end).contains($0.key) } }
+    cccds = cccds.filter { !(range.start...range.end).contains($0.key) }
   }
 
   /// Drops every CCCD value, as a phone that silently loses its subscriptions does.
-  public func clearSubscriptions() { cccds.withLock { $0.removeAll() } }
+  public func clearSubscriptions() { cccds.removeAll() }
 
   /// Takes in the link's security level now: what it newly reaches is shown, the client told
   /// with Service Changed. Each request does this first; an owner that learns of a new level
@@ -79,10 +86,8 @@ public final class GATTSession: ATTServerHandler, Sendable {
   /// Changed.
   private func view() -> (hidden: Hidden, revealed: [HandleRange]) {
     let level = connection.securityLevel
-    let (before, now) = shown.withLock { shown -> (SecurityLevel, SecurityLevel) in
-      defer { shown = max(shown, level) }
-      return (shown, max(shown, level))
-    }
+    let (before, now) = (shown, max(shown, level))
+    shown = now
     let (hidden, revealed) = server.withDatabase { db -> (Hidden, [HandleRange]) in
       let hidden = db.hidden(below: now)
       // What was hidden before is looked at only when the level rose (once per link).
@@ -265,22 +270,18 @@ public final class GATTSession: ATTServerHandler, Sendable {
       if let code = Self.hiddenError(request.handle, hidden) ?? writeRefusal(request.handle) {
         return fail(request.handle, code)
       }
-      let full = prepared.withLock { queue -> Bool in
-        let bytes = queue.reduce(request.value.count) { $0 + $1.value.count }
-        guard queue.count < Self.preparedPartsLimit, bytes <= Self.preparedBytesLimit else { return true }
-        queue.append(PreparedWrite(handle: request.handle, offset: request.offset, value: request.value))
-        return false
+      let bytes = prepared.reduce(request.value.count) { $0 + $1.value.count }
+      guard prepared.count < Self.preparedPartsLimit, bytes <= Self.preparedBytesLimit else {
+        return fail(request.handle, .prepareQueueFull)
       }
-      if full { return fail(request.handle, .prepareQueueFull) }
+      prepared.append(PreparedWrite(handle: request.handle, offset: request.offset, value: request.value))
       return ATTServerReply(
         .prepareWriteResponse(
           PrepareWriteResponse(handle: request.handle, offset: request.offset, value: request.value)))
 
     case .executeWriteRequest(let request):
-      let queue = prepared.withLock { queue in
-        defer { queue = [] }
-        return queue
-      }
+      let queue = prepared
+      prepared = []
       guard request.write else { return ATTServerReply(.executeWriteResponse(ExecuteWriteResponse())) }
       return await execute(queue, fail)
 
@@ -385,7 +386,7 @@ public final class GATTSession: ATTServerHandler, Sendable {
       if characteristic.properties.contains(.indicate) { supported.insert(.indications) }
       // Reserved bits, or a mode the characteristic does not support.
       guard supported.isSuperset(of: requested) else { return .refused(.cccdImproperlyConfigured) }
-      cccds.withLock { $0[valueHandle] = requested }
+      cccds[valueHandle] = requested
       server.logger.debug(
         "\(connection.bearer.name): CCCD 0x\(Hex.encode([UInt8(valueHandle >> 8), UInt8(valueHandle & 0xff)], separator: "")) = \(requested.rawValue)"
       )
