@@ -100,6 +100,8 @@ public actor ATTConnection {
   private var onValue: (@Sendable (ATTValueEvent) async -> Void)?
   /// The machine's ATT_MTU, for readers on other executors; written only here.
   private nonisolated let agreedMTU: Atomic<Int>
+  /// `run()` has returned.
+  private var ended = false
   /// What `agreedMTU` holds.
   private var publishedMTU = Int(ATTOptions.defaultMTU)
   /// Tells the machine the time at each of its deadlines.
@@ -127,14 +129,20 @@ public actor ATTConnection {
   /// Nil while connected; otherwise why the connection ended.
   public var closedReason: ATTError? { machine.closed }
 
-  /// Sets the handler for requests and commands from the peer.
-  public func setServer(_ server: (any ATTServerHandler)?) { self.server = server }
+  /// Sets the handler for requests and commands from the peer. Once `run()` has returned,
+  /// handlers are not kept: nothing would call them, and a handler that holds the connection
+  /// would keep it, and its link, forever.
+  public func setServer(_ server: (any ATTServerHandler)?) {
+    if !ended { self.server = server }
+  }
 
   /// Sets the handler for notifications and indications from the peer. It runs on the
   /// receive loop, so nothing is dispatched until it returns: it may send, but must never
   /// wait for an answer (which only this loop could deliver). Indications are confirmed
   /// after it returns.
-  public func setValueHandler(_ handler: (@Sendable (ATTValueEvent) async -> Void)?) { onValue = handler }
+  public func setValueHandler(_ handler: (@Sendable (ATTValueEvent) async -> Void)?) {
+    if !ended { onValue = handler }
+  }
 
   /// The machine by reference: a method called on the stored value directly may work on a
   /// copy of the whole machine (every field retained, then released), on every PDU.
@@ -214,6 +222,7 @@ public actor ATTConnection {
       }
       await perform(step { machine, _ in machine.close(.disconnected) })
       // The handlers often hold this connection: let go of them, so neither keeps the other.
+      ended = true
       server = nil
       onValue = nil
       group.cancelAll()

@@ -144,6 +144,7 @@ public final class WatchEngine: Sendable {
     /// queue (nothing waits then but `event`).
     mutating func enqueue(_ event: Event) -> Bool {
       if finished { return false }
+      if running, case .input(.tick, _) = event { tickWaiting = true }
       waiting.append(event)
       if running { return false }
       running = true
@@ -160,6 +161,9 @@ public final class WatchEngine: Sendable {
     /// What the timer sleeps until, as far as the loop knows (nil: it parks, or has not
     /// asked yet).
     var timerTarget: Duration?
+    /// A tick waits behind the event running: the timer parks until it has run, so that a
+    /// busy loop does not gather a tick every 10 ms.
+    var tickWaiting = false
 
     /// Runs `event` through the machine: the actions, and the session they are for, and the
     /// machine's deadline if the event brought it before the timer's. A later one is not
@@ -167,6 +171,7 @@ public final class WatchEngine: Sendable {
     /// of events, each moving the deadlines a little later, wakes it about once per command
     /// timeout, not once per event.
     mutating func decide(_ event: Event, now: Duration) -> Decision {
+      if case .input(.tick, _) = event { tickWaiting = false }
       var decision = run(event, now: now)
       if let after = machine.deadline, timerTarget.map({ after < $0 }) ?? true {
         timerTarget = after
@@ -181,7 +186,10 @@ public final class WatchEngine: Sendable {
     /// and parking would cost a wake-up for every command; waking at the old target costs
     /// one tick that finds nothing due.
     mutating func timerAsks(now: Duration, earliest: Duration) -> Duration? {
-      if let deadline = machine.deadline {
+      if tickWaiting {
+        // The tick's decision wakes the timer again (its target is gone).
+        timerTarget = nil
+      } else if let deadline = machine.deadline {
         timerTarget = max(deadline, earliest)
       } else if let target = timerTarget, target <= now {
         timerTarget = nil

@@ -248,6 +248,22 @@ private let readRequest = ATTPDU.readRequest(ReadRequest(handle: 3))
     #expect(await h.connection.closedReason == .disconnected)
   }
 
+  /// A handler set once the connection is over (a client made for a link that was cut at
+  /// once) is not kept: it would hold the connection, and its link, forever.
+  @Test func handlersSetAfterTheEndAreNotKept() async {
+    weak var released: ATTConnection?
+    do {
+      let (a, b) = MemoryLink.pair()
+      let connection = ATTConnection(bearer: a)
+      released = connection
+      b.close()
+      await connection.run()
+      await connection.setValueHandler { _ in _ = connection }
+      await connection.setServer(IndicatingServer { _ in _ = connection })
+    }
+    #expect(released == nil, "the connection was freed")
+  }
+
   @Test func requestsWithoutServerAreRefused() async throws {
     let h = Harness()
     try await h.peer.send([0x0A, 0x01, 0x00])

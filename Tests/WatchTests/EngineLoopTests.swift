@@ -87,4 +87,32 @@ import Testing
     _ = core.ended()
     #expect(core.session == nil)
   }
+
+  /// A tick the timer fires while another event runs waits its turn, and the timer asks for
+  /// no other until it has run: it would otherwise find the deadline still due and fire
+  /// again 10 ms later, gathering a tick every 10 ms behind a busy loop. A tick that finds
+  /// nothing due brings the timer back to the machine's deadline with its decision.
+  @Test func aTickWaitingItsTurnHoldsTheTimer() {
+    var core = core()
+    _ = core.begin(.input(.sessionStarted(mtu: 23), from: nil), now: .zero)
+    _ = core.next(now: .zero)
+    _ = core.begin(.input(.link(.connected("phone")), from: nil), now: .zero)
+    _ = core.next(now: .zero)
+    // A quiet session's sharing check is due at 2 s.
+    #expect(core.machine.deadline == .seconds(2))
+    #expect(core.timerAsks(now: .zero, earliest: .zero) == .seconds(2))
+    // An early tick (an old target's) waits behind the phone's battery level: the timer
+    // parks, and the tick's decision wakes it for 2 s.
+    #expect(core.begin(.input(.battery(80), from: nil), now: .seconds(1)) != nil)
+    #expect(core.begin(.input(.tick, from: nil), now: .seconds(1)) == nil)
+    #expect(core.timerAsks(now: .seconds(1), earliest: .milliseconds(1010)) == nil)
+    #expect(core.next(now: .seconds(1))?.deadline == .seconds(2))
+    #expect(core.next(now: .seconds(1)) == nil)
+    #expect(core.timerAsks(now: .seconds(1), earliest: .milliseconds(1010)) == .seconds(2))
+    // At 2 s, with the check due, the same: one tick at a time, and the check made once.
+    let busy = core.begin(.input(.battery(79), from: nil), now: .seconds(2))
+    #expect(core.begin(.input(.tick, from: nil), now: .seconds(2)) == nil)
+    #expect(core.timerAsks(now: .seconds(2), earliest: .milliseconds(2010)) == nil)
+    #expect(writes(busy) + writes(core.next(now: .seconds(2))) == 1, "the sharing check")
+  }
 }
