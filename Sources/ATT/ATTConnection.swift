@@ -102,8 +102,6 @@ public actor ATTConnection {
   private nonisolated let agreedMTU: Atomic<Int>
   /// `run()` has returned.
   private var ended = false
-  /// What `agreedMTU` holds.
-  private var publishedMTU = Int(ATTOptions.defaultMTU)
   /// Tells the machine the time at each of its deadlines.
   private nonisolated let watchdog: Watchdog
 
@@ -149,9 +147,9 @@ public actor ATTConnection {
   @inline(__always)
   private func withMachine<T>(_ body: (inout Machine) -> T) -> T { body(&machine) }
 
-  private func publishMTU() {
-    publishedMTU = machine.mtu
-    agreedMTU.store(publishedMTU, ordering: .releasing)
+  /// Publishes the machine's ATT_MTU when it changed (only this actor writes it).
+  private func publish(mtu: Int) {
+    if agreedMTU.load(ordering: .relaxed) != mtu { agreedMTU.store(mtu, ordering: .releasing) }
   }
 
   /// Runs one input through the machine; wakes the watchdog when the machine's deadline
@@ -165,7 +163,7 @@ public actor ATTConnection {
       return (effects, after != before ? after : nil, machine.mtu)
     }
     if let moved { watchdog.wake(for: moved) }
-    if mtu != publishedMTU { publishMTU() }
+    publish(mtu: mtu)
     return effects
   }
 
@@ -201,7 +199,7 @@ public actor ATTConnection {
     case .note(let text): logger.info("\(bearer.name): \(text)")
     case .adoptMTU(let peer):
       machine.adopt(peer: peer)
-      publishMTU()
+      publish(mtu: machine.mtu)
     }
   }
 
@@ -253,10 +251,10 @@ public actor ATTConnection {
     try await sendChecked(withMachine { $0.encode(pdu) }.get())
   }
 
-  /// Sends bytes the machine has checked. When the bearer sends at once (`sendNow`, the
-  /// project's links) no async call is made.
+  /// Sends bytes the machine has checked, on the connection's executor. When the bearer
+  /// sends at once (`sendNow`, the project's links) no async call is made.
   @inline(__always)
-  private nonisolated func sendChecked(_ bytes: [UInt8]) async throws(ATTError) {
+  private func sendChecked(_ bytes: [UInt8]) async throws(ATTError) {
     if logger.enabled(.trace) { logger.trace("\(bearer.name) > \(Hex.encode(bytes))") }
     do {
       if try !bearer.sendNow(bytes) { try await bearer.send(bytes) }

@@ -173,7 +173,8 @@ public final class WatchEngine: Sendable {
     mutating func decide(_ event: Event, now: Duration) -> Decision {
       if case .input(.tick, _) = event { tickWaiting = false }
       var decision = run(event, now: now)
-      if let after = machine.deadline, timerTarget.map({ after < $0 }) ?? true {
+      // While a tick waits, its own decision wakes the parked timer: events ahead of it do not.
+      if !tickWaiting, let after = machine.deadline, timerTarget.map({ after < $0 }) ?? true {
         timerTarget = after
         decision.deadline = after
       }

@@ -141,7 +141,7 @@ private final class HeldBearer: ATTBearer {
     try await accessory.client.configure(cccd: SharingTests.sourceCCCD, [])
     try await accessory.client.configure(cccd: SharingTests.sourceCCCD, .notifications)
     held.release()
-    await first.value
+    _ = await first.value
 
     var iterator = events.makeAsyncIterator()
     var told: [NotificationSourceEvent] = []

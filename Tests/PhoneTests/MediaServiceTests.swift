@@ -60,7 +60,7 @@ import Testing
   @Test func registeredValuesComeAtOnceAndWhenTheyChange() async throws {
     let (phone, clock) = try Self.phone()
     await phone.changeMedia { player, now in player.play(Self.song, at: now) }
-    let remote = await try MediaRemote(phone)
+    let remote = try await MediaRemote(phone)
     try await remote.subscribe()
     var commands = remote.commands.makeAsyncIterator()
     let offered = SupportedCommands(decoding: try #require(await commands.next(isolation: nil)))
@@ -94,7 +94,7 @@ import Testing
   @Test func anAttributeNamedTwiceIsToldOnce() async throws {
     let (phone, _) = try Self.phone()
     await phone.changeMedia { player, now in player.play(Self.song, at: now) }
-    let remote = await try MediaRemote(phone)
+    let remote = try await MediaRemote(phone)
     try await remote.subscribe()
     #expect(await remote.write(remote.entityUpdate, [2, 2, 2, 0, 2]) == nil)
     var updates = remote.updates.makeAsyncIterator()
@@ -114,7 +114,7 @@ import Testing
     let (phone, _) = try Self.phone()
     let title = "A title much longer than one notification at the smallest MTU: Für Élise ♪"
     await phone.changeMedia { player, now in player.play(MediaPlayer.Track(title: title), at: now) }
-    let remote = await try MediaRemote(phone, mtu: 23)
+    let remote = try await MediaRemote(phone, mtu: 23)
     try await remote.subscribe()
     #expect(await remote.write(remote.entityUpdate, [2, 2]) == nil)
     var updates = remote.updates.makeAsyncIterator()
@@ -127,7 +127,7 @@ import Testing
 
   @Test func writesBeforeSubscribingOrMalformedAreRefusedWithAMSCodes() async throws {
     let (phone, _) = try Self.phone()
-    let remote = await try MediaRemote(phone)
+    let remote = try await MediaRemote(phone)
     let invalidState = ATTErrorCode(rawValue: AMSErrorCode.invalidState.rawValue)
     let invalidCommand = ATTErrorCode(rawValue: AMSErrorCode.invalidCommand.rawValue)
     #expect(await remote.write(remote.entityUpdate, [2, 2]) == invalidState)
@@ -146,7 +146,7 @@ import Testing
     let (phone, _) = try Self.phone()
     var events = phone.events().makeAsyncIterator()
     await phone.changeMedia { player, now in player.play(Self.song, at: now) }
-    let remote = await try MediaRemote(phone)
+    let remote = try await MediaRemote(phone)
     try await remote.subscribe()
     #expect(await remote.write(remote.remoteCommand, [RemoteCommandID.togglePlayPause.rawValue]) == nil)
     #expect(await remote.write(remote.remoteCommand, [RemoteCommandID.likeTrack.rawValue]) == nil)
@@ -169,7 +169,7 @@ import Testing
   @Test func changesFromManyTasksAreToldInTheOrderMade() async throws {
     let (phone, _) = try Self.phone()
     await phone.changeMedia { player, now in player.play(Self.song, at: now) }
-    let remote = await try MediaRemote(phone)
+    let remote = try await MediaRemote(phone)
     try await remote.subscribe()
     var updates = remote.updates.makeAsyncIterator()
     #expect(await remote.write(remote.entityUpdate, [0, 2]) == nil, "Player Volume registered")

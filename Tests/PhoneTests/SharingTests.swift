@@ -28,7 +28,7 @@ import Wire
       let connection = ATTConnection(bearer: peripheral)
       if let name {
         let gap = ServiceDefinition(uuid: 0x1800, characteristics: [.constant(0x2A00, Array(name.utf8))])
-        await try GATTServer(leading: [gap], services: [], serviceChanged: false).attach(connection)
+        try await GATTServer(leading: [gap], services: [], serviceChanged: false).attach(connection)
       }
       accessory = await Accessory(phone, central: central, peripheral: peripheral, connection: connection)
       let (events, sink) = AsyncStream<[UInt8]>.makeStream()

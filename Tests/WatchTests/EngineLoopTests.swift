@@ -104,8 +104,12 @@ import Testing
     // An early tick (an old target's) waits behind the phone's battery level: the timer
     // parks, and the tick's decision wakes it for 2 s.
     #expect(core.begin(.input(.battery(80), from: nil), now: .seconds(1)) != nil)
+    #expect(core.begin(.input(.battery(81), from: nil), now: .seconds(1)) == nil)
     #expect(core.begin(.input(.tick, from: nil), now: .seconds(1)) == nil)
     #expect(core.timerAsks(now: .seconds(1), earliest: .milliseconds(1010)) == nil)
+    // An event ahead of the tick does not wake the parked timer (that would be a wake-up
+    // per event queued ahead of it); the tick's decision does.
+    #expect(core.next(now: .seconds(1))?.deadline == nil)
     #expect(core.next(now: .seconds(1))?.deadline == .seconds(2))
     #expect(core.next(now: .seconds(1)) == nil)
     #expect(core.timerAsks(now: .seconds(1), earliest: .milliseconds(1010)) == .seconds(2))

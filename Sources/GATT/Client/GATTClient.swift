@@ -47,8 +47,8 @@ public struct DiscoveredDescriptor: Hashable, Sendable {
 
 /// The client side of GATT over one ATT connection: discovery, reads, writes, subscriptions
 /// and the notification and indication streams, dispatched by value handle. An actor on its
-/// connection's executor: its handlers are kept and called there, with no lock, and a call
-/// from the connection to it (or back) needs no switch of thread.
+/// connection's executor: its handlers are kept and called there, one at a time, with no
+/// lock.
 public actor GATTClient {
   public nonisolated let connection: ATTConnection
   /// A handler in a struct, so the dictionary stores the closure as it was made: a bare

@@ -10,7 +10,8 @@ import Wire
 /// isolated to the session.
 ///
 /// The session holds its server (strongly): a server dropped by its owner while a
-/// connection still runs goes on answering until `detach`, which breaks the cycle.
+/// connection still runs goes on answering until the connection's `run()` returns, which
+/// lets go of the session.
 public actor GATTSession: ATTServerHandler {
   public nonisolated let server: GATTServer
   public nonisolated let connection: ATTConnection
