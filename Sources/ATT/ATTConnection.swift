@@ -69,9 +69,9 @@ public struct ATTValueEvent: Hashable, Sendable {
 }
 
 /// One ATT bearer's protocol engine, both roles at once: the shell that performs what
-/// `ATTMachine` decides. An actor: the machine is stepped only on the connection's own
-/// executor, one input at a time, so it needs no lock; whoever is elsewhere (a phone's
-/// console, a scenario) reaches it with `await`.
+/// `ATTMachine` decides. An actor: the machine is stepped only on the connection's executor
+/// (its own, or its owner's), one input at a time, so it needs no lock; whoever is elsewhere
+/// (a phone's console, a scenario) reaches it with `await`.
 ///
 /// - Client: `request` sends a request, or queues it behind the one outstanding, and hands
 ///   over its answer. Answers are taken on the receive loop in arrival order.
@@ -82,8 +82,12 @@ public struct ATTValueEvent: Hashable, Sendable {
 ///   3.3.3), measured on the injected clock.
 public actor ATTConnection {
   public typealias Options = ATTOptions
-  /// Who takes a transaction's answer.
-  public typealias Answer = @Sendable (Result<ATTPDU, ATTError>) async -> Void
+  /// Who takes a transaction's answer: isolated to the connection, so it runs on the
+  /// connection's executor, where the answer arrives (an engine there takes it with no hop).
+  public typealias Answer = @Sendable (isolated ATTConnection, Result<ATTPDU, ATTError>) async -> Void
+  /// Who takes the peer's notifications and indications: isolated to the connection, so it
+  /// runs on the connection's executor (a client there takes the value with no hop).
+  public typealias ValueHandler = @Sendable (isolated ATTConnection, ATTValueEvent) async -> Void
   /// Each transaction's waiter is the callback that takes its answer; a caller that awaits
   /// one has its callback hand it over (`Answered`).
   typealias Machine = ATTMachine<Answer>
@@ -97,18 +101,32 @@ public actor ATTConnection {
   private nonisolated let logger: Logger
   private var machine: Machine
   private var server: (any ATTServerHandler)?
-  private var onValue: (@Sendable (ATTValueEvent) async -> Void)?
+  private var onValue: ValueHandler?
   /// The machine's ATT_MTU, for readers on other executors; written only here.
   private nonisolated let agreedMTU: Atomic<Int>
   /// `run()` has returned.
   private var ended = false
   /// Tells the machine the time at each of its deadlines.
   private nonisolated let watchdog: Watchdog
+  /// The actor whose serial executor the connection runs on (its owner, or one of its own),
+  /// kept so that the executor lives as long as the connection.
+  private nonisolated let home: any Actor
+  /// `home`'s executor, taken once: the runtime asks for it on every call into the connection.
+  private nonisolated let executor: UnownedSerialExecutor
 
+  /// The connection's executor: `executorOf`'s given to `init`, or its own.
+  public nonisolated var unownedExecutor: UnownedSerialExecutor { executor }
+
+  /// A connection on `bearer`. With `executorOf`, it runs on that actor's executor rather
+  /// than one of its own (SE-0392): an engine that owns its connections (the watch's) keeps
+  /// itself, them and their GATT clients and sessions on one serial executor, so none of
+  /// them needs a lock and no call between them leaves the executor.
   public init(
     bearer: any ATTBearer, clock: any EngineClock = SystemClock(), options: Options = Options(),
-    logger: Logger = .none
+    logger: Logger = .none, executorOf owner: (any Actor)? = nil
   ) {
+    home = owner ?? OwnExecutor()
+    executor = home.unownedExecutor
     self.bearer = bearer
     self.clock = clock
     self.options = options
@@ -138,7 +156,7 @@ public actor ATTConnection {
   /// receive loop, so nothing is dispatched until it returns: it may send, but must never
   /// wait for an answer (which only this loop could deliver). Indications are confirmed
   /// after it returns.
-  public func setValueHandler(_ handler: (@Sendable (ATTValueEvent) async -> Void)?) {
+  public func setValueHandler(_ handler: ValueHandler?) {
     if !ended { onValue = handler }
   }
 
@@ -190,9 +208,9 @@ public actor ATTConnection {
       } catch {
         await perform(step { machine, now in machine.sendFailed(indication: indication, now: now()) })
       }
-    case .complete(let answer, let result): await answer(result)
+    case .complete(let answer, let result): await answer(self, result)
     case .serve(let pdu): await serve(pdu)
-    case .deliver(let event): await onValue?(event)
+    case .deliver(let event): await onValue?(self, event)
     case .close(let reason):
       logger.error("\(bearer.name): \(reason)")
       bearer.close()
@@ -276,7 +294,7 @@ public actor ATTConnection {
   /// `.errorResponse`; an answer of the wrong kind throws `.invalidResponse`.
   public func request(_ pdu: ATTPDU) async throws(ATTError) -> ATTPDU {
     let answer = Answered<Result<ATTPDU, ATTError>>()
-    await request(pdu) { answer.take($0) }
+    await request(pdu) { answer.take($1) }
     return try await answer.value.get()
   }
 
@@ -301,7 +319,7 @@ public actor ATTConnection {
   /// loop (a server handler, a value handler): the confirmation comes through it.
   public func indicate(handle: UInt16, value: [UInt8]) async throws(ATTError) {
     let answer = Answered<Result<ATTPDU, ATTError>>()
-    await indicate(handle: handle, value: value) { answer.take($0) }
+    await indicate(handle: handle, value: value) { answer.take($1) }
     _ = try await answer.value.get()
   }
 
@@ -328,3 +346,6 @@ public actor ATTConnection {
     await reply.afterResponse?()
   }
 }
+
+/// An actor kept only for its executor: the one a connection with no owner runs on.
+private actor OwnExecutor {}

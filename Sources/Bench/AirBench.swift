@@ -61,7 +61,7 @@ public struct AirBench {
     let milestones = TraceMilestones()
     peripheral.beforeEachReceive { [weak engine] in
       guard let engine else { return }
-      let shown = engine.state.notifications.count { $0.fetched && !$0.appName.isEmpty }
+      let shown = await engine.state.notifications.count { $0.fetched && !$0.appName.isEmpty }
       milestones.watchShows(shown, after: trace.lastReceived(over: .centralToPeripheral))
     }
     // The last step of the watch's setup: following the phone's time and battery.

@@ -294,7 +294,7 @@ final class FleetRun {
     }
     var differences: [String] = []
     for (index, engine) in engines.enumerated() {
-      if let difference = Self.difference(engine.state, expected) {
+      if let difference = Self.difference(await engine.state, expected) {
         differences.append("watch \(index + 1) \(difference)")
       }
     }

@@ -721,7 +721,7 @@ enum NPCases {
             $0.uuid == .serviceChanged
           })
         else { throw CaseOutcome.failed("the phone has no Service Changed characteristic to announce ANCS with") }
-        _ = try await session.client.subscribe(changed, indications: true) { event in
+        _ = try await session.client.subscribe(changed, indications: true) { _, event in
           guard event.value.count == 4 else { return }
           changes.push(
             HandleRange(

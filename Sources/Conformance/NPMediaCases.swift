@@ -46,8 +46,8 @@ extension NPSession {
     handles.entityUpdateCCCD = try await cccd(of: handles.entityUpdate)
     let remoteCommands = remoteCommands
     let entityUpdates = entityUpdates
-    await client.onValue(handles.remoteCommand.valueHandle) { remoteCommands.push($0.value) }
-    await client.onValue(handles.entityUpdate.valueHandle) { entityUpdates.push($0.value) }
+    await client.onValue(handles.remoteCommand.valueHandle) { remoteCommands.push($1.value) }
+    await client.onValue(handles.entityUpdate.valueHandle) { entityUpdates.push($1.value) }
     return handles
   }
 

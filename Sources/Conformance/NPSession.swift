@@ -362,9 +362,9 @@ public final class NPSession: Sendable {
     if let data = handles.dataSource { handles.dataSourceCCCD = try await cccd(of: data) }
     let notificationSource = notificationSource
     let dataSource = dataSource
-    await client.onValue(source.valueHandle) { event in notificationSource.push(event.value) }
+    await client.onValue(source.valueHandle) { _, event in notificationSource.push(event.value) }
     if let data = handles.dataSource {
-      await client.onValue(data.valueHandle) { event in dataSource.push(event.value) }
+      await client.onValue(data.valueHandle) { _, event in dataSource.push(event.value) }
     }
     return handles
   }

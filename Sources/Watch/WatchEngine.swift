@@ -3,6 +3,7 @@ import ANCS
 import ATT
 import GATT
 import Runtime
+import Synchronization
 import Wire
 
 /// Why the watch could not use a phone's GATT database.
@@ -14,17 +15,22 @@ public struct WatchSetupError: Error, CustomStringConvertible {
 /// its service range, subscribes, and runs `WatchMachine` on everything the phone sends.
 /// The display reads `state` and `events()`; the engine never waits on them.
 ///
-/// **One loop.** The engine's loop (`Core`, `submit`) runs the machine, one event at a time.
-/// Everything the machine reacts to reaches it there as one `Event`, in the order it was
-/// submitted: the phone's notifications and the answers to the watch's writes (from the
+/// **One loop.** The engine's loop (`Loop`, `Core`, `submit`) runs the machine, one event at
+/// a time. Everything the machine reacts to reaches it there as one `Event`, in the order it
+/// was submitted: the phone's notifications and the answers to the watch's writes (from the
 /// connection's receive loop), the ticks of its one timer (which sleeps until the machine's
 /// `deadline`, and parks while there is none), the wearer's actions, the link's changes. The loop
 /// hands each to the machine and performs the actions it returns without waiting for any
 /// answer (an answer comes back later as another event), so no input can overtake another.
 /// An input from a link carries its `Session`'s tag; once that session is over (the link
 /// went, or Service Changed set ANCS up again) the loop knows it by identity and drops it.
-/// The machine's one lock is for `state`, which the display reads from other threads;
-/// ordering never depends on it.
+///
+/// The loop is an actor, and each connection the engine makes runs on its executor
+/// (`ATTConnection(executorOf:)`), with its GATT client and the session of the watch's own
+/// server: a PDU goes from the connection to the machine and its actions back to the link on
+/// one serial executor, with no lock and no hop. Readers elsewhere (the display) read the
+/// state there too (`state` is awaited); what synchronous code needs of it, the session
+/// shown, is published in an atomic.
 public final class WatchEngine: Sendable {
   public typealias Connector = @Sendable () async throws -> any ATTBearer
 
@@ -99,6 +105,20 @@ public final class WatchEngine: Sendable {
     var sessionsStarted = 0
   }
 
+  /// The engine's loop: the serial executor the machine, the engine's connections, their
+  /// GATT clients and the sessions of the watch's own server run on, and the state only code
+  /// on it touches.
+  actor Loop {
+    var core: Core
+    init(_ core: Core) { self.core = core }
+    var state: WatchState { core.machine.state }
+
+    /// The core by reference for one whole step: one access to the actor's property (each
+    /// is checked for exclusivity at run time), not one per use.
+    @inline(__always)
+    func withCore<T>(_ body: (inout Core) -> T) -> T { body(&core) }
+  }
+
   public let options: WatchOptions
   /// The watch's own small database, which a phone reads: GAP with its Device Name.
   let server: GATTServer
@@ -106,13 +126,12 @@ public final class WatchEngine: Sendable {
   let clock: any EngineClock
   let logger: Logger
   let shared = Locked(Shared())
-  /// The engine's loop: the machine, the session its actions go to, and the events waiting
-  /// their turn. There is no task of its own: a submitter that finds no event running runs
-  /// its event itself, then every event submitted meanwhile, and only then returns; one that
-  /// finds an event running leaves its event to that one. So a PDU arriving while nothing else
-  /// happens is run on the receive loop that read it, under one lock, with no task switch.
-  /// The lock also serves the display's reads of the state, which never hold it for long (a
-  /// read copies references).
+  /// What the engine's loop keeps: the machine, the session its actions go to, and the
+  /// events waiting their turn. There is no task of its own: a submitter that finds no event
+  /// running runs its event itself, then every event submitted meanwhile, and only then
+  /// returns; one that finds an event running (its actions' sending suspended) leaves its
+  /// event to that one. So a PDU arriving while nothing else happens is run on the receive
+  /// loop that read it, with no task switch.
   struct Core {
     var machine: WatchMachine
     var session: Session?
@@ -229,7 +248,9 @@ public final class WatchEngine: Sendable {
     var deadline: Duration?
   }
 
-  private let core: Locked<Core>
+  let loop: Loop
+  /// The machine's session (`WatchState.session`) as of its last step, for `perform`.
+  private let shownSession = Atomic(0)
   /// The engine's one timer: it sleeps until the machine's deadline, then ticks it.
   private let timer: Watchdog
   private let hub = EventHub<WatchEvent>()
@@ -251,13 +272,17 @@ public final class WatchEngine: Sendable {
     let gap = ServiceDefinition(uuid: 0x1800, characteristics: name + [.constant(0x2A01, [0xC0, 0x00])])
     // Two services cannot need more than a handful of handles.
     server = try! GATTServer(leading: [gap], services: [], serviceChanged: false)
-    core = Locked(Core(machine: WatchMachine(options: options)))
+    loop = Loop(Core(machine: WatchMachine(options: options)))
     timer = Watchdog(clock: clock)
   }
 
-  /// A snapshot of the watch face's model, as of the machine's last step. Every event is
+  /// A snapshot of the watch face's model, read on the engine's loop. Every event is
   /// reported after the step that made it, so a reader that saw the event sees its effect.
-  public var state: WatchState { core.withLock { $0.machine.state } }
+  /// (A snapshot shares the machine's storage until the machine next changes it, which then
+  /// copies what it changes: read it when it is needed, not after every event.)
+  public var state: WatchState {
+    get async { await loop.state }
+  }
 
   /// The engine clock's time, the clock of `receivedAt` and `PhoneTime`.
   public var now: Duration { clock.now }
@@ -270,7 +295,8 @@ public final class WatchEngine: Sendable {
   /// shown now): should a new session have begun since, the UID is void and the action
   /// dropped (with an `error` event), never performed on whatever that UID names now.
   public func perform(_ action: ActionID, on uid: UInt32, session: Int? = nil) {
-    submitDetached(.input(.perform(uid: uid, action: action, session: session ?? state.session), from: nil))
+    let session = session ?? shownSession.load(ordering: .acquiring)
+    submitDetached(.input(.perform(uid: uid, action: action, session: session), from: nil))
   }
 
   /// Sends a remote command to the phone's media player (AMS), if it takes it now; an
@@ -287,12 +313,14 @@ public final class WatchEngine: Sendable {
     }
     connection?.close()
     backOff?.cancel()
-    submitDetached(.input(.link(.stopped), from: nil))
-    let waiters = core.withLock { core -> [CheckedContinuation<Void, Never>] in
-      core.finished = true
-      return core.ended()
-    }
-    for waiter in waiters { waiter.resume() }
+    Task { await finish(in: loop) }
+  }
+
+  /// The loop's part of `stop()`: the link's end is the last event it takes.
+  private func finish(in loop: isolated Loop) async {
+    let mustRun = loop.core.enqueue(.input(.link(.stopped), from: nil))
+    loop.core.finished = true
+    if mustRun { await runLoop(from: nil, in: loop) }
   }
 
   var stopped: Bool { shared.withLock { $0.stopped } }
@@ -302,12 +330,12 @@ public final class WatchEngine: Sendable {
   /// Connects and serves sessions until `stop()` (or the first loss, without `reconnect`).
   public func run() async {
     await withTaskGroup(of: Void.self) { group in
-      group.addTask { await self.ticker() }
+      group.addTask { await self.ticker(in: self.loop) }
       await connectionLoop()
       stop()
       group.cancelAll()
     }
-    await loopDone()
+    await loopDone(in: loop)
     hub.finish()
   }
 
@@ -368,7 +396,8 @@ public final class WatchEngine: Sendable {
   private func session(_ link: any ATTBearer) async throws {
     // Faults that change bytes change them on the bearer, after the machine.
     let bearer = options.faults.outgoingRewrite.map { RewritingBearer(link, outgoing: $0) } ?? link
-    let connection = ATTConnection(bearer: bearer, clock: clock, options: .init(localMTU: options.mtu), logger: logger)
+    let connection = ATTConnection(
+      bearer: bearer, clock: clock, options: .init(localMTU: options.mtu), logger: logger, executorOf: loop)
     let client = await GATTClient(connection: connection)
     await server.attach(connection)
     let (controls, control) = AsyncStream<Control>.makeStream()
@@ -381,14 +410,29 @@ public final class WatchEngine: Sendable {
       return shared.stopped
     }
     var current: Session?
-    defer {
-      connection.close()
-      server.detach(connection)
-      // What is still on its way from this link (answers, notifications) is void from now on.
-      if let current { submitDetached(.ended(current)) }
-      shared.withLock { $0.connection = nil }
+    var outcome: Result<Void, any Error> = .success(())
+    if !stoppedNow {
+      do {
+        try await serve(connection, client, runner: runner, controls: controls, control: control, current: &current)
+      } catch {
+        outcome = .failure(error)
+      }
     }
-    if stoppedNow { return }
+    connection.close()
+    server.detach(connection)
+    shared.withLock { $0.connection = nil }
+    // What is still on its way from this link (answers, notifications) is void from now on.
+    if let current { await submit(.ended(current)) }
+    try outcome.get()
+  }
+
+  /// Sets ANCS up on `connection`, then reacts to Service Changed until the link closes.
+  /// `current` is the session begun on it.
+  private func serve(
+    _ connection: ATTConnection, _ client: GATTClient, runner: Task<Void, Never>, controls: AsyncStream<Control>,
+    control: AsyncStream<Control>.Continuation, current: inout Session?
+  ) async throws {
+    let bearer = connection.bearer
     do {
       // FAULT skip-pairing: breaks "use ANCS over an encrypted link".
       // FAULT discover-before-pairing: pairs in setUp, after discovery.
@@ -457,11 +501,19 @@ public final class WatchEngine: Sendable {
     // The phone's events reach the engine's loop in the order the receive loop takes them,
     // with the answers to the watch's writes.
     let tag = session.tag
-    await client.onValue(source.valueHandle) { [unowned self] in
-      await submit(.input(.notificationSource($0.value), from: tag))
-    }
-    await client.onValue(data.valueHandle) { [unowned self] in await submit(.input(.dataSource($0.value), from: tag)) }
+    await client.onValue(source.valueHandle, feeding(WatchMachine.Input.notificationSource, from: tag))
+    await client.onValue(data.valueHandle, feeding(WatchMachine.Input.dataSource, from: tag))
     return session
+  }
+
+  /// A handler that hands each value to the engine's loop as the input `wrap` makes of it. It
+  /// runs on the client's executor, which is the loop's: the value reaches the machine with
+  /// no hop.
+  private func feeding(_ wrap: @escaping @Sendable ([UInt8]) -> WatchMachine.Input, from tag: Session.Tag?)
+    -> GATTClient.ValueHandler
+  {
+    let loop = self.loop
+    return { [unowned self] _, event in await submit(.input(wrap(event.value), from: tag), in: loop) }
   }
 
   /// Begins `session` on the engine's loop, then subscribes: the session begins before the
@@ -480,12 +532,8 @@ public final class WatchEngine: Sendable {
     var available = media != nil
     if let media {
       let tag = session.tag
-      await session.client.onValue(media.remoteCommand) { [unowned self] in
-        await submit(.input(.media(.commands($0.value)), from: tag))
-      }
-      await session.client.onValue(media.entityUpdate) { [unowned self] in
-        await submit(.input(.media(.update($0.value)), from: tag))
-      }
+      await session.client.onValue(media.remoteCommand, feeding({ .media(.commands($0)) }, from: tag))
+      await session.client.onValue(media.entityUpdate, feeding({ .media(.update($0)) }, from: tag))
       await submit(.mediaFound(media, from: tag))
     }
     if let media, options.faults.contains(.mediaRegisterBeforeSubscribe) {
@@ -597,7 +645,7 @@ public final class WatchEngine: Sendable {
     guard let gatt = try await client.discoverPrimaryServices(.genericAttributeService).first,
       let changed = try await client.discoverCharacteristics(of: gatt).first(where: { $0.uuid == .serviceChanged })
     else { return }
-    try await client.subscribe(changed, indications: true) { _ in control.yield(.serviceChanged) }
+    try await client.subscribe(changed, indications: true) { _, _ in control.yield(.serviceChanged) }
   }
 
   /// Current Time and battery level, read once and then followed. They belong to the link,
@@ -613,7 +661,7 @@ public final class WatchEngine: Sendable {
         }
         await submit(.input(wrap(try await client.read(value.valueHandle)), from: nil))
         if value.properties.contains(.notify) {
-          try await client.subscribe(value) { [unowned self] in await submit(.input(wrap($0.value), from: nil)) }
+          try await client.subscribe(value, handler: feeding(wrap, from: nil))
         }
       } catch {
         emit(.error("reading \(characteristic): \(error)"))
@@ -625,56 +673,69 @@ public final class WatchEngine: Sendable {
 
   /// Runs `event` after every event submitted before it: here and now (with whatever is
   /// submitted while it runs) when none is running, otherwise on the task running them.
-  /// Dropped after `stop()`.
+  /// Dropped after `stop()`. From the engine's connections this is no hop: they run on the
+  /// loop's executor.
   private func submit(_ event: Event) async {
-    guard let decision = core.withLock({ $0.begin(event, now: clock.now) }) else { return }
-    await runLoop(from: consume decision)
+    await submit(event, in: loop)
   }
 
-  /// `submit` for synchronous code: when no event is running, a new task runs the queue
-  /// (this event first). The task holds no decision of its own, so nothing of the session
-  /// outlives the loop's last event in it.
+  @inline(__always)
+  private func submit(_ event: Event, in loop: isolated Loop) async {
+    let now = clock.now
+    guard let decision = loop.withCore({ stepped($0.begin(event, now: now), $0) }) else { return }
+    await runLoop(from: decision, in: loop)
+  }
+
+  /// `submit` for synchronous code (the wearer's), in a task of its own.
   private func submitDetached(_ event: Event) {
-    guard core.withLock({ $0.enqueue(event) }) else { return }
-    Task { await runLoop(from: nil) }
+    Task { await submit(event, in: loop) }
   }
 
   /// Performs `first`, then the events that came meanwhile, until none waits. Each decision
   /// (and the session it holds) is let go before the next is taken, and the last before
   /// the callers waiting for the loop to end hear of it.
-  private func runLoop(from first: consuming Decision?) async {
+  @inline(__always)
+  private func runLoop(from first: consuming Decision?, in loop: isolated Loop) async {
     var next = consume first
-    if case .none = next { next = core.withLock { $0.next(now: clock.now) } }
-    while var decision = next.take() {
-      await perform(&decision)
-      next = core.withLock { $0.next(now: clock.now) }
+    if case .none = next {
+      let now = clock.now
+      next = loop.withCore { stepped($0.next(now: now), $0) }
     }
-    let waiters = core.withLock { $0.ended() }
-    for waiter in waiters { waiter.resume() }
+    while var decision = next.take() {
+      await perform(&decision, in: loop)
+      let now = clock.now
+      next = loop.withCore { stepped($0.next(now: now), $0) }
+    }
+    for waiter in loop.core.ended() { waiter.resume() }
+  }
+
+  /// Publishes the session the machine is in after deciding `decision`, before any of its
+  /// events is reported (a wearer who saw a notification acts in its session).
+  @inline(__always)
+  private func stepped(_ decision: consuming Decision?, _ core: borrowing Core) -> Decision? {
+    let session = core.machine.state.session
+    if shownSession.load(ordering: .relaxed) != session { shownSession.store(session, ordering: .releasing) }
+    return decision
   }
 
   /// Returns once `stop()` was called and the last event has run.
-  private func loopDone() async {
-    await withCheckedContinuation { continuation in
-      let now = core.withLock { core -> Bool in
-        if core.finished && !core.running { return true }
-        core.whenDone.append(continuation)
-        return false
-      }
-      if now { continuation.resume() }
-    }
+  private func loopDone(in loop: isolated Loop) async {
+    if loop.core.finished && !loop.core.running { return }
+    await withCheckedContinuation { loop.core.whenDone.append($0) }
   }
 
   /// Runs an input the loop itself brings (it is the one running): at once, before the
   /// events waiting.
-  private func step(_ input: WatchMachine.Input) async {
-    var decision = core.withLock { $0.decide(.input(input, from: nil), now: clock.now) }
-    await perform(&decision)
+  private func step(_ input: WatchMachine.Input, in loop: isolated Loop) async {
+    let now = clock.now
+    var decision = loop.withCore { stepped($0.decide(.input(input, from: nil), now: now), $0)! }
+    await perform(&decision, in: loop)
   }
 
   /// Performs the machine's actions on the link of the session they were decided for (if
   /// one was up). Nothing here waits for the phone.
-  private func perform(_ decision: inout Decision) async {
+  @inline(__always)
+  private func perform(_ decision: inout Decision, in loop: isolated Loop) async {
     if let deadline = decision.deadline { timer.wake(for: deadline) }
     let (session, media) = (decision.session, decision.media)
     // Taken out, so the list is not shared and is reversed in place; popped from the end,
@@ -692,30 +753,30 @@ public final class WatchEngine: Sendable {
         (session?.connection ?? shared.withLock { $0.connection })?.close()
       case .write(let bytes):
         guard let session else {
-          await step(.writeFailed("not connected"))
+          await step(.writeFailed("not connected"), in: loop)
           continue
         }
         // Sent now or queued behind the request outstanding; the answer comes back as an
         // event, before the Data Source notifications that follow it.
-        await session.client.startWrite(session.controlPoint, bytes) { [unowned self, tag = session.tag] result in
+        await session.client.startWrite(session.controlPoint, bytes) { [unowned self, tag = session.tag] _, result in
           let answer: WatchMachine.Input
           switch result {
           case .success: answer = .written(nil)
           case .failure(let error): answer = error.errorCode.map { .written($0.rawValue) } ?? .writeFailed("\(error)")
           }
-          await submit(.input(answer, from: tag))
+          await submit(.input(answer, from: tag), in: loop)
         }
       case .probe:
         guard let session else { continue }
         let probe = ATTPDU.readRequest(ReadRequest(handle: session.sourceCCCD))
-        await session.connection.request(probe) { [unowned self, tag = session.tag] result in
+        await session.connection.request(probe) { [unowned self, tag = session.tag] _, result in
           // Only a value that says "not subscribed" is news; no answer proves nothing.
           var subscribed = true
           if case .success(.readResponse(let value)) = result { subscribed = (value.value.first ?? 0) & 1 == 1 }
-          await submit(.input(.probed(subscribed: subscribed), from: tag))
+          await submit(.input(.probed(subscribed: subscribed), from: tag), in: loop)
         }
       case .media(let request):
-        await perform(request, on: session, media: media)
+        await perform(request, on: session, media: media, in: loop)
       case .resubscribe:
         guard let session else { continue }
         // The new session begins where the subscriptions are written again: after what the
@@ -724,48 +785,50 @@ public final class WatchEngine: Sendable {
         await submit(.input(.sessionStarted(mtu: session.connection.mtu), from: session.tag))
         // The phone dropped every subscription: AMS's too, which then registers afresh.
         for handle in session.cccds + (media?.cccds ?? []) {
-          await session.client.startWrite(handle, CCCDValue.notifications.bytes) { [self] result in
+          await session.client.startWrite(handle, CCCDValue.notifications.bytes) { [self] _, result in
             if case .failure(let error) = result { emit(.error("subscribing again failed: \(error)")) }
           }
         }
-        if media != nil { await step(.media(.started(available: true))) }
+        if media != nil { await step(.media(.started(available: true)), in: loop) }
       }
     }
   }
 
   /// Sends an AMS request; its answer comes back to the loop as `.answered`.
-  private func perform(_ request: MediaRequest, on session: Session?, media: MediaHandles?) async {
+  private func perform(_ request: MediaRequest, on session: Session?, media: MediaHandles?, in loop: isolated Loop)
+    async
+  {
     guard let session, let media else {
-      await step(.media(.answered(request, .failure(MediaFailure(code: nil, reason: "not connected")))))
+      await step(.media(.answered(request, .failure(MediaFailure(code: nil, reason: "not connected")))), in: loop)
       return
     }
-    let answer: @Sendable (Result<[UInt8], ATTError>) async -> Void = { [unowned self, tag = session.tag] result in
+    let answer: GATTClient.Answer<[UInt8]> = { [unowned self, tag = session.tag] _, result in
       let failure = result.mapError { MediaFailure(code: $0.errorCode?.rawValue, reason: "\($0)") }
-      await submit(.input(.media(.answered(request, failure)), from: tag))
+      await submit(.input(.media(.answered(request, failure)), from: tag), in: loop)
     }
     let client = session.client
     // With response; with a Write Command where the characteristic takes only that, answered
     // once sent (the phone says nothing) and still ahead of any request sent after it.
-    let write = { (handle: UInt16, value: [UInt8], then: @escaping @Sendable (Result<Void, ATTError>) async -> Void) in
+    let write = { (handle: UInt16, value: [UInt8], then: @escaping GATTClient.Answer<Void>) in
       guard media.commandOnly.contains(handle) else { return await client.startWrite(handle, value, onAnswer: then) }
       do throws(ATTError) {
         try await client.writeWithoutResponse(handle, value)
-        await then(.success(()))
+        await then(client, .success(()))
       } catch {
-        await then(.failure(error))
+        await then(client, .failure(error))
       }
     }
     switch request {
     case .register(let registration):
-      await write(media.entityUpdate, registration.encoded()) { await answer($0.map { [] }) }
+      await write(media.entityUpdate, registration.encoded()) { await answer($0, $1.map { [] }) }
     case .remote(let command):
-      await write(media.remoteCommand, RemoteCommand(command).encoded()) { await answer($0.map { [] }) }
+      await write(media.remoteCommand, RemoteCommand(command).encoded()) { await answer($0, $1.map { [] }) }
     case .readWhole(let attribute):
       // Select, then read: the loop has one such pair in flight at a time.
-      await write(media.entityAttribute, EntityAttributeSelection(attribute).encoded()) { result in
+      await write(media.entityAttribute, EntityAttributeSelection(attribute).encoded()) { client, result in
         switch result {
         case .success: await client.startRead(media.entityAttribute, onAnswer: answer)
-        case .failure(let error): await answer(.failure(error))
+        case .failure(let error): await answer(client, .failure(error))
         }
       }
     }
@@ -782,13 +845,13 @@ public final class WatchEngine: Sendable {
   /// the call and sharing checks, the rewrite after silence), and not otherwise: an idle
   /// watch costs no wake-ups. Never twice within 10 ms, whatever the machine says, so a
   /// deadline that a tick fails to move cannot make the timer spin.
-  private func ticker() async {
+  private func ticker(in loop: isolated Loop) async {
     var earliest = Duration.zero
     await timer.run(
-      next: { [clock] in core.withLock { $0.timerAsks(now: clock.now, earliest: earliest) } },
+      next: { [clock] in loop.core.timerAsks(now: clock.now, earliest: earliest) },
       fire: { now in
         earliest = now + .milliseconds(10)
-        await submit(.input(.tick, from: nil))
+        await submit(.input(.tick, from: nil), in: loop)
       })
   }
 }

@@ -115,7 +115,7 @@ private final class Loop: @unchecked Sendable {
       let (events, finished, stop) = inbox.take()
       if stop { return WatchFace.Exit(code: 0) }
       if let end, clock.now >= end { return WatchFace.Exit(code: 0) }
-      let state = engine.state
+      let state = engineState()
       let now = engine.now
       for event in events {
         if case .disconnected(let reason) = event { lastReason = reason }
@@ -136,9 +136,23 @@ private final class Loop: @unchecked Sendable {
       } else if key == .resize {
         ui.size = terminal.size()
       } else if let intent = KeyMap.intent(for: key) {
-        if apply(ui.handle(intent, state: engine.state, now: engine.now)) { return WatchFace.Exit(code: 0) }
+        if apply(ui.handle(intent, state: engineState(), now: engine.now)) { return WatchFace.Exit(code: 0) }
       }
     }
+  }
+
+  /// The engine's state, read on the engine's loop while this thread (the face's own, never
+  /// one a task runs on) waits for it: once per frame and per key.
+  private func engineState() -> WatchState {
+    let read = Locked<WatchState?>(nil)
+    let done = DispatchSemaphore(value: 0)
+    Task { [engine] in
+      let state = await engine.state
+      read.withLock { $0 = state }
+      done.signal()
+    }
+    done.wait()
+    return read.withLock { $0 }!
   }
 
   /// Carries out effects; true when one of them is quitting.

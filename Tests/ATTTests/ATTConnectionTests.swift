@@ -25,7 +25,34 @@ private struct Harness {
 
 private let readRequest = ATTPDU.readRequest(ReadRequest(handle: 3))
 
+/// Whether two executor references name the same executor (the type is not Equatable).
+private func same(_ a: UnownedSerialExecutor, _ b: UnownedSerialExecutor) -> Bool {
+  unsafeBitCast(a, to: (UInt, UInt).self) == unsafeBitCast(b, to: (UInt, UInt).self)
+}
+
 @Suite(.timeLimit(.minutes(2))) struct ATTConnectionTests {
+  /// An engine that owns its connections keeps them on its own executor; a connection
+  /// without an owner has one of its own, shared with no other.
+  @Test func aConnectionRunsOnItsOwnersExecutorWhenItHasOne() async {
+    actor Owner {
+      /// The connection's machine, read without a hop: only sound on the same executor.
+      func closedReason(of connection: ATTConnection) -> ATTError? {
+        connection.assumeIsolated { $0.closedReason }
+      }
+    }
+    let owner = Owner()
+    let (a, b) = MemoryLink.pair()
+    let owned = ATTConnection(bearer: a, executorOf: owner)
+    let alone = ATTConnection(bearer: b)
+    #expect(same(owned.unownedExecutor, owner.unownedExecutor))
+    #expect(!same(alone.unownedExecutor, owner.unownedExecutor))
+    #expect(!same(alone.unownedExecutor, ATTConnection(bearer: b).unownedExecutor))
+    #expect(await owner.closedReason(of: owned) == nil)
+    a.close()
+    await owned.run()
+    #expect(await owner.closedReason(of: owned) == .disconnected)
+  }
+
   @Test func requestGetsItsResponse() async throws {
     let h = Harness()
     async let answer = h.connection.request(readRequest)
@@ -149,7 +176,7 @@ private let readRequest = ATTPDU.readRequest(ReadRequest(handle: 3))
   @Test func pdusLargerThanTheMTUAreTakenWhole() async throws {
     let h = Harness()
     let events = AsyncStream<ATTValueEvent>.makeStream()
-    await h.connection.setValueHandler { events.continuation.yield($0) }
+    await h.connection.setValueHandler { events.continuation.yield($1) }
     let big = (0..<200).map { UInt8(truncatingIfNeeded: $0) }
     try await h.peer.send([0x1B, 0x05, 0x00] + big)  // a 203-byte notification at ATT_MTU 23
     var iterator = events.stream.makeAsyncIterator()
@@ -175,7 +202,7 @@ private let readRequest = ATTPDU.readRequest(ReadRequest(handle: 3))
   @Test func notificationsAndIndicationsAreDispatchedAndConfirmed() async throws {
     let h = Harness()
     let events = AsyncStream<ATTValueEvent>.makeStream()
-    await h.connection.setValueHandler { events.continuation.yield($0) }
+    await h.connection.setValueHandler { events.continuation.yield($1) }
     try await h.peer.send([0x1B, 0x05, 0x00, 0xAA])
     try await h.peer.send([0x1D, 0x06, 0x00, 0xBB, 0xCC])
     var iterator = events.stream.makeAsyncIterator()
@@ -207,7 +234,7 @@ private let readRequest = ATTPDU.readRequest(ReadRequest(handle: 3))
     await h.connection.setServer(
       IndicatingServer { connection in
         for value: UInt8 in [1, 2] {
-          await connection.indicate(handle: 7, value: [value]) { confirmations.continuation.yield($0) }
+          await connection.indicate(handle: 7, value: [value]) { confirmations.continuation.yield($1) }
         }
       })
     try await h.peer.send([0x12, 0x03, 0x00, 0xAA])
@@ -238,7 +265,7 @@ private let readRequest = ATTPDU.readRequest(ReadRequest(handle: 3))
     let request = Task { try await h.connection.request(readRequest) }
     _ = try await h.next()
     let called = AsyncStream<Result<ATTPDU, ATTError>>.makeStream()
-    await h.connection.request(readRequest) { called.continuation.yield($0) }
+    await h.connection.request(readRequest) { called.continuation.yield($1) }
     h.connection.close()
     await #expect(throws: ATTError.disconnected) { try await h.connection.request(readRequest) }
     await #expect(throws: ATTError.disconnected) { try await request.value }
@@ -258,7 +285,7 @@ private let readRequest = ATTPDU.readRequest(ReadRequest(handle: 3))
       released = connection
       b.close()
       await connection.run()
-      await connection.setValueHandler { _ in _ = connection }
+      await connection.setValueHandler { _, _ in _ = connection }
       await connection.setServer(IndicatingServer { _ in _ = connection })
     }
     #expect(released == nil, "the connection was freed")

@@ -93,7 +93,7 @@ import Wire
     let service = try #require(try await client.discoverPrimaryServices(FixtureUUID.service).first)
     let characteristics = try await client.discoverCharacteristics(of: service)
     let values = AsyncStream<[UInt8]>.makeStream()
-    let cccd = try await client.subscribe(characteristics[2]) { values.continuation.yield($0.value) }
+    let cccd = try await client.subscribe(characteristics[2]) { values.continuation.yield($1.value) }
     #expect(cccd == 17)
     #expect(await pair.served.session.cccd(for: 16) == .notifications)
     for index in 0..<100 { try await pair.served.session.notify(16, [UInt8(index)]) }
@@ -112,7 +112,7 @@ import Wire
     let changed = try #require(try await client.discoverCharacteristics(of: gatt).first)
     #expect(changed.uuid == .serviceChanged)
     let ranges = AsyncStream<[UInt8]>.makeStream()
-    try await client.subscribe(changed, indications: true) { ranges.continuation.yield($0.value) }
+    try await client.subscribe(changed, indications: true) { ranges.continuation.yield($1.value) }
     await server.unpublish(FixtureUUID.service)
     var iterator = ranges.stream.makeAsyncIterator()
     #expect(await iterator.next() == [0x09, 0x00, 0x11, 0x00], "the removed range 9-17")
@@ -142,7 +142,7 @@ import Wire
     let gatt = try #require(try await client.discoverPrimaryServices(.genericAttributeService).first)
     let changed = try #require(try await client.discoverCharacteristics(of: gatt).first)
     let ranges = AsyncStream<[UInt8]>.makeStream()
-    try await client.subscribe(changed, indications: true) { ranges.continuation.yield($0.value) }
+    try await client.subscribe(changed, indications: true) { ranges.continuation.yield($1.value) }
     // Handles 1-4 GATT, 5-7 Battery, 8-11 the hidden service.
     let everything = HandleRange(1, 0xFFFF)
     let groups = try await client.connection.request(
@@ -185,7 +185,7 @@ import Wire
     // Handles 1-4 GATT (Service Changed's value 3, its CCCD 4), 5-8 the hidden service.
     #expect(try await client.connection.bearer.pair(.encrypted) == .encrypted)
     let ranges = AsyncStream<[UInt8]>.makeStream()
-    await client.onValue(3) { ranges.continuation.yield($0.value) }
+    await client.onValue(3) { ranges.continuation.yield($1.value) }
     try await client.configure(cccd: 4, .indications)
     var iterator = ranges.stream.makeAsyncIterator()
     #expect(await iterator.next() == [0x05, 0x00, 0x08, 0x00], "Service Changed over the service's range")
@@ -198,7 +198,7 @@ import Wire
     #expect(pair.served.connection.mtu == 517)
     try await pair.client.configure(cccd: 8, .notifications)
     let values = AsyncStream<[UInt8]>.makeStream()
-    await pair.client.onValue(7) { values.continuation.yield($0.value) }
+    await pair.client.onValue(7) { values.continuation.yield($1.value) }
     try await pair.served.session.notify(7, Array(repeating: 9, count: 514))
     var iterator = values.stream.makeAsyncIterator()
     #expect(await iterator.next()?.count == 514)
@@ -256,7 +256,7 @@ enum LinkKind: String, CaseIterable, Sendable {
     let service = try #require(try await client.discoverPrimaryServices(FixtureUUID.service).first)
     let data = try #require(try await client.discoverCharacteristics(of: service).last)
     let values = AsyncStream<[UInt8]>.makeStream()
-    try await client.subscribe(data) { values.continuation.yield($0.value) }
+    try await client.subscribe(data) { values.continuation.yield($1.value) }
     for index in 0..<200 { try await pair.served.session.notify(16, [UInt8(index % 256), UInt8(index / 256)]) }
     var iterator = values.stream.makeAsyncIterator()
     for index in 0..<200 { #expect(await iterator.next() == [UInt8(index % 256), UInt8(index / 256)]) }

@@ -27,7 +27,7 @@ import Wire
     let client = await GATTClient(connection: connection)
     let task = Task { await connection.run() }
     let answers = Answers()
-    await client.startWrite(0x0010, value) { answers.record($0) }
+    await client.startWrite(0x0010, value) { answers.record($1) }
     return (client, peripheral, answers, task)
   }
 

@@ -86,7 +86,7 @@ struct AirLinkTests {
     let clientConnection = ATTConnection(bearer: watch, clock: ManualClock())
     let client = await GATTClient(connection: clientConnection)
     let (values, arrived) = AsyncStream<[UInt8]>.makeStream()
-    await client.onValue(0x99) { arrived.yield($0.value) }
+    await client.onValue(0x99) { arrived.yield($1.value) }
     var notified = values.makeAsyncIterator()
     let serving = Task { await serverConnection.run() }
     let running = Task { await clientConnection.run() }

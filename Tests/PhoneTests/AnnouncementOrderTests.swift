@@ -124,7 +124,7 @@ private final class HeldBearer: ATTBearer {
     let connection = ATTConnection(bearer: peripheral)
     let accessory = await Accessory(phone, central: held, peripheral: peripheral, connection: connection)
     let (events, sink) = AsyncStream<[UInt8]>.makeStream()
-    await accessory.client.onValue(SharingTests.sourceValue) { sink.yield($0.value) }
+    await accessory.client.onValue(SharingTests.sourceValue) { sink.yield($1.value) }
     _ = try await peripheral.pair(.encrypted)
     try await accessory.client.configure(cccd: SharingTests.dataCCCD, .notifications)
     try await accessory.client.configure(cccd: SharingTests.sourceCCCD, .notifications)

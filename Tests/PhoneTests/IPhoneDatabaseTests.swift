@@ -95,7 +95,7 @@ struct Accessory {
     #expect(before.count == 8 && !before.contains { $0.0 == Self.ancs })
     let changed = try #require(phone.server.serviceChangedHandles)
     let ranges = AsyncStream<[UInt8]>.makeStream()
-    await accessory.client.onValue(changed.value) { ranges.continuation.yield($0.value) }
+    await accessory.client.onValue(changed.value) { ranges.continuation.yield($1.value) }
     try await accessory.client.configure(cccd: try #require(changed.cccd), .indications)
     #expect(try await accessory.link.pair(.encrypted) == .encrypted)
     let after = try await accessory.services()

@@ -24,8 +24,8 @@ import Testing
       let (commands, commandSink) = AsyncStream<[UInt8]>.makeStream()
       self.updates = updates
       self.commands = commands
-      await accessory.client.onValue(handles[0].value) { commandSink.yield($0.value) }
-      await accessory.client.onValue(handles[1].value) { updateSink.yield($0.value) }
+      await accessory.client.onValue(handles[0].value) { commandSink.yield($1.value) }
+      await accessory.client.onValue(handles[1].value) { updateSink.yield($1.value) }
     }
 
     var remoteCommand: UInt16 { handles[0].value }

@@ -33,7 +33,7 @@ import Wire
       accessory = await Accessory(phone, central: central, peripheral: peripheral, connection: connection)
       let (events, sink) = AsyncStream<[UInt8]>.makeStream()
       self.events = events
-      await accessory.client.onValue(SharingTests.sourceValue) { sink.yield($0.value) }
+      await accessory.client.onValue(SharingTests.sourceValue) { sink.yield($1.value) }
       _ = try await peripheral.pair(.encrypted)
       try await accessory.client.configure(cccd: SharingTests.dataCCCD, .notifications)
       try await accessory.client.configure(cccd: SharingTests.sourceCCCD, .notifications)

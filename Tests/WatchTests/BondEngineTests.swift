@@ -75,7 +75,7 @@ import Wire
     /// The engine's next wait before reconnecting, once it is at `attempt`.
     func waitBefore(attempt: Int) async -> Duration? {
       for _ in 0..<1_000_000 {
-        if case .reconnecting(let at, let retryIn, _) = engine.state.link, at == attempt { return retryIn }
+        if case .reconnecting(let at, let retryIn, _) = await engine.state.link, at == attempt { return retryIn }
         await Task.yield()
       }
       return nil
@@ -85,12 +85,12 @@ import Wire
     #expect(await waitBefore(attempt: 2) == .seconds(2))
     clock.advance(by: .seconds(2))
     #expect(await waitBefore(attempt: 3) == .seconds(4))
-    if case .reconnecting(_, _, let reason) = engine.state.link {
+    if case .reconnecting(_, _, let reason) = await engine.state.link {
       #expect(reason.contains("PIN or Key Missing"), "\(reason)")
     }
     // Stopping during the wait ends the run at once, the manual clock standing still.
     engine.stop()
     await running.value
-    #expect(engine.state.link == .stopped)
+    #expect(await engine.state.link == .stopped)
   }
 }

@@ -22,7 +22,7 @@ import Watch
     #expect(got.date == "20261129T120000")
     #expect(got.positiveActionLabel == "Reply")
     #expect(got.negativeActionLabel == "Dismiss")
-    #expect(rig.watch.state.notifications.map(\.title) == ["Hello"])
+    #expect(await rig.watch.state.notifications.map(\.title) == ["Hello"])
     await rig.stop()
   }
 
@@ -78,7 +78,7 @@ import Watch
     _ = try await rig.added("Bye")
     #expect(await rig.phone.remove(posted.uid))
     try await rig.removed(posted.uid)
-    #expect(rig.watch.state.notifications.isEmpty)
+    #expect(await rig.watch.state.notifications.isEmpty)
     await rig.stop()
   }
 
@@ -119,10 +119,10 @@ import Watch
     _ = try await rig.added("while away")
     let titles = Set(rig.phone.notifications.map(\.title))
     // Every pre-existing notification is fetched again; wait for the last of them.
-    while Set(rig.watch.state.notifications.filter(\.fetched).map(\.title)) != titles {
+    while await Set(rig.watch.state.notifications.filter(\.fetched).map(\.title)) != titles {
       _ = await rig.next()
     }
-    #expect(Set(rig.watch.state.notifications.map(\.uid)) == Set(rig.phone.notifications.map(\.uid)))
+    #expect(await Set(rig.watch.state.notifications.map(\.uid)) == Set(rig.phone.notifications.map(\.uid)))
     await rig.stop()
   }
 }

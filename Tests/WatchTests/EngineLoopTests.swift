@@ -15,12 +15,15 @@ import Testing
 
   func core() -> WatchEngine.Core { WatchEngine.Core(machine: WatchMachine(options: WatchOptions())) }
 
-  /// A session on a link nobody serves: the loop only compares its identity.
+  /// A session on a link already closed: the loop only compares its identity. Its
+  /// connection has run to its end, so it keeps no handler (and no cycle through its client).
   func session() async -> WatchEngine.Session {
     let (_, watch) = MemoryLink.pair()
-    return WatchEngine.Session(
-      client: await GATTClient(connection: ATTConnection(bearer: watch)), controlPoint: 0x20, sourceCCCD: 0x1D,
-      dataCCCD: 0x24, dataFirst: false)
+    let connection = ATTConnection(bearer: watch)
+    let client = await GATTClient(connection: connection)
+    watch.close()
+    await connection.run()
+    return WatchEngine.Session(client: client, controlPoint: 0x20, sourceCCCD: 0x1D, dataCCCD: 0x24, dataFirst: false)
   }
 
   func added(_ uid: UInt32) -> [UInt8] {
@@ -118,5 +121,21 @@ import Testing
     #expect(core.begin(.input(.tick, from: nil), now: .seconds(2)) == nil)
     #expect(core.timerAsks(now: .seconds(2), earliest: .milliseconds(2010)) == nil)
     #expect(writes(busy) + writes(core.next(now: .seconds(2))) == 1, "the sharing check")
+  }
+
+  /// The engine's connections run on its loop's executor (and their GATT clients with
+  /// them): a PDU goes from the link to the machine, and its actions back, on one executor.
+  @Test func theEnginesConnectionRunsOnItsLoop() async throws {
+    let rig = try Rig()
+    try await rig.ready()
+    let connection = try #require(rig.watch.shared.withLock { $0.connection })
+    let executors = [
+      connection.unownedExecutor, rig.watch.loop.unownedExecutor,
+      ATTConnection(bearer: MemoryLink.pair().central).unownedExecutor,
+    ]
+    let words = executors.map { unsafeBitCast($0, to: (UInt, UInt).self) }
+    #expect(words[0] == words[1])
+    #expect(words[0] != words[2], "a connection of its own")
+    await rig.stop()
   }
 }

@@ -72,21 +72,23 @@ import Wire
     var events = watch.events().makeAsyncIterator()
     let running = Task { await watch.run() }
 
-    func sets() -> (want: Set<String>, have: Set<String>, listed: Int) {
+    func sets() async -> (want: Set<String>, have: Set<String>, listed: Int) {
       let want = phone.notifications.map { "\($0.uid) \($0.title) \($0.message) \($0.positiveAction ?? "-")" }
-      let have = watch.state.notifications.filter(\.fetched).map {
+      let listed = await watch.state.notifications
+      let have = listed.filter(\.fetched).map {
         "\($0.uid) \($0.title) \($0.message) \($0.positiveActionLabel.isEmpty ? "-" : $0.positiveActionLabel)"
       }
-      return (Set(want), Set(have), watch.state.notifications.count)
+      return (Set(want), Set(have), listed.count)
     }
-    func matches() -> Bool {
-      let (want, have, listed) = sets()
+    func matches() async -> Bool {
+      let (want, have, listed) = await sets()
       return want == have && listed == want.count
     }
-    func difference() -> String {
-      let (want, have, listed) = sets()
+    func difference() async -> String {
+      let (want, have, listed) = await sets()
+      let link = await watch.state.link
       return "missing \(want.subtracting(have).sorted()), extra \(have.subtracting(want).sorted()), "
-        + "\(listed) listed for \(want.count) on the phone; the watch's link: \(watch.state.link), "
+        + "\(listed) listed for \(want.count) on the phone; the watch's link: \(link), "
         + "\(sockets.all.withLock { $0.count } / 2) link(s) made"
     }
     // The scenario, driven as the watch reports progress.
@@ -98,28 +100,28 @@ import Wire
     // The watch's errors, for the failure messages.
     var errors: [String] = []
     var seen: [String] = []
-    func awaitEvents(until done: (WatchEvent?) -> Bool) async {
+    func awaitEvents(until done: (WatchEvent?) async -> Bool) async {
       let deadline = Task {
         try? await Task.sleep(for: scaled(.seconds(10)))
         if !Task.isCancelled { watch.stop() }
       }
-      if !done(nil) {
+      if await !done(nil) {
         while let event = await events.next(isolation: nil) {
           if case .error(let text) = event { errors.append(text) }
           switch event {
           case .action, .removed, .error, .connected, .disconnected: seen.append("\(event.json)")
           default: break
           }
-          if done(event) { break }
+          if await done(event) { break }
         }
       }
       deadline.cancel()
     }
     var good = true
     func awaitMatch(_ phase: String) async {
-      await awaitEvents { _ in matches() }
-      let matched = matches()
-      let why = matched ? "" : difference() + "; the watch's errors: \(errors)"
+      await awaitEvents { _ in await matches() }
+      let matched = await matches()
+      let why = matched ? "" : await difference() + "; the watch's errors: \(errors)"
       good = good && matched
       #expect(
         matched,
@@ -152,14 +154,16 @@ import Wire
       // A notification the watch had listed but not fetched yet (a new session's
       // pre-existing ones) leaves its list without a `removed` event: gone from both sides
       // is removed too.
+      let listed = await watch.state.notifications
       removalDue = removalDue.filter { uid in
-        watch.state.notifications.contains { $0.uid == uid } || phone.notifications.contains { $0.uid == uid }
+        listed.contains { $0.uid == uid } || phone.notifications.contains { $0.uid == uid }
       }
       return unresolved.isEmpty && removalDue.isEmpty
     }
+    let state = await difference()
     #expect(
       unresolved.isEmpty && removalDue.isEmpty,
-      "actions \(unresolved) unresolved, \(removalDue) not removed (cut \(String(describing: cut))): \(difference()); the watch's errors: \(errors); seen \(seen.suffix(40))"
+      "actions \(unresolved) unresolved, \(removalDue) not removed (cut \(String(describing: cut))): \(state); the watch's errors: \(errors); seen \(seen.suffix(40))"
     )
     // An action reported unconfirmed was cut off with the first link (the only one cut).
     if first.withLock({ $0?.isCut ?? false }), let cutLink = sockets.serving.withLock({ $0.first }) {

@@ -27,10 +27,11 @@ import Watch
     // Cut to the notification at MTU 23, then read whole through Entity Attribute.
     try await media(rig, .title, Self.title, truncated: false)
     #expect(rig.history.contains { if case .media(.title, _, truncated: true) = $0 { true } else { false } })
-    #expect(rig.watch.state.nowPlaying.title == Self.title)
-    #expect(rig.watch.state.nowPlaying.artist == "Bartlebeats" && rig.watch.state.nowPlaying.duration == 215)
+    let playing = await rig.watch.state.nowPlaying
+    #expect(playing.title == Self.title)
+    #expect(playing.artist == "Bartlebeats" && playing.duration == 215)
     // The commands came first, on subscribing.
-    #expect(rig.watch.state.nowPlaying.commands.contains(.nextTrack))
+    #expect(playing.commands.contains(.nextTrack))
     rig.watch.media(.togglePlayPause)
     try await rig.until("toggle accepted") { $0 == .remoteCommand(.togglePlayPause) }
     // The player changes after its Write Response: the change's notification says it has.
@@ -41,7 +42,7 @@ import Watch
     rig.watch.media(.nextTrack)
     try await media(rig, .title, "Second")
     #expect(phone.mediaPlayer.track?.title == "Second")
-    #expect(rig.watch.state.nowPlaying.artist == "", "the second track has no artist")
+    #expect(await rig.watch.state.nowPlaying.artist == "", "the second track has no artist")
     await rig.stop()
   }
 
@@ -52,7 +53,7 @@ import Watch
     options.usesMedia = false
     let rig = Rig(phone: phone, options: options)
     try await rig.ready()
-    #expect(!rig.watch.state.nowPlaying.available)
+    #expect(await !rig.watch.state.nowPlaying.available)
     #expect(!rig.history.contains { if case .media = $0 { true } else { false } })
     rig.watch.media(.play)
     try await rig.until("refused") { $0 == .error("play: the phone publishes no Apple Media Service on this link") }

@@ -9,12 +9,13 @@ extension Rig {
   /// Reads events until the watch holds exactly the phone's notifications, each fetched
   /// with its title (compared by UID and title).
   func synced() async throws {
-    func matches() -> Bool {
+    func matches() async -> Bool {
       let want = Set(phone.notifications.map { "\($0.uid) \($0.title)" })
-      let have = Set(watch.state.notifications.filter(\.fetched).map { "\($0.uid) \($0.title)" })
-      return want == have && watch.state.notifications.count == want.count
+      let listed = await watch.state.notifications
+      let have = Set(listed.filter(\.fetched).map { "\($0.uid) \($0.title)" })
+      return want == have && listed.count == want.count
     }
-    while !matches() {
+    while await !matches() {
       guard await next() != nil else {
         Issue.record("the watch stopped before it matched the phone")
         return
@@ -45,7 +46,7 @@ extension Rig {
         chat("n\(index)", message: "message \(index) ✓ " + String(repeating: "é", count: index * 30)))
     }
     try await rig.synced()
-    for notification in rig.watch.state.notifications {
+    for notification in await rig.watch.state.notifications {
       let phone = try #require(rig.phone.notifications.first { $0.uid == notification.uid })
       #expect(notification.message == phone.message, "\(quirk): message of \(notification.title)")
       #expect(notification.appName == "Chat" || phone.appIdentifier != "com.example.chat")
@@ -99,7 +100,7 @@ extension Rig {
     await rig.phone.remove(uids[1])
     await rig.phone.remove(uids[3])
     try await rig.synced()
-    #expect(rig.watch.state.notifications.map(\.title) == ["r0", "r2", "r4"])
+    #expect(await rig.watch.state.notifications.map(\.title) == ["r0", "r2", "r4"])
     await rig.stop()
   }
 
@@ -145,14 +146,14 @@ extension Rig {
     await phone.post(chat("two"))
     try await rig.synced()
     await phone.post(chat("lost"))  // not delivered: the subscriptions are gone
-    #expect(rig.watch.state.notification(3) == nil)
+    #expect(await rig.watch.state.notification(3) == nil)
     clock.advance(by: .seconds(31))
     try await rig.until("subscribed again") { event in
       if case .error(let message) = event { return message.contains("dropped the subscriptions") }
       return false
     }
     try await rig.synced()
-    #expect(rig.watch.state.notifications.map(\.title).sorted() == ["lost", "one", "two"])
+    #expect(await rig.watch.state.notifications.map(\.title).sorted() == ["lost", "one", "two"])
     await rig.stop()
   }
 
@@ -207,7 +208,8 @@ extension Rig {
     await Self.until(&phoneEvents) { if case .quirk(let text) = $0 { text.hasPrefix("lose-answer") } else { false } }
     try await Self.tick(rig, clock, untilAnErrorSays: "not answered within")
     _ = try await rig.added("after")
-    let lost = try #require(rig.watch.state.notifications.first { $0.uid == phone.notifications[1].uid })
+    let listed = await rig.watch.state.notifications
+    let lost = try #require(listed.first { $0.uid == phone.notifications[1].uid })
     #expect(!lost.fetched)
     await rig.stop()
   }
@@ -226,11 +228,11 @@ extension Rig {
     await phone.post(chat("unseen"))
     clock.advance(by: .seconds(31))
     try await rig.until("not shared") { $0 == .sharing(allowed: false) }
-    #expect(rig.watch.state.notification(3) == nil)
+    #expect(await rig.watch.state.notification(3) == nil)
     await phone.allowSharing()
     try await rig.until("shared again") { $0 == .sharing(allowed: true) }
     try await rig.synced()
-    #expect(rig.watch.state.notifications.map(\.title).sorted() == ["one", "two", "unseen"])
+    #expect(await rig.watch.state.notifications.map(\.title).sorted() == ["one", "two", "unseen"])
     await rig.stop()
   }
 
@@ -247,12 +249,12 @@ extension Rig {
     try await rig.synced()
     await Self.until(&phoneEvents) { if case .quirk(let text) = $0 { text.hasPrefix("silent-source") } else { false } }
     await phone.post(chat("unseen"))
-    #expect(rig.watch.state.notifications.count == 2)
+    #expect(await rig.watch.state.notifications.count == 2)
     // Past the six hours, a second at a time: each move is one tick of the watch.
     clock.advance(by: .seconds(6 * 3600 - 5))
     try await Self.tick(rig, clock, untilAnErrorSays: "writing the subscriptions again")
     try await rig.synced()
-    #expect(rig.watch.state.notifications.map(\.title).sorted() == ["one", "two", "unseen"])
+    #expect(await rig.watch.state.notifications.map(\.title).sorted() == ["one", "two", "unseen"])
     #expect(rig.disconnects == 0, "revived on the same link")
     await rig.stop()
   }
@@ -277,7 +279,7 @@ extension Rig {
     let call = try await rig.added("Bob")
     #expect(call.uid != ringing.uid, "the call came back under a new UID")
     #expect(phone.notifications.contains { $0.uid == call.uid && $0.title == "Bob" })
-    #expect(rig.watch.state.notifications.first { $0.title.isEmpty }?.fetched == false, "the old mail is listed")
+    #expect(await rig.watch.state.notifications.first { $0.title.isEmpty }?.fetched == false, "the old mail is listed")
     rig.watch.perform(.positive, on: call.uid)
     await Self.until(&phoneEvents) { if case .action(_, let uid, _, _, _) = $0 { uid == call.uid } else { false } }
     await rig.stop()
@@ -299,7 +301,7 @@ extension Rig {
     await phone.remove(call.uid)  // the Removed event is lost
     clock.advance(by: .seconds(21))
     try await rig.removed(call.uid)
-    #expect(rig.watch.state.notifications.isEmpty)
+    #expect(await rig.watch.state.notifications.isEmpty)
     await rig.stop()
   }
 
@@ -312,7 +314,7 @@ extension Rig {
     try await rig.synced()
     await rig.phone.post(chat("after"))
     try await rig.synced()
-    #expect(rig.watch.state.notifications.count == 5)
+    #expect(await rig.watch.state.notifications.count == 5)
     #expect(rig.disconnects == 0, "rediscovered on the same link, without reconnecting")
     await rig.stop()
   }

@@ -19,8 +19,8 @@ import Wire
     try await rig.ready()
     clock.advance(by: .seconds(3))
     try await rig.until("not shared") { $0 == .sharing(allowed: false) }
-    #expect(rig.watch.state.sharingAllowed == false)
-    #expect(rig.watch.state.notifications.isEmpty)
+    #expect(await rig.watch.state.sharingAllowed == false)
+    #expect(await rig.watch.state.notifications.isEmpty)
     await phone.allowSharing(session: 1)
     try await rig.until("shared") { $0 == .sharing(allowed: true) }
     _ = try await rig.added("Waiting")
@@ -60,7 +60,7 @@ import Wire
     await phone.post(chat("During"))  // not announced: nothing is shared
     clock.advance(by: .seconds(31))
     try await rig.until("not shared") { $0 == .sharing(allowed: false) }
-    #expect(rig.watch.state.notifications.map(\.title) == ["Before"])
+    #expect(await rig.watch.state.notifications.map(\.title) == ["Before"])
     await phone.allowSharing(session: 1)
     try await rig.until("shared again") { $0 == .sharing(allowed: true) }
     // The new session announces both again; either may be fetched first.
@@ -69,7 +69,7 @@ import Wire
       if case .added(let notification) = event { shown.insert(notification.title) }
       return shown.isSuperset(of: ["Before", "During"])
     }
-    #expect(Set(rig.watch.state.notifications.map(\.title)) == ["Before", "During"])
+    #expect(await Set(rig.watch.state.notifications.map(\.title)) == ["Before", "During"])
     await rig.stop()
   }
 }

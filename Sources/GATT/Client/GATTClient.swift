@@ -55,8 +55,14 @@ public actor GATTClient {
   /// closure as a dictionary value is stored in its generic form, and every call (one per
   /// notification) then goes through a conversion thunk, an extra async frame each way.
   private struct Handler {
-    let call: @Sendable (ATTValueEvent) async -> Void
+    let call: ValueHandler
   }
+  /// Who takes a characteristic's notifications and indications: isolated to the client, so
+  /// it runs on the connection's executor, where the value arrives, with no hop.
+  public typealias ValueHandler = @Sendable (isolated GATTClient, ATTValueEvent) async -> Void
+  /// Who takes the answer of a read or write started without waiting: isolated to the
+  /// client, so it too runs where the answer arrives, with no hop.
+  public typealias Answer<Value> = @Sendable (isolated GATTClient, Result<Value, ATTError>) async -> Void
   private var byHandle: [UInt16: Handler] = [:]
   private var other: Handler?
 
@@ -66,21 +72,21 @@ public actor GATTClient {
   /// Takes over the connection's notification and indication handler.
   public init(connection: ATTConnection) async {
     self.connection = connection
-    await connection.setValueHandler { [self] event in await dispatch(event) }
+    await connection.setValueHandler { [self] _, event in await dispatch(event) }
   }
 
   private func dispatch(_ event: ATTValueEvent) async {
-    await (byHandle[event.handle] ?? other)?.call(event)
+    await (byHandle[event.handle] ?? other)?.call(self, event)
   }
 
   /// Calls `handler` for every notification or indication of `valueHandle`; nil removes it.
   /// Handlers run on the connection's receive loop and must not block.
-  public func onValue(_ valueHandle: UInt16, _ handler: (@Sendable (ATTValueEvent) async -> Void)?) {
+  public func onValue(_ valueHandle: UInt16, _ handler: ValueHandler?) {
     byHandle[valueHandle] = handler.map(Handler.init)
   }
 
   /// Calls `handler` for values of handles without their own handler.
-  public func onOtherValues(_ handler: (@Sendable (ATTValueEvent) async -> Void)?) {
+  public func onOtherValues(_ handler: ValueHandler?) {
     other = handler.map(Handler.init)
   }
 
@@ -221,14 +227,14 @@ public actor GATTClient {
   /// outstanding, each Read Blob Request from the answer before it; `onAnswer` runs exactly
   /// once, on the receive loop, with the whole value.
   public func startRead(
-    _ handle: UInt16, onAnswer: @escaping @Sendable (Result<[UInt8], ATTError>) async -> Void
+    _ handle: UInt16, onAnswer: @escaping Answer<[UInt8]>
   ) async {
-    await connection.request(.readRequest(ReadRequest(handle: handle))) { [self] result in
+    await connection.request(.readRequest(ReadRequest(handle: handle))) { [self] _, result in
       switch result {
       case .success(.readResponse(let response)):
         await continueRead(handle, response.value, last: response.value.count, onAnswer: onAnswer)
-      case .success: await onAnswer(.failure(.invalidResponse("expected Read Response")))
-      case .failure(let error): await onAnswer(.failure(error))
+      case .success: await onAnswer(self, .failure(.invalidResponse("expected Read Response")))
+      case .failure(let error): await onAnswer(self, .failure(error))
       }
     }
   }
@@ -236,18 +242,20 @@ public actor GATTClient {
   /// One Read Blob step of `startRead`, while the last part filled ATT_MTU - 1.
   private func continueRead(
     _ handle: UInt16, _ value: [UInt8], last: Int,
-    onAnswer: @escaping @Sendable (Result<[UInt8], ATTError>) async -> Void
+    onAnswer: @escaping Answer<[UInt8]>
   ) async {
-    guard last == connection.mtu - 1 && value.count < Self.longestValue else { return await onAnswer(.success(value)) }
+    guard last == connection.mtu - 1 && value.count < Self.longestValue else {
+      return await onAnswer(self, .success(value))
+    }
     let request = ReadBlobRequest(handle: handle, offset: UInt16(value.count))
-    await connection.request(.readBlobRequest(request)) { [self] result in
+    await connection.request(.readBlobRequest(request)) { [self] _, result in
       switch result {
       case .success(.readBlobResponse(let blob)):
         await continueRead(handle, value + blob.value, last: blob.value.count, onAnswer: onAnswer)
-      case .success: await onAnswer(.failure(.invalidResponse("expected Read Blob Response")))
+      case .success: await onAnswer(self, .failure(.invalidResponse("expected Read Blob Response")))
       case .failure(let error) where error.errorCode == .attributeNotLong || error.errorCode == .invalidOffset:
-        await onAnswer(.success(value))
-      case .failure(let error): await onAnswer(.failure(error))
+        await onAnswer(self, .success(value))
+      case .failure(let error): await onAnswer(self, .failure(error))
       }
     }
   }
@@ -286,16 +294,16 @@ public actor GATTClient {
   /// answer is the write's (Vol 3 Part G 4.9.4). A failure on the way cancels what the
   /// server has queued (Execute Write with flags 0x00).
   public func startWrite(
-    _ handle: UInt16, _ value: [UInt8], onAnswer: @escaping @Sendable (Result<Void, ATTError>) async -> Void
+    _ handle: UInt16, _ value: [UInt8], onAnswer: @escaping Answer<Void>
   ) async {
     if value.count > connection.mtu - 3 && value.count <= Self.longestValue {
       return await startLongWrite(handle, value, from: 0, onAnswer: onAnswer)
     }
-    await connection.request(.writeRequest(WriteRequest(handle: handle, value: value))) { result in
+    await connection.request(.writeRequest(WriteRequest(handle: handle, value: value))) { [self] _, result in
       switch result {
-      case .success(.writeResponse): await onAnswer(.success(()))
-      case .success: await onAnswer(.failure(.invalidResponse("expected Write Response")))
-      case .failure(let error): await onAnswer(.failure(error))
+      case .success(.writeResponse): await onAnswer(self, .success(()))
+      case .success: await onAnswer(self, .failure(.invalidResponse("expected Write Response")))
+      case .failure(let error): await onAnswer(self, .failure(error))
       }
     }
   }
@@ -308,7 +316,7 @@ public actor GATTClient {
   /// loop, sends (or queues) the next.
   private func startLongWrite(
     _ handle: UInt16, _ value: [UInt8], from offset: Int,
-    onAnswer: @escaping @Sendable (Result<Void, ATTError>) async -> Void
+    onAnswer: @escaping Answer<Void>
   ) async {
     let part = max(1, connection.mtu - 5)
     let prepared =
@@ -317,12 +325,12 @@ public actor GATTClient {
         handle: handle, offset: UInt16(offset), value: Array(value[offset..<min(value.count, offset + part)])) : nil
     let request: ATTPDU =
       prepared.map { .prepareWriteRequest($0) } ?? .executeWriteRequest(ExecuteWriteRequest(write: true))
-    await connection.request(request) { [self] result in
+    await connection.request(request) { [self] _, result in
       guard let prepared else {
         switch result {
-        case .success(.executeWriteResponse): await onAnswer(.success(()))
-        case .success: await onAnswer(.failure(.invalidResponse("expected Execute Write Response")))
-        case .failure(let error): await onAnswer(.failure(error))
+        case .success(.executeWriteResponse): await onAnswer(self, .success(()))
+        case .success: await onAnswer(self, .failure(.invalidResponse("expected Execute Write Response")))
+        case .failure(let error): await onAnswer(self, .failure(error))
         }
         return
       }
@@ -339,9 +347,9 @@ public actor GATTClient {
       }
       // Empties the server's queue of prepared writes; its answer is not waited for.
       if failure != .disconnected && failure != .timeout {
-        await connection.request(.executeWriteRequest(ExecuteWriteRequest(write: false))) { _ in }
+        await connection.request(.executeWriteRequest(ExecuteWriteRequest(write: false))) { _, _ in }
       }
-      await onAnswer(.failure(failure))
+      await onAnswer(self, .failure(failure))
     }
   }
 
@@ -360,7 +368,7 @@ public actor GATTClient {
   @discardableResult
   public func subscribe(
     _ characteristic: DiscoveredCharacteristic, indications: Bool = false,
-    handler: @escaping @Sendable (ATTValueEvent) async -> Void
+    handler: @escaping ValueHandler
   ) async throws(ATTError) -> UInt16 {
     let descriptors = try await discoverDescriptors(of: characteristic)
     guard let cccd = descriptors.first(where: { $0.uuid == .clientCharacteristicConfiguration }) else {

@@ -110,7 +110,7 @@ public actor GATTSession: ATTServerHandler {
     writer.u16(range.start)
     writer.u16(range.end)
     let logger = server.logger
-    await connection.indicate(handle: handles.value, value: writer.bytes) { result in
+    await connection.indicate(handle: handles.value, value: writer.bytes) { _, result in
       if case .failure(let error) = result { logger.info("Service Changed indication not confirmed: \(error)") }
     }
   }

@@ -104,7 +104,7 @@ public final class TracingBearer: ATTBearer {
   let inbox: Inbox<Tagged>
   let outbox: Inbox<Tagged>
   let outgoing: AirDirection
-  private let hook = Locked<(@Sendable () -> Void)?>(nil)
+  private let hook = Locked<(@Sendable () async -> Void)?>(nil)
 
   init(
     trace: PDUTrace, security: MemoryBearer.Shared, inbox: Inbox<Tagged>, outbox: Inbox<Tagged>, outgoing: AirDirection
@@ -120,7 +120,7 @@ public final class TracingBearer: ATTBearer {
 
   /// Runs `hook` each time this end asks for its next PDU: on an engine's receive loop, once
   /// the PDU before has been handled, so the hook sees what that PDU changed.
-  public func beforeEachReceive(_ hook: @escaping @Sendable () -> Void) { self.hook.withLock { $0 = hook } }
+  public func beforeEachReceive(_ hook: @escaping @Sendable () async -> Void) { self.hook.withLock { $0 = hook } }
 
   public func send(_ pdu: [UInt8]) async throws(BearerError) {
     let origin = PDUTrace.origin
@@ -137,7 +137,7 @@ public final class TracingBearer: ATTBearer {
   }
 
   public func receive() async throws(BearerError) -> [UInt8]? {
-    hook.withLock { $0 }?()
+    await hook.withLock { $0 }?()
     // Over the air the next PDU comes hundreds of microseconds later, long after the tasks
     // the last one woke have sent what they send at once; yielding first lets them run
     // here too, so their PDUs are traced after the PDU that woke them, not a later one.
