@@ -313,14 +313,7 @@ public final class WatchEngine: Sendable {
     }
     connection?.close()
     backOff?.cancel()
-    Task { await finish(in: loop) }
-  }
-
-  /// The loop's part of `stop()`: the link's end is the last event it takes.
-  private func finish(in loop: isolated Loop) async {
-    let mustRun = loop.core.enqueue(.input(.link(.stopped), from: nil))
-    loop.core.finished = true
-    if mustRun { await runLoop(from: nil, in: loop) }
+    post(nil)
   }
 
   var stopped: Bool { shared.withLock { $0.stopped } }
@@ -686,9 +679,37 @@ public final class WatchEngine: Sendable {
     await runLoop(from: decision, in: loop)
   }
 
-  /// `submit` for synchronous code (the wearer's), in a task of its own.
-  private func submitDetached(_ event: Event) {
-    Task { await submit(event, in: loop) }
+  /// `submit` for synchronous code (the wearer's).
+  private func submitDetached(_ event: Event) { post(event) }
+
+  /// What synchronous callers (the wearer, `stop()`) submitted, in the order they called:
+  /// an event, or nil for `stop()` (the link's end is the last event the loop takes). Never
+  /// on the path of a PDU.
+  private let posted = Locked<[Event?]>([])
+
+  /// Queues `item` and starts a task that takes, on the loop, everything posted so far: the
+  /// loop takes them in the callers' order, whichever task runs first.
+  private func post(_ item: Event?) {
+    posted.withLock { $0.append(item) }
+    Task { await takePosted(in: loop) }
+  }
+
+  private func takePosted(in loop: isolated Loop) async {
+    let items = posted.withLock { items in
+      defer { items = [] }
+      return items
+    }
+    // All queued before any runs, so no later post overtakes them while one runs.
+    var mustRun = false
+    for item in items {
+      if let event = item {
+        mustRun = loop.core.enqueue(event) || mustRun
+      } else {
+        mustRun = loop.core.enqueue(.input(.link(.stopped), from: nil)) || mustRun
+        loop.core.finished = true
+      }
+    }
+    if mustRun { await runLoop(from: nil, in: loop) }
   }
 
   /// Performs `first`, then the events that came meanwhile, until none waits. Each decision
