@@ -126,6 +126,52 @@ import Wire
     await pair.stop()
   }
 
+  /// A characteristic's read handler may ask the server about its database: requests are
+  /// served from the session's copy of it, under no lock of the server's (a handler that
+  /// asked while the server's lock was held would deadlock).
+  @Test func aReadHandlerMayAskTheServer() async throws {
+    let server = try GATTServer(services: [
+      ServiceDefinition(
+        uuid: 0x180F,
+        characteristics: [
+          CharacteristicDefinition(
+            uuid: 0x2A19, properties: .read,
+            read: { session in [UInt8(session.server.handles(of: 0x180F)?.first?.value ?? 0)] })
+        ])
+    ])
+    let pair = await ClientServerPair(server: server)
+    let value = try #require(server.handles(of: 0x180F)?.first?.value)
+    #expect(try await pair.client.read(value) == [UInt8(value)])
+    await pair.stop()
+  }
+
+  /// A removed service's subscriptions go when the session next looks at the database, in
+  /// order with its requests: a subscription made afterwards to a service published in the
+  /// same handles stays, and the server keeps a removal only until every session took it in.
+  @Test func aRemovedServicesSubscriptionsGoAndLaterOnesStay() async throws {
+    let server = try makeFixtureServer()
+    let pair = await ClientServerPair(server: server, level: .encrypted)
+    // A session whose client never asks anything: it takes nothing in until it is asked.
+    let idle = await server.attach(ATTConnection(bearer: MemoryLink.pair().1))
+    try await pair.client.write(12, [1, 0])
+    #expect(await pair.served.session.cccd(for: 11) == .notifications)
+    await server.unpublish(FixtureUUID.service)
+    #expect(await pair.served.session.cccd(for: 11) == [], "the removed service's subscription went")
+    try await server.publish(
+      ServiceDefinition(
+        uuid: FixtureUUID.service,
+        characteristics: [CharacteristicDefinition(uuid: FixtureUUID.source, properties: .notify)]), startingAt: 9)
+    try await pair.client.write(12, [1, 0])
+    #expect(await pair.served.session.cccd(for: 11) == .notifications, "the new service's, in the same handles")
+    await server.unpublish(0x1805)
+    #expect(server.keptRemovals == 2, "both kept for the idle session")
+    _ = await idle.cccd(for: 1)
+    #expect(await pair.served.session.cccd(for: 11) == .notifications)
+    await server.unpublish(0x180F)
+    #expect(server.keptRemovals == 1, "the two every session took in are let go")
+    await pair.stop()
+  }
+
   /// A service shown only from the encrypted level (an iPhone's ANCS): left out of every
   /// discovery below it, its handles answered Insufficient Encryption; once the link is
   /// encrypted the next request shows it, and the client is told with Service Changed.

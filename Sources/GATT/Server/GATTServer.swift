@@ -1,16 +1,30 @@
 import ATT
 import Runtime
+import Synchronization
 import Wire
 
 /// A GATT server: one attribute database shared by every connection, a `GATTSession` per
 /// connection (its CCCD values, its ATT connection).
+///
+/// Each session serves from a copy of the database (a value: the copy shares its storage
+/// until the database changes), so a request takes no lock: the session compares the
+/// database's version, an atomic, with its copy's, and only after a change takes the new
+/// database under the lock, with the services removed since its copy, whose CCCDs it then
+/// forgets. The characteristics' handlers therefore run under no lock of the server's, and
+/// may ask it anything.
 public final class GATTServer: Sendable {
   private struct State {
     var database: GATTDatabase
     var sessions: [ObjectIdentifier: GATTSession] = [:]
-    var serviceChanged: CharacteristicHandles?
+    /// The ranges of removed services, each with the version its removal made, kept until
+    /// every session has taken a later version in.
+    var removals: [(version: Int, range: HandleRange)] = []
   }
   private let state: Locked<State>
+  /// The database's version: raised, under the lock, by every change.
+  private let version = Atomic(0)
+  /// The Service Changed characteristic's handles, when published (fixed at init).
+  public let serviceChangedHandles: CharacteristicHandles?
   let logger: Logger
 
   /// Builds the database from `services`, in order, handles from 1.
@@ -32,7 +46,8 @@ public final class GATTServer: Sendable {
       changed = try database.add(service).first
     }
     for service in services { try database.add(service) }
-    self.state = Locked(State(database: database, serviceChanged: changed))
+    self.state = Locked(State(database: database))
+    serviceChangedHandles = changed
     self.logger = logger
   }
 
@@ -40,7 +55,30 @@ public final class GATTServer: Sendable {
   /// (no Service Changed indication). Use `publish` once clients are connected.
   @discardableResult
   public func add(_ service: ServiceDefinition) throws(DatabaseError) -> [CharacteristicHandles] {
-    try state.withLock { state throws(DatabaseError) in try state.database.add(service) }
+    try change { state throws(DatabaseError) in try state.database.add(service) }
+  }
+
+  /// Changes the database under the lock and raises its version.
+  private func change<T, Failure: Error>(_ body: (inout State) throws(Failure) -> T) throws(Failure) -> T {
+    try state.withLock { state throws(Failure) in
+      let result = try body(&state)
+      version.add(1, ordering: .releasing)
+      return result
+    }
+  }
+
+  /// Removals kept for sessions that have not yet taken them in. For tests.
+  package var keptRemovals: Int { state.withLock { $0.removals.count } }
+
+  /// The database's version now; a session compares it with its copy's at each request.
+  var currentVersion: Int { version.load(ordering: .acquiring) }
+
+  /// The database now, its version, and the ranges removed after version `seen`, in order.
+  func database(since seen: Int) -> (database: GATTDatabase, version: Int, removed: [HandleRange]) {
+    state.withLock { state in
+      let removed = state.removals.lazy.filter { $0.version > seen }.map(\.range)
+      return (state.database, version.load(ordering: .relaxed), Array(removed))
+    }
   }
 
   /// The handles of a published service's characteristics, in definition order.
@@ -51,15 +89,16 @@ public final class GATTServer: Sendable {
   /// The database in force.
   public var database: GATTDatabase { state.withLock { $0.database } }
 
-  /// The Service Changed characteristic's handles, when published.
-  public var serviceChangedHandles: CharacteristicHandles? { state.withLock { $0.serviceChanged } }
-
   /// Serves a connection: installs a session as its ATT server. The session ends when the
   /// connection's `run()` returns; call `detach` then.
   @discardableResult
   public func attach(_ connection: ATTConnection) async -> GATTSession {
-    let session = GATTSession(server: self, connection: connection)
-    state.withLock { $0.sessions[ObjectIdentifier(connection)] = session }
+    let session = state.withLock { state in
+      let session = GATTSession(
+        server: self, connection: connection, database: state.database, version: version.load(ordering: .relaxed))
+      state.sessions[ObjectIdentifier(connection)] = session
+      return session
+    }
     await connection.setServer(session)
     return session
   }
@@ -77,7 +116,7 @@ public final class GATTServer: Sendable {
   public func publish(_ service: ServiceDefinition, startingAt first: UInt16? = nil) async throws(DatabaseError)
     -> [CharacteristicHandles]
   {
-    let (handles, range) = try state.withLock { state throws(DatabaseError) in
+    let (handles, range) = try change { state throws(DatabaseError) in
       let handles = try state.database.add(service, startingAt: first)
       return (handles, state.database.serviceRanges[service.uuid])
     }
@@ -85,10 +124,18 @@ public final class GATTServer: Sendable {
     return handles
   }
 
-  /// Removes a service and indicates Service Changed over the range it had.
+  /// Removes a service and indicates Service Changed over the range it had. Each session
+  /// forgets its CCCDs in the range when it next looks at the database, in order with its
+  /// requests (so a subscription to a service published later in the same handles stays).
   public func unpublish(_ uuid: BluetoothUUID) async {
-    let (range, sessions) = state.withLock { state in (state.database.remove(uuid), Array(state.sessions.values)) }
-    for session in sessions { await session.forget(range) }
+    let range = change { state -> HandleRange? in
+      guard let range = state.database.remove(uuid) else { return nil }
+      // Kept while a session's copy is older than this removal.
+      let oldest = state.sessions.values.map(\.seenVersion).min() ?? .max
+      state.removals.removeAll { $0.version <= oldest }
+      state.removals.append((version.load(ordering: .relaxed) + 1, range))
+      return range
+    }
     if let range { await indicateServiceChanged(range) }
   }
 
@@ -99,6 +146,4 @@ public final class GATTServer: Sendable {
   public func indicateServiceChanged(_ range: HandleRange) async {
     for session in sessions { await session.indicateServiceChanged(range) }
   }
-
-  func withDatabase<T>(_ body: (GATTDatabase) -> T) -> T { state.withLock { body($0.database) } }
 }

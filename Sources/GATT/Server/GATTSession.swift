@@ -1,13 +1,15 @@
 import ATT
 import Runtime
+import Synchronization
 import Wire
 
 /// One client's view of a `GATTServer`: its ATT connection and its CCCD values (a CCCD is
 /// per client, Vol 3 Part G 3.3.3.3). Answers every request of the implemented subset.
 ///
 /// An actor on its connection's executor: requests are served there, one at a time, and
-/// the CCCDs and prepared writes need no lock. The characteristics' handlers are called
-/// isolated to the session.
+/// the CCCDs and prepared writes need no lock, and the database is read from the session's
+/// own copy, brought up to date when the server's version moved (see `GATTServer`). The
+/// characteristics' handlers are called isolated to the session, under no lock.
 ///
 /// The session holds its server (strongly): a server dropped by its owner while a
 /// connection still runs goes on answering until the connection's `run()` returns, which
@@ -21,6 +23,11 @@ public actor GATTSession: ATTServerHandler {
   /// The security level whose view of the database this client has been given (services
   /// shown only from a higher one are hidden from it).
   private var shown = SecurityLevel.unencrypted
+  /// The server's database as this session last took it in, and its version.
+  private var copy: GATTDatabase
+  private var copyVersion: Int
+  /// `copyVersion`, for the server, which keeps the removals a session has not yet seen.
+  private nonisolated let seen: Atomic<Int>
 
   /// The connection's executor: the session serves where the connection runs.
   public nonisolated var unownedExecutor: UnownedSerialExecutor { connection.unownedExecutor }
@@ -41,13 +48,39 @@ public actor GATTSession: ATTServerHandler {
   /// "The maximum length of an attribute value shall be 512 octets" (Vol 3 Part F 3.2.9).
   static let maximumValueLength = 512
 
-  init(server: GATTServer, connection: ATTConnection) {
+  init(server: GATTServer, connection: ATTConnection, database: GATTDatabase, version: Int) {
     self.server = server
     self.connection = connection
+    copy = database
+    copyVersion = version
+    seen = Atomic(version)
+  }
+
+  /// The version of the database this session has taken in.
+  nonisolated var seenVersion: Int { seen.load(ordering: .acquiring) }
+
+  /// The database in force: the session's copy, first brought up to date if the server's
+  /// changed (one atomic load when it has not). The CCCDs of services removed since the
+  /// copy are forgotten with it, so they go in the order the database changed.
+  private var database: GATTDatabase {
+    if server.currentVersion != copyVersion {
+      let (database, version, removed) = server.database(since: copyVersion)
+      for range in removed {
+        cccds = cccds.filter { !(range.start...range.end).contains($0.key) }
+      }
+      copy = database
+      copyVersion = version
+      seen.store(version, ordering: .releasing)
+    }
+    return copy
   }
 
   /// This client's configuration for the characteristic whose value is at `valueHandle`.
-  public func cccd(for valueHandle: UInt16) -> CCCDValue { cccds[valueHandle] ?? [] }
+  public func cccd(for valueHandle: UInt16) -> CCCDValue {
+    // Subscriptions to removed services are dropped first.
+    _ = database
+    return cccds[valueHandle] ?? []
+  }
 
   /// Sends a notification if this client enabled notifications for the characteristic.
   /// Returns whether it was sent. The value is cut to ATT_MTU - 3.
@@ -64,12 +97,6 @@ public actor GATTSession: ATTServerHandler {
     guard cccd(for: valueHandle).contains(.indications) else { return false }
     try await connection.indicate(handle: valueHandle, value: value)
     return true
-  }
-
-  /// Drops the CCCD values of a removed range.
-  func forget(_ range: HandleRange?) {
-    guard let range else { return }
-    cccds = cccds.filter { !(range.start...range.end).contains($0.key) }
   }
 
   /// Drops every CCCD value, as a phone that silently loses its subscriptions does.
@@ -89,14 +116,12 @@ public actor GATTSession: ATTServerHandler {
     let level = connection.securityLevel
     let (before, now) = (shown, max(shown, level))
     shown = now
-    let (hidden, revealed) = server.withDatabase { db -> (Hidden, [HandleRange]) in
-      let hidden = db.hidden(below: now)
-      // What was hidden before is looked at only when the level rose (once per link).
-      guard now > before else { return (hidden, []) }
-      let revealed = db.hidden(below: before).map(\.range).filter { range in
-        !hidden.contains(where: { $0.range == range })
-      }
-      return (hidden, revealed)
+    let db = database
+    let hidden = db.hidden(below: now)
+    // What was hidden before is looked at only when the level rose (once per link).
+    guard now > before else { return (hidden, []) }
+    let revealed = db.hidden(below: before).map(\.range).filter { range in
+      !hidden.contains(where: { $0.range == range })
     }
     return (hidden, revealed)
   }
@@ -105,7 +130,11 @@ public actor GATTSession: ATTServerHandler {
   /// queues it behind the one unconfirmed; returns without waiting for the confirmation, so
   /// a server handler may call it. A failure is logged.
   func indicateServiceChanged(_ range: HandleRange) async {
-    guard let handles = server.serviceChangedHandles, cccd(for: handles.value).contains(.indications) else { return }
+    // Read without taking the database in: Service Changed is never removed, and a session
+    // takes a change in when it next serves (so the server keeps a removal until then).
+    guard let handles = server.serviceChangedHandles, cccds[handles.value]?.contains(.indications) == true else {
+      return
+    }
     var writer = ByteWriter()
     writer.u16(range.start)
     writer.u16(range.end)
@@ -153,99 +182,88 @@ public actor GATTSession: ATTServerHandler {
       ATTServerReply(.errorResponse(ErrorResponse(requestOpcode: opcode, handle: handle, errorCode: code)))
     }
     let mtu = connection.mtu
+    let db = database
     switch pdu {
     case .findInformationRequest(let request):
       guard request.range.isValid else { return fail(request.range.start, .invalidHandle) }
-      return server.withDatabase { db in
-        let found = Self.visible(db, request.range, hidden)
-        guard let first = found.first else { return fail(request.range.start, .attributeNotFound) }
-        let wide = !first.type.is16Bit
-        let room = (mtu - 2) / (wide ? 18 : 4)
-        let entries = found.prefix { $0.type.is16Bit != wide }.prefix(room).map {
-          FindInformationResponse.Entry(handle: $0.handle, type: $0.type)
-        }
-        return ATTServerReply(.findInformationResponse(FindInformationResponse(entries: entries)))
+      let found = Self.visible(db, request.range, hidden)
+      guard let first = found.first else { return fail(request.range.start, .attributeNotFound) }
+      let wide = !first.type.is16Bit
+      let room = (mtu - 2) / (wide ? 18 : 4)
+      let entries = found.prefix { $0.type.is16Bit != wide }.prefix(room).map {
+        FindInformationResponse.Entry(handle: $0.handle, type: $0.type)
       }
+      return ATTServerReply(.findInformationResponse(FindInformationResponse(entries: entries)))
 
     case .findByTypeValueRequest(let request):
       guard request.range.isValid else { return fail(request.range.start, .invalidHandle) }
-      return server.withDatabase { db in
-        let type = BluetoothUUID.bit16(request.type)
-        let matches = Self.visible(db, request.range, hidden).filter {
-          $0.type == type && $0.storedValue == request.value
-        }
-        guard !matches.isEmpty else { return fail(request.range.start, .attributeNotFound) }
-        let ranges = matches.prefix((mtu - 1) / 4).map { attribute -> HandleRange in
-          if case .serviceDeclaration(let end) = attribute.role { return HandleRange(attribute.handle, end) }
-          return HandleRange(attribute.handle, attribute.handle)
-        }
-        return ATTServerReply(.findByTypeValueResponse(FindByTypeValueResponse(ranges: ranges)))
+      let type = BluetoothUUID.bit16(request.type)
+      let matches = Self.visible(db, request.range, hidden).filter {
+        $0.type == type && $0.storedValue == request.value
       }
+      guard !matches.isEmpty else { return fail(request.range.start, .attributeNotFound) }
+      let ranges = matches.prefix((mtu - 1) / 4).map { attribute -> HandleRange in
+        if case .serviceDeclaration(let end) = attribute.role { return HandleRange(attribute.handle, end) }
+        return HandleRange(attribute.handle, attribute.handle)
+      }
+      return ATTServerReply(.findByTypeValueResponse(FindByTypeValueResponse(ranges: ranges)))
 
     case .readByTypeRequest(let request):
       guard request.range.isValid else { return fail(request.range.start, .invalidHandle) }
-      return server.withDatabase { db in
-        let matches = Self.visible(db, request.range, hidden).filter { $0.type == request.type }
-        guard let first = matches.first else { return fail(request.range.start, .attributeNotFound) }
-        // "the attribute values ... shall be the same length"; stop at the first that differs.
-        // An error on the first attribute is reported; later ones end the list.
-        var entries: [HandleValue] = []
-        let limit = min(mtu - 4, 253)
-        for attribute in matches {
-          let value: [UInt8]
-          switch readValue(attribute) {
-          case .failure(let code):
-            if attribute.handle == first.handle { return fail(attribute.handle, code) }
-            return ATTServerReply(.readByTypeResponse(ReadByTypeResponse(entries: entries)))
-          case .success(let read): value = Array(read.prefix(limit))
-          }
-          if let length = entries.first?.value.count, length != value.count { break }
-          if (entries.count + 1) * (2 + value.count) > mtu - 2 { break }
-          entries.append(HandleValue(handle: attribute.handle, value: value))
+      let matches = Self.visible(db, request.range, hidden).filter { $0.type == request.type }
+      guard let first = matches.first else { return fail(request.range.start, .attributeNotFound) }
+      // "the attribute values ... shall be the same length"; stop at the first that differs.
+      // An error on the first attribute is reported; later ones end the list.
+      var entries: [HandleValue] = []
+      let limit = min(mtu - 4, 253)
+      for attribute in matches {
+        let value: [UInt8]
+        switch readValue(attribute) {
+        case .failure(let code):
+          if attribute.handle == first.handle { return fail(attribute.handle, code) }
+          return ATTServerReply(.readByTypeResponse(ReadByTypeResponse(entries: entries)))
+        case .success(let read): value = Array(read.prefix(limit))
         }
-        return ATTServerReply(.readByTypeResponse(ReadByTypeResponse(entries: entries)))
+        if let length = entries.first?.value.count, length != value.count { break }
+        if (entries.count + 1) * (2 + value.count) > mtu - 2 { break }
+        entries.append(HandleValue(handle: attribute.handle, value: value))
       }
+      return ATTServerReply(.readByTypeResponse(ReadByTypeResponse(entries: entries)))
 
     case .readByGroupTypeRequest(let request):
       guard request.range.isValid else { return fail(request.range.start, .invalidHandle) }
       guard request.type == .primaryService || request.type == .secondaryService else {
         return fail(request.range.start, .unsupportedGroupType)
       }
-      return server.withDatabase { db in
-        var entries: [GroupValue] = []
-        for attribute in Self.visible(db, request.range, hidden) where attribute.type == request.type {
-          guard case .serviceDeclaration(let end) = attribute.role else { continue }
-          let value = attribute.storedValue
-          if let length = entries.first?.value.count, length != value.count { break }
-          if (entries.count + 1) * (4 + value.count) > mtu - 2 { break }
-          entries.append(GroupValue(handle: attribute.handle, endGroupHandle: end, value: value))
-        }
-        guard !entries.isEmpty else { return fail(request.range.start, .attributeNotFound) }
-        return ATTServerReply(.readByGroupTypeResponse(ReadByGroupTypeResponse(entries: entries)))
+      var entries: [GroupValue] = []
+      for attribute in Self.visible(db, request.range, hidden) where attribute.type == request.type {
+        guard case .serviceDeclaration(let end) = attribute.role else { continue }
+        let value = attribute.storedValue
+        if let length = entries.first?.value.count, length != value.count { break }
+        if (entries.count + 1) * (4 + value.count) > mtu - 2 { break }
+        entries.append(GroupValue(handle: attribute.handle, endGroupHandle: end, value: value))
       }
+      guard !entries.isEmpty else { return fail(request.range.start, .attributeNotFound) }
+      return ATTServerReply(.readByGroupTypeResponse(ReadByGroupTypeResponse(entries: entries)))
 
     case .readRequest(let request):
       if let code = Self.hiddenError(request.handle, hidden) { return fail(request.handle, code) }
-      return server.withDatabase { db in
-        guard let index = db.index(of: request.handle) else { return fail(request.handle, .invalidHandle) }
-        switch readValue(db.attributes[index]) {
-        case .failure(let code): return fail(request.handle, code)
-        case .success(let value):
-          return ATTServerReply(.readResponse(ReadResponse(value: Array(value.prefix(mtu - 1)))))
-        }
+      guard let index = db.index(of: request.handle) else { return fail(request.handle, .invalidHandle) }
+      switch readValue(db.attributes[index]) {
+      case .failure(let code): return fail(request.handle, code)
+      case .success(let value):
+        return ATTServerReply(.readResponse(ReadResponse(value: Array(value.prefix(mtu - 1)))))
       }
 
     case .readBlobRequest(let request):
       if let code = Self.hiddenError(request.handle, hidden) { return fail(request.handle, code) }
-      return server.withDatabase { db in
-        guard let index = db.index(of: request.handle) else { return fail(request.handle, .invalidHandle) }
-        switch readValue(db.attributes[index]) {
-        case .failure(let code): return fail(request.handle, code)
-        case .success(let value):
-          let offset = Int(request.offset)
-          guard offset <= value.count else { return fail(request.handle, .invalidOffset) }
-          return ATTServerReply(.readBlobResponse(ReadBlobResponse(value: Array(value[offset...].prefix(mtu - 1)))))
-        }
+      guard let index = db.index(of: request.handle) else { return fail(request.handle, .invalidHandle) }
+      switch readValue(db.attributes[index]) {
+      case .failure(let code): return fail(request.handle, code)
+      case .success(let value):
+        let offset = Int(request.offset)
+        guard offset <= value.count else { return fail(request.handle, .invalidOffset) }
+        return ATTServerReply(.readBlobResponse(ReadBlobResponse(value: Array(value[offset...].prefix(mtu - 1)))))
       }
 
     case .writeRequest(let request):
@@ -325,7 +343,8 @@ public actor GATTSession: ATTServerHandler {
   /// Why a write to `handle` would be refused before its value is looked at (Prepare Write
   /// checks this at once, Vol 3 Part F 3.4.6.1); nil when it may be written.
   private func writeRefusal(_ handle: UInt16) -> ATTErrorCode? {
-    let attribute = server.withDatabase { db in db.index(of: handle).map { db.attributes[$0] } }
+    let db = database
+    let attribute = db.index(of: handle).map { db.attributes[$0] }
     guard let attribute else { return .invalidHandle }
     switch attribute.role {
     case .serviceDeclaration, .characteristicDeclaration, .constantDescriptor:
@@ -366,7 +385,8 @@ public actor GATTSession: ATTServerHandler {
   }
 
   private func write(_ handle: UInt16, _ value: [UInt8], command: Bool = false) async -> WriteOutcome {
-    let attribute = server.withDatabase { db in db.index(of: handle).map { db.attributes[$0] } }
+    let db = database
+    let attribute = db.index(of: handle).map { db.attributes[$0] }
     guard let attribute else { return .refused(.invalidHandle) }
     switch attribute.role {
     case .serviceDeclaration, .characteristicDeclaration, .constantDescriptor:
