@@ -107,7 +107,7 @@ public actor ATTConnection {
   /// `run()` has returned.
   private var ended = false
   /// Tells the machine the time at each of its deadlines.
-  private nonisolated let watchdog: Watchdog
+  private let watchdog: OwnedTimer
   /// The actor whose serial executor the connection runs on (its owner, or one of its own),
   /// kept so that the executor lives as long as the connection.
   private nonisolated let home: any Actor
@@ -133,7 +133,7 @@ public actor ATTConnection {
     self.logger = logger
     machine = Machine(options: options)
     agreedMTU = Atomic(Int(ATTOptions.defaultMTU))
-    watchdog = Watchdog(clock: clock)
+    watchdog = OwnedTimer(clock: clock)
   }
 
   /// The ATT_MTU in force; readable from anywhere (it only grows, once).
@@ -241,7 +241,7 @@ public actor ATTConnection {
       ended = true
       server = nil
       onValue = nil
-      group.cancelAll()
+      watchdog.stop()
     }
   }
 

@@ -105,3 +105,62 @@ package final class Watchdog: Sendable {
     }
   }
 }
+
+/// `Watchdog` for an owner that is an actor (an ATT connection, the watch engine's loop):
+/// the same one timer, its state touched only on the owner's executor, so it takes no lock
+/// when the owner moves a deadline (once per ATT request). Not `Sendable`: it lives in its
+/// owner's isolation; `wake(for:)`, `run` and `stop()` are called there. The owner ends it
+/// with `stop()` (not by cancelling `run`'s task).
+package final class OwnedTimer {
+  private let clock: any EngineClock
+  /// A deadline was set since the loop last asked the owner.
+  private var woken = false
+  private var parked: CheckedContinuation<Void, Never>?
+  /// The deadline slept to, and the sleep.
+  private var sleeping: (until: Duration, task: Task<Void, Never>)?
+  private var ended = false
+
+  package init(clock: any EngineClock) { self.clock = clock }
+
+  /// The owner set `deadline`: a parked loop starts; a sleep to a later deadline is cut.
+  package func wake(for deadline: Duration) {
+    woken = true
+    parked.take()?.resume()
+    if let sleeping, deadline < sleeping.until {
+      self.sleeping = nil
+      sleeping.task.cancel()
+    }
+  }
+
+  /// Runs until `stop()`: `next` reads the owner's earliest deadline (nil: none), and
+  /// `fire` is called with the time once one has passed. Isolated to the owner (SE-0420),
+  /// so nothing else the owner does runs between asking and sleeping.
+  package func run(
+    isolation: isolated (any Actor) = #isolation, next: () -> Duration?, fire: (Duration) async -> Void
+  ) async {
+    while !ended {
+      woken = false
+      let deadline = next()
+      // A deadline set while `next` ran (by `next` itself) may be earlier: ask again.
+      if woken { continue }
+      guard let deadline else {
+        await withCheckedContinuation { parked = $0 }
+        continue
+      }
+      let clock = self.clock
+      let sleep = Task { _ = try? await clock.sleep(until: deadline) }
+      sleeping = (deadline, sleep)
+      await sleep.value
+      if sleeping?.task == sleep { sleeping = nil }
+      let now = clock.now
+      if now >= deadline, !ended { await fire(now) }
+    }
+  }
+
+  /// Ends `run`, now if it parks or sleeps.
+  package func stop() {
+    ended = true
+    parked.take()?.resume()
+    sleeping.take()?.task.cancel()
+  }
+}

@@ -1,5 +1,6 @@
 import ATT
 import Runtime
+import Synchronization
 import Wire
 
 /// What the responding side of a link does when the other side asks to pair.
@@ -39,11 +40,21 @@ public enum MemoryLink {
 /// One end of a `MemoryLink`.
 public final class MemoryBearer: ATTBearer {
   final class Shared: Sendable {
-    let level: Locked<SecurityLevel>
+    /// The link's level's raw value: it only rises. Atomic, as the GATT server reads it at
+    /// every request.
+    private let raw: Atomic<Int>
     let pairing: PairingPolicy
     init(level: SecurityLevel, pairing: PairingPolicy) {
-      self.level = Locked(level)
+      raw = Atomic(level.rawValue)
       self.pairing = pairing
+    }
+
+    var level: SecurityLevel { SecurityLevel(rawValue: raw.load(ordering: .acquiring))! }
+
+    /// Raises the level to at least `level`; returns the level now.
+    @discardableResult
+    func raise(to level: SecurityLevel) -> SecurityLevel {
+      SecurityLevel(rawValue: raw.max(level.rawValue, ordering: .acquiringAndReleasing).newValue)!
     }
   }
 
@@ -86,7 +97,7 @@ public final class MemoryBearer: ATTBearer {
 
   public func receiveIfReady() -> [UInt8]? { inbox.nextIfReady() }
 
-  public var securityLevel: SecurityLevel { shared.level.withLock { $0 } }
+  public var securityLevel: SecurityLevel { shared.level }
   /// The peer's address once it named itself in a bonded exchange.
   public var peerAddress: String? { bonds?.withLock { $0.exchanges[end].peer } }
 
@@ -109,7 +120,7 @@ public final class MemoryBearer: ATTBearer {
       var receiver = 1 - end
       while let next = message {
         message = nil
-        let level = shared.level.withLock { $0 }
+        let level = shared.level
         if case .pairReject(let reason, let text) = next, !bonds.exchanges[receiver].handles(next) {
           // The answering end refused this end's request.
           outcome = .failure(.pairingFailed(LinkFraming.rejection(reason: reason, text: text)))
@@ -118,7 +129,7 @@ public final class MemoryBearer: ATTBearer {
         for effect in bonds.exchanges[receiver].received(next, level: level) {
           switch effect {
           case .send(let reply): message = reply
-          case .raise(let raised): shared.level.withLock { $0 = max($0, raised) }
+          case .raise(let raised): shared.raise(to: raised)
           case .finish(let result): outcome = result
           case .disconnect: closing = true
           }
@@ -130,7 +141,7 @@ public final class MemoryBearer: ATTBearer {
     if let outcome { return outcome }
     // The answering end disconnected (its bond was unknown here, or the exchange ended
     // without a word for this end).
-    return closing ? .failure(.disconnected) : .success(shared.level.withLock { $0 })
+    return closing ? .failure(.disconnected) : .success(shared.level)
   }
 
   public func close() {
@@ -143,9 +154,6 @@ extension MemoryBearer.Shared {
   func pairingResult(_ wanted: SecurityLevel) throws(BearerError) -> SecurityLevel {
     guard case .accept(let limit) = pairing else { throw .pairingFailed("the peer rejects pairing") }
     guard wanted <= limit else { throw .pairingFailed("the peer grants at most \(limit)") }
-    return level.withLock { level in
-      level = max(level, wanted)
-      return level
-    }
+    return raise(to: wanted)
   }
 }

@@ -110,7 +110,12 @@ public final class WatchEngine: Sendable {
   /// on it touches.
   actor Loop {
     var core: Core
-    init(_ core: Core) { self.core = core }
+    /// The engine's one timer: it sleeps until the machine's deadline, then ticks it.
+    let timer: OwnedTimer
+    init(_ core: Core, clock: any EngineClock) {
+      self.core = core
+      timer = OwnedTimer(clock: clock)
+    }
     var state: WatchState { core.machine.state }
 
     /// The core by reference for one whole step: one access to the actor's property (each
@@ -251,8 +256,6 @@ public final class WatchEngine: Sendable {
   let loop: Loop
   /// The machine's session (`WatchState.session`) as of its last step, for `perform`.
   private let shownSession = Atomic(0)
-  /// The engine's one timer: it sleeps until the machine's deadline, then ticks it.
-  private let timer: Watchdog
   private let hub = EventHub<WatchEvent>()
   /// Where the links keep the watch's bonds, once told.
   private let bondBook = Locked<(any BondBook)?>(nil)
@@ -272,8 +275,7 @@ public final class WatchEngine: Sendable {
     let gap = ServiceDefinition(uuid: 0x1800, characteristics: name + [.constant(0x2A01, [0xC0, 0x00])])
     // Two services cannot need more than a handful of handles.
     server = try! GATTServer(leading: [gap], services: [], serviceChanged: false)
-    loop = Loop(Core(machine: WatchMachine(options: options)))
-    timer = Watchdog(clock: clock)
+    loop = Loop(Core(machine: WatchMachine(options: options)), clock: clock)
   }
 
   /// A snapshot of the watch face's model, read on the engine's loop. Every event is
@@ -326,7 +328,7 @@ public final class WatchEngine: Sendable {
       group.addTask { await self.ticker(in: self.loop) }
       await connectionLoop()
       stop()
-      group.cancelAll()
+      await stopTimer(in: loop)
     }
     await loopDone(in: loop)
     hub.finish()
@@ -740,6 +742,8 @@ public final class WatchEngine: Sendable {
   }
 
   /// Returns once `stop()` was called and the last event has run.
+  private func stopTimer(in loop: isolated Loop) { loop.timer.stop() }
+
   private func loopDone(in loop: isolated Loop) async {
     if loop.core.finished && !loop.core.running { return }
     await withCheckedContinuation { loop.core.whenDone.append($0) }
@@ -757,7 +761,7 @@ public final class WatchEngine: Sendable {
   /// one was up). Nothing here waits for the phone.
   @inline(__always)
   private func perform(_ decision: inout Decision, in loop: isolated Loop) async {
-    if let deadline = decision.deadline { timer.wake(for: deadline) }
+    if let deadline = decision.deadline { loop.timer.wake(for: deadline) }
     let (session, media) = (decision.session, decision.media)
     // Taken out, so the list is not shared and is reversed in place; popped from the end,
     // so each action is moved out rather than copied (an event carries a whole
@@ -868,7 +872,7 @@ public final class WatchEngine: Sendable {
   /// deadline that a tick fails to move cannot make the timer spin.
   private func ticker(in loop: isolated Loop) async {
     var earliest = Duration.zero
-    await timer.run(
+    await loop.timer.run(
       next: { [clock] in loop.core.timerAsks(now: clock.now, earliest: earliest) },
       fire: { now in
         earliest = now + .milliseconds(10)

@@ -88,3 +88,99 @@ struct WatchdogTests {
     await running.value
   }
 }
+
+/// An actor that owns its deadlines and their timer, as an ATT connection does.
+private actor TimerOwner {
+  let timer: OwnedTimer
+  var deadlines: [Duration] = []
+  let fired = Inbox<Duration>()
+  /// How many times the timer asked for the next deadline.
+  var asked = 0
+  /// Set, once, inside the next ask, after the answer is read.
+  var setDuringAsk: Duration?
+
+  init(clock: any EngineClock) { timer = OwnedTimer(clock: clock) }
+
+  func run() async {
+    await timer.run(next: { next() }, fire: { fire($0) })
+  }
+
+  private func next() -> Duration? {
+    let value = deadlines.min()
+    asked += 1
+    if let late = setDuringAsk.take() { set(late) }
+    return value
+  }
+
+  func set(_ deadline: Duration) {
+    deadlines.append(deadline)
+    timer.wake(for: deadline)
+  }
+
+  private func fire(_ now: Duration) {
+    deadlines.removeAll { $0 <= now }
+    fired.push(now)
+  }
+
+  func setLate(_ deadline: Duration) { setDuringAsk = deadline }
+  func stop() { timer.stop() }
+}
+
+@Suite("OwnedTimer: the watchdog of an actor, with no lock", .timeLimit(.minutes(2)))
+struct OwnedTimerTests {
+  @Test("an earlier deadline cuts a later sleep short; each fires at its time; none parks; stop ends it")
+  func earlierDeadlineCutsTheSleep() async throws {
+    let clock = ManualClock()
+    let owner = TimerOwner(clock: clock)
+    let running = Task { await owner.run() }
+    await owner.set(.seconds(10))
+    await clock.waitForSleepers(1)
+    await owner.set(.seconds(5))
+    clock.advance(by: .seconds(5))
+    #expect(await owner.fired.next() == .seconds(5))
+    clock.advance(by: .seconds(5))
+    #expect(await owner.fired.next() == .seconds(10))
+
+    // Nothing left: it parks, off the clock and asking no more.
+    while clock.sleeperCount > 0 { await Task.yield() }
+    let asked = await owner.asked
+    for _ in 0..<200 { await Task.yield() }
+    #expect(await owner.asked <= asked + 1)
+    #expect(clock.sleeperCount == 0)
+
+    // A deadline set again starts it.
+    await owner.set(.seconds(12))
+    await clock.waitForSleepers(1)
+    clock.advance(by: .seconds(2))
+    #expect(await owner.fired.next() == .seconds(12))
+
+    // Stopped while sleeping: it ends without firing.
+    await owner.set(.seconds(20))
+    await clock.waitForSleepers(1)
+    await owner.stop()
+    await running.value
+    #expect(owner.fired.count == 0)
+  }
+
+  @Test("a deadline set while the timer asks the owner (it read none) is not lost to parking")
+  func deadlineSetWhileTheTimerAsks() async throws {
+    let clock = ManualClock()
+    let owner = TimerOwner(clock: clock)
+    await owner.setLate(.seconds(1))
+    let running = Task { await owner.run() }
+    await clock.waitForSleepers(1)
+    clock.advance(by: .seconds(1))
+    #expect(await owner.fired.next() == .seconds(1))
+    await owner.stop()
+    await running.value
+  }
+
+  @Test("stop ends a parked timer")
+  func stopEndsAParkedTimer() async throws {
+    let owner = TimerOwner(clock: ManualClock())
+    let running = Task { await owner.run() }
+    while await owner.asked == 0 { await Task.yield() }
+    await owner.stop()
+    await running.value
+  }
+}

@@ -173,7 +173,7 @@ public final class AirBearer: ATTBearer {
     }
   }
 
-  public var securityLevel: SecurityLevel { air.security.level.withLock { $0 } }
+  public var securityLevel: SecurityLevel { air.security.level }
 
   public func pair(_ level: SecurityLevel) async throws(BearerError) -> SecurityLevel {
     if air.state.withLock({ $0.closed }) { throw .disconnected }

@@ -152,7 +152,7 @@ public final class TracingBearer: ATTBearer {
     return tagged.bytes
   }
 
-  public var securityLevel: SecurityLevel { security.level.withLock { $0 } }
+  public var securityLevel: SecurityLevel { security.level }
 
   public func pair(_ level: SecurityLevel) async throws(BearerError) -> SecurityLevel {
     if inbox.isClosed { throw .disconnected }
