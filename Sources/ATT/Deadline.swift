@@ -22,8 +22,8 @@ package func withDeadline<T: Sendable>(
   }
 }
 
-/// The one timer of an owner that keeps its deadlines in its own state (the HCI host's
-/// commands and SMP's 30-second timers, an ATT bearer's transactions): `run` sleeps until the
+/// The one timer of an owner that keeps its deadlines in its own state and is no actor (the
+/// HCI host's commands and SMP's 30-second timers; an actor keeps an `OwnedTimer`): `run` sleeps until the
 /// earliest deadline the owner reports, tells it the time, and asks again; while there is
 /// none it parks, costing nothing. The owner calls `wake(for:)` whenever it sets a deadline: a parked loop starts,
 /// and a sleep to a later deadline is cut short. So no deadline costs a task of its own, and
@@ -144,7 +144,10 @@ package final class OwnedTimer {
       // A deadline set while `next` ran (by `next` itself) may be earlier: ask again.
       if woken { continue }
       guard let deadline else {
-        await withCheckedContinuation { parked = $0 }
+        await withCheckedContinuation { continuation in
+          precondition(parked == nil, "OwnedTimer.run is running twice")
+          parked = continuation
+        }
         continue
       }
       let clock = self.clock

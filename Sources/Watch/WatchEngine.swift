@@ -741,9 +741,10 @@ public final class WatchEngine: Sendable {
     return decision
   }
 
-  /// Returns once `stop()` was called and the last event has run.
+  /// Ends the ticker's timer, once the connection loop has ended.
   private func stopTimer(in loop: isolated Loop) { loop.timer.stop() }
 
+  /// Returns once `stop()` was called and the last event has run.
   private func loopDone(in loop: isolated Loop) async {
     if loop.core.finished && !loop.core.running { return }
     await withCheckedContinuation { loop.core.whenDone.append($0) }

@@ -169,6 +169,10 @@ import Wire
     #expect(await pair.served.session.cccd(for: 11) == .notifications)
     await server.unpublish(0x180F)
     #expect(server.keptRemovals == 1, "the two every session took in are let go")
+    // Sessions that go let go of what was kept for them.
+    server.detach(idle.connection)
+    server.detach(pair.served.connection)
+    #expect(server.keptRemovals == 0)
     await pair.stop()
   }
 

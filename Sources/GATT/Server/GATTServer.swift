@@ -16,8 +16,8 @@ public final class GATTServer: Sendable {
   private struct State {
     var database: GATTDatabase
     var sessions: [ObjectIdentifier: GATTSession] = [:]
-    /// The ranges of removed services, each with the version its removal made, kept until
-    /// every session has taken a later version in.
+    /// The ranges of removed services, each with the version its removal made, kept while a
+    /// session's copy is older than it (let go at the next removal or detach after that).
     var removals: [(version: Int, range: HandleRange)] = []
   }
   private let state: Locked<State>
@@ -106,7 +106,17 @@ public final class GATTServer: Sendable {
   /// Forgets a connection's session, once its `run()` has returned (which lets go of the
   /// session).
   public func detach(_ connection: ATTConnection) {
-    state.withLock { $0.sessions[ObjectIdentifier(connection)] = nil }
+    state.withLock { state in
+      state.sessions[ObjectIdentifier(connection)] = nil
+      Self.trim(&state)
+    }
+  }
+
+  /// Lets go of the removals every session has taken in.
+  private static func trim(_ state: inout State) {
+    guard !state.removals.isEmpty else { return }
+    let oldest = state.sessions.values.map(\.seenVersion).min() ?? .max
+    state.removals.removeAll { $0.version <= oldest }
   }
 
   public var sessions: [GATTSession] { state.withLock { Array($0.sessions.values) } }
@@ -130,9 +140,7 @@ public final class GATTServer: Sendable {
   public func unpublish(_ uuid: BluetoothUUID) async {
     let range = change { state -> HandleRange? in
       guard let range = state.database.remove(uuid) else { return nil }
-      // Kept while a session's copy is older than this removal.
-      let oldest = state.sessions.values.map(\.seenVersion).min() ?? .max
-      state.removals.removeAll { $0.version <= oldest }
+      Self.trim(&state)
       state.removals.append((version.load(ordering: .relaxed) + 1, range))
       return range
     }

@@ -106,17 +106,16 @@ public actor GATTSession: ATTServerHandler {
   /// with Service Changed. Each request does this first; an owner that learns of a new level
   /// sooner calls it then.
   public func securityChanged() async {
-    for range in view().revealed { await indicateServiceChanged(range) }
+    for range in view(of: database).revealed { await indicateServiceChanged(range) }
   }
 
   /// The parts of the database hidden from this client, after taking in the link's level,
   /// and the ranges the level newly reaches: the client is to be told them with Service
   /// Changed.
-  private func view() -> (hidden: Hidden, revealed: [HandleRange]) {
+  private func view(of db: GATTDatabase) -> (hidden: Hidden, revealed: [HandleRange]) {
     let level = connection.securityLevel
     let (before, now) = (shown, max(shown, level))
     shown = now
-    let db = database
     let hidden = db.hidden(below: now)
     // What was hidden before is looked at only when the level rose (once per link).
     guard now > before else { return (hidden, []) }
@@ -130,11 +129,12 @@ public actor GATTSession: ATTServerHandler {
   /// queues it behind the one unconfirmed; returns without waiting for the confirmation, so
   /// a server handler may call it. A failure is logged.
   func indicateServiceChanged(_ range: HandleRange) async {
-    // Read without taking the database in: Service Changed is never removed, and a session
-    // takes a change in when it next serves (so the server keeps a removal until then).
-    guard let handles = server.serviceChangedHandles, cccds[handles.value]?.contains(.indications) == true else {
-      return
-    }
+    // A session not subscribed does not take the database in here (it does when it next
+    // serves, and the server keeps the removal until then); a subscribed one does, in case
+    // Service Changed itself was removed.
+    guard let handles = server.serviceChangedHandles, cccds[handles.value]?.contains(.indications) == true,
+      cccd(for: handles.value).contains(.indications)
+    else { return }
     var writer = ByteWriter()
     writer.u16(range.start)
     writer.u16(range.end)
@@ -165,8 +165,10 @@ public actor GATTSession: ATTServerHandler {
   /// reaches is told with Service Changed after the answer: when the request is the one that
   /// subscribes to Service Changed, the subscription is in place by then.
   public func handle(_ pdu: ATTPDU, on connection: ATTConnection) async -> ATTServerReply {
-    let (hidden, revealed) = view()
-    var reply = await serve(pdu, hidden: hidden, on: connection)
+    // One look at the database for both the view and the answer.
+    let db = database
+    let (hidden, revealed) = view(of: db)
+    var reply = await serve(pdu, db, hidden: hidden, on: connection)
     guard !revealed.isEmpty else { return reply }
     let after = reply.afterResponse
     reply.afterResponse = { [self] in
@@ -176,13 +178,14 @@ public actor GATTSession: ATTServerHandler {
     return reply
   }
 
-  private func serve(_ pdu: ATTPDU, hidden: Hidden, on connection: ATTConnection) async -> ATTServerReply {
+  private func serve(_ pdu: ATTPDU, _ db: GATTDatabase, hidden: Hidden, on connection: ATTConnection) async
+    -> ATTServerReply
+  {
     let opcode = pdu.opcode
     func fail(_ handle: UInt16, _ code: ATTErrorCode) -> ATTServerReply {
       ATTServerReply(.errorResponse(ErrorResponse(requestOpcode: opcode, handle: handle, errorCode: code)))
     }
     let mtu = connection.mtu
-    let db = database
     switch pdu {
     case .findInformationRequest(let request):
       guard request.range.isValid else { return fail(request.range.start, .invalidHandle) }
