@@ -25,6 +25,8 @@
 # FUZZ_PROGRESS_SECONDS (default 15). Each target's row of the table (standard output)
 # follows when it ends; libFuzzer's own output is in .build-fuzz/logs/TARGET.log.
 set -euo pipefail
+# A FILE the caller names is relative to where they ran the script, not to the project.
+CALLER=$PWD
 cd "$(dirname "$0")/.."
 
 OUT=${FUZZ_DIR:-.build-fuzz}
@@ -215,17 +217,32 @@ run() {
 
 minimize() {
   [[ $# -eq 2 ]] || { echo "usage: scripts/fuzz.sh minimize TARGET FILE" >&2 && exit 2; }
+  known_target "$1"
+  local input
+  input=$(caller_path "$2")
+  [[ -f $input ]] || { echo "fuzz: no file $2" >&2 && exit 2; }
   build
-  "$OUT/bin/$1" -minimize_crash=1 -runs=100000 -timeout="$TIMEOUT" -artifact_prefix="$OUT/findings/$1/" "$2"
+  "$OUT/bin/$1" -minimize_crash=1 -runs=100000 -timeout="$TIMEOUT" -artifact_prefix="$OUT/findings/$1/" "$input"
+}
+
+# FILE as the caller meant it: an absolute path as it is, a relative one from where the
+# script was run.
+caller_path() {
+  if [[ $1 == /* ]]; then echo "$1"; else echo "$CALLER/$1"; fi
+}
+
+known_target() {
+  [[ -f Fuzz/Targets/$1.swift ]] || { echo "fuzz: no target $1 (scripts/fuzz.sh list)" >&2 && exit 2; }
 }
 
 # Runs one input (a file, or its bytes in hex) through TARGET with FUZZ_TRACE=1.
 replay() {
   [[ $# -eq 2 ]] || { echo "usage: scripts/fuzz.sh replay TARGET FILE|HEX" >&2 && exit 2; }
-  [[ -f Fuzz/Targets/$1.swift ]] || { echo "fuzz: no target $1 (scripts/fuzz.sh list)" >&2 && exit 2; }
-  local input=$2
+  known_target "$1"
+  local input
+  input=$(caller_path "$2")
   if [[ ! -f $input ]]; then
-    [[ $input =~ ^([0-9a-fA-F]{2})*$ ]] || { echo "fuzz: $input is neither a file nor bytes in hex" >&2 && exit 2; }
+    [[ $2 =~ ^([0-9a-fA-F]{2})*$ ]] || { echo "fuzz: $2 is neither a file nor bytes in hex" >&2 && exit 2; }
     mkdir -p "$OUT/replay"
     input=$OUT/replay/$1
     # Every byte becomes a \xHH escape, so the format holds no other directive.
