@@ -2,113 +2,74 @@ import ATT
 import Runtime
 import Testing
 
-/// An owner of deadlines, as the HCI host is: the watchdog tells it the time.
-private final class Owner: Sendable {
+/// What the tests of the two timers drive: an owner that sets deadlines, hears them fire,
+/// and starts and ends its timer.
+private protocol DeadlineOwner: Sendable {
+  func set(_ deadline: Duration) async
+  /// Sets `deadline` inside the timer's next ask, after the answer is read.
+  func setDuringNextAsk(_ deadline: Duration) async
+  var fired: Inbox<Duration> { get }
+  /// How many times the timer asked for the next deadline.
+  var askedCount: Int { get async }
+  /// Starts the timer in a task of its own.
+  func start() -> Task<Void, Never>
+  /// Ends the timer and waits for its task.
+  func end(_ running: Task<Void, Never>) async
+}
+
+/// An owner of deadlines that is no actor, as the HCI host is: its `Watchdog` tells it the
+/// time, and cancelling the timer's task ends it.
+private final class WatchdogOwner: DeadlineOwner {
+  let watchdog: Watchdog
   let deadlines = Locked<[Duration]>([])
   let fired = Inbox<Duration>()
-  /// How many times the watchdog asked for the next deadline.
   let asked = Locked(0)
-  /// Runs once, inside the next ask, after the answer is read: a deadline set just then.
-  let duringAsk = Locked<(@Sendable () -> Void)?>(nil)
+  let duringAsk = Locked<Duration?>(nil)
 
-  var next: Duration? {
+  init(clock: any EngineClock) { watchdog = Watchdog(clock: clock) }
+
+  private var next: Duration? {
     let value = deadlines.withLock { $0.min() }
     asked.withLock { $0 += 1 }
-    duringAsk.withLock { $0.take() }?()
+    if let late = duringAsk.withLock({ $0.take() }) { set(late) }
     return value
   }
 
-  func set(_ deadline: Duration, on watchdog: Watchdog) {
+  func set(_ deadline: Duration) {
     deadlines.withLock { $0.append(deadline) }
     watchdog.wake(for: deadline)
   }
 
-  func fire(_ now: Duration) {
+  private func fire(_ now: Duration) {
     deadlines.withLock { $0.removeAll { $0 <= now } }
     fired.push(now)
   }
-}
 
-@Suite("Watchdog: one timer for an owner's deadlines", .timeLimit(.minutes(2)))
-struct WatchdogTests {
-  @Test("an earlier deadline cuts a later sleep short; each deadline fires at its time; none parks")
-  func earlierDeadlineCutsTheSleep() async throws {
-    let clock = ManualClock()
-    let watchdog = Watchdog(clock: clock)
-    let owner = Owner()
-    let running = Task { await watchdog.run(next: { owner.next }, fire: { owner.fire($0) }) }
+  func setDuringNextAsk(_ deadline: Duration) { duringAsk.withLock { $0 = deadline } }
+  var askedCount: Int { asked.withLock { $0 } }
+  func start() -> Task<Void, Never> { Task { await watchdog.run(next: { self.next }, fire: { self.fire($0) }) } }
 
-    owner.set(.seconds(10), on: watchdog)
-    await clock.waitForSleepers(1)
-    owner.set(.seconds(5), on: watchdog)
-    clock.advance(by: .seconds(5))
-    #expect(await owner.fired.next() == .seconds(5))
-    #expect(owner.next == .seconds(10))
-    clock.advance(by: .seconds(5))
-    #expect(await owner.fired.next() == .seconds(10))
-
-    // Nothing left: the loop parks, off the clock and asking no more.
-    while clock.sleeperCount > 0 { await Task.yield() }
-    let asked = owner.asked.withLock { $0 }
-    for _ in 0..<200 { await Task.yield() }
-    #expect(owner.asked.withLock { $0 } <= asked + 1)
-    #expect(clock.sleeperCount == 0)
-
-    // A deadline set again starts it.
-    owner.set(.seconds(12), on: watchdog)
-    await clock.waitForSleepers(1)
-    clock.advance(by: .seconds(2))
-    #expect(await owner.fired.next() == .seconds(12))
-
-    running.cancel()
-    await running.value
-    #expect(owner.fired.count == 0)
-  }
-
-  @Test("a deadline set while the loop asks the owner (it read none) is not lost to parking")
-  func deadlineSetWhileTheLoopAsks() async throws {
-    let clock = ManualClock()
-    let watchdog = Watchdog(clock: clock)
-    let owner = Owner()
-    owner.duringAsk.withLock { $0 = { owner.set(.seconds(1), on: watchdog) } }
-    let running = Task { await watchdog.run(next: { owner.next }, fire: { owner.fire($0) }) }
-    clock.advance(by: .seconds(1))
-    #expect(await owner.fired.next() == .seconds(1))
-    running.cancel()
-    await running.value
-  }
-
-  @Test("cancelling ends a parked loop")
-  func cancellingEndsAParkedLoop() async throws {
-    let watchdog = Watchdog(clock: ManualClock())
-    let owner = Owner()
-    let running = Task { await watchdog.run(next: { owner.next }, fire: { owner.fire($0) }) }
-    while owner.asked.withLock({ $0 }) == 0 { await Task.yield() }
+  func end(_ running: Task<Void, Never>) async {
     running.cancel()
     await running.value
   }
 }
 
-/// An actor that owns its deadlines and their timer, as an ATT connection does.
-private actor TimerOwner {
+/// An actor that owns its deadlines and their `OwnedTimer`, as an ATT connection does; it
+/// ends the timer with `stop()`.
+private actor TimerOwner: DeadlineOwner {
   let timer: OwnedTimer
   var deadlines: [Duration] = []
   let fired = Inbox<Duration>()
-  /// How many times the timer asked for the next deadline.
-  var asked = 0
-  /// Set, once, inside the next ask, after the answer is read.
-  var setDuringAsk: Duration?
+  var askedCount = 0
+  var duringAsk: Duration?
 
   init(clock: any EngineClock) { timer = OwnedTimer(clock: clock) }
 
-  func run() async {
-    await timer.run(next: { next() }, fire: { fire($0) })
-  }
-
   private func next() -> Duration? {
     let value = deadlines.min()
-    asked += 1
-    if let late = setDuringAsk.take() { set(late) }
+    askedCount += 1
+    if let late = duringAsk.take() { set(late) }
     return value
   }
 
@@ -122,65 +83,99 @@ private actor TimerOwner {
     fired.push(now)
   }
 
-  func setLate(_ deadline: Duration) { setDuringAsk = deadline }
-  func stop() { timer.stop() }
+  func setDuringNextAsk(_ deadline: Duration) { duringAsk = deadline }
+  private func run() async { await timer.run(next: { next() }, fire: { fire($0) }) }
+  nonisolated func start() -> Task<Void, Never> { Task { await self.run() } }
+
+  func end(_ running: Task<Void, Never>) async {
+    timer.stop()
+    await running.value
+  }
+}
+
+/// An earlier deadline cuts a later sleep short; each deadline fires at its time; with none
+/// left the timer parks, off the clock and asking no more; a deadline set again starts it;
+/// ended while sleeping, it ends without firing.
+private func cutsParksRestartsAndEnds(_ owner: some DeadlineOwner, _ clock: ManualClock) async {
+  let running = owner.start()
+  await owner.set(.seconds(10))
+  await clock.waitForSleepers(1)
+  await owner.set(.seconds(5))
+  clock.advance(by: .seconds(5))
+  #expect(await owner.fired.next() == .seconds(5))
+  clock.advance(by: .seconds(5))
+  #expect(await owner.fired.next() == .seconds(10))
+
+  while clock.sleeperCount > 0 { await Task.yield() }
+  let asked = await owner.askedCount
+  for _ in 0..<200 { await Task.yield() }
+  #expect(await owner.askedCount <= asked + 1)
+  #expect(clock.sleeperCount == 0)
+
+  await owner.set(.seconds(12))
+  await clock.waitForSleepers(1)
+  clock.advance(by: .seconds(2))
+  #expect(await owner.fired.next() == .seconds(12))
+
+  await owner.set(.seconds(20))
+  await clock.waitForSleepers(1)
+  await owner.end(running)
+  #expect(owner.fired.count == 0)
+}
+
+/// A deadline set while the timer asks the owner (which read none) is not lost to parking.
+private func notLostWhileAsking(_ owner: some DeadlineOwner, _ clock: ManualClock) async {
+  await owner.setDuringNextAsk(.seconds(1))
+  let running = owner.start()
+  await clock.waitForSleepers(1)
+  clock.advance(by: .seconds(1))
+  #expect(await owner.fired.next() == .seconds(1))
+  await owner.end(running)
+}
+
+/// Ending a parked timer ends it.
+private func endsParked(_ owner: some DeadlineOwner) async {
+  let running = owner.start()
+  while await owner.askedCount == 0 { await Task.yield() }
+  await owner.end(running)
+}
+
+@Suite("Watchdog: one timer for an owner's deadlines", .timeLimit(.minutes(2)))
+struct WatchdogTests {
+  @Test("an earlier deadline cuts a later sleep short; each fires at its time; none parks; cancelling ends it")
+  func earlierDeadlineCutsTheSleep() async {
+    let clock = ManualClock()
+    await cutsParksRestartsAndEnds(WatchdogOwner(clock: clock), clock)
+  }
+
+  @Test("a deadline set while the loop asks the owner (it read none) is not lost to parking")
+  func deadlineSetWhileTheLoopAsks() async {
+    let clock = ManualClock()
+    await notLostWhileAsking(WatchdogOwner(clock: clock), clock)
+  }
+
+  @Test("cancelling ends a parked loop")
+  func cancellingEndsAParkedLoop() async {
+    await endsParked(WatchdogOwner(clock: ManualClock()))
+  }
 }
 
 @Suite("OwnedTimer: the watchdog of an actor, with no lock", .timeLimit(.minutes(2)))
 struct OwnedTimerTests {
   @Test("an earlier deadline cuts a later sleep short; each fires at its time; none parks; stop ends it")
-  func earlierDeadlineCutsTheSleep() async throws {
+  func earlierDeadlineCutsTheSleep() async {
     let clock = ManualClock()
-    let owner = TimerOwner(clock: clock)
-    let running = Task { await owner.run() }
-    await owner.set(.seconds(10))
-    await clock.waitForSleepers(1)
-    await owner.set(.seconds(5))
-    clock.advance(by: .seconds(5))
-    #expect(await owner.fired.next() == .seconds(5))
-    clock.advance(by: .seconds(5))
-    #expect(await owner.fired.next() == .seconds(10))
-
-    // Nothing left: it parks, off the clock and asking no more.
-    while clock.sleeperCount > 0 { await Task.yield() }
-    let asked = await owner.asked
-    for _ in 0..<200 { await Task.yield() }
-    #expect(await owner.asked <= asked + 1)
-    #expect(clock.sleeperCount == 0)
-
-    // A deadline set again starts it.
-    await owner.set(.seconds(12))
-    await clock.waitForSleepers(1)
-    clock.advance(by: .seconds(2))
-    #expect(await owner.fired.next() == .seconds(12))
-
-    // Stopped while sleeping: it ends without firing.
-    await owner.set(.seconds(20))
-    await clock.waitForSleepers(1)
-    await owner.stop()
-    await running.value
-    #expect(owner.fired.count == 0)
+    await cutsParksRestartsAndEnds(TimerOwner(clock: clock), clock)
   }
 
   @Test("a deadline set while the timer asks the owner (it read none) is not lost to parking")
-  func deadlineSetWhileTheTimerAsks() async throws {
+  func deadlineSetWhileTheTimerAsks() async {
     let clock = ManualClock()
-    let owner = TimerOwner(clock: clock)
-    await owner.setLate(.seconds(1))
-    let running = Task { await owner.run() }
-    await clock.waitForSleepers(1)
-    clock.advance(by: .seconds(1))
-    #expect(await owner.fired.next() == .seconds(1))
-    await owner.stop()
-    await running.value
+    await notLostWhileAsking(TimerOwner(clock: clock), clock)
   }
 
   @Test("stop ends a parked timer")
-  func stopEndsAParkedTimer() async throws {
-    let owner = TimerOwner(clock: ManualClock())
-    let running = Task { await owner.run() }
-    while await owner.asked == 0 { await Task.yield() }
-    await owner.stop()
-    await running.value
+  func stopEndsAParkedTimer() async {
+    await endsParked(TimerOwner(clock: ManualClock()))
   }
 }
