@@ -83,11 +83,12 @@ public struct ATTValueEvent: Hashable, Sendable {
 public actor ATTConnection {
   public typealias Options = ATTOptions
   /// Who takes a transaction's answer: isolated to the connection, so it runs on the
-  /// connection's executor, where the answer arrives (an engine there takes it with no hop).
-  public typealias Answer = @Sendable (isolated ATTConnection, Result<ATTPDU, ATTError>) async -> Void
-  /// Who takes the peer's notifications and indications: isolated to the connection, so it
-  /// runs on the connection's executor (a client there takes the value with no hop).
-  public typealias ValueHandler = @Sendable (isolated ATTConnection, ATTValueEvent) async -> Void
+  /// connection's executor, where the answer arrives. Synchronous: an engine on the same
+  /// executor takes the answer in a plain call (`assumeIsolated`), with no async frame.
+  public typealias Answer = @Sendable (isolated ATTConnection, Result<ATTPDU, ATTError>) -> Void
+  /// Who takes the peer's notifications and indications: isolated to the connection and
+  /// synchronous, as `Answer` is (a client there takes the value in a plain call).
+  public typealias ValueHandler = @Sendable (isolated ATTConnection, ATTValueEvent) -> Void
   /// Each transaction's waiter is the callback that takes its answer; a caller that awaits
   /// one has its callback hand it over (`Answered`).
   typealias Machine = ATTMachine<Answer>
@@ -106,6 +107,11 @@ public actor ATTConnection {
   private nonisolated let agreedMTU: Atomic<Int>
   /// `run()` has returned.
   private var ended = false
+  /// What waits to be sent by `drain()`, in order, while the bearer can send only with an
+  /// async call (it does not `sendNow`) or such a send is under way.
+  private var outbox = FIFO<Outgoing>()
+  /// `drain()` is sending: what is sent meanwhile queues behind it.
+  private var draining = false
   /// Tells the machine the time at each of its deadlines.
   private let watchdog: OwnedTimer
   /// The actor whose serial executor the connection runs on (its owner, or one of its own),
@@ -185,32 +191,36 @@ public actor ATTConnection {
     return effects
   }
 
-  /// Performs the machine's effects, in order.
-  private func perform(_ effects: Machine.Effects) async {
-    guard let first = effects.first else { return }
-    await perform(first)
-    guard let second = effects.second else { return }
-    await perform(second)
-    for effect in effects.rest { await perform(effect) }
+  /// Performs the effects of an input that cannot ask the server (everything but a received
+  /// PDU), in order, synchronously.
+  private func perform(_ effects: Machine.Effects) {
+    for effect in effects {
+      if let request = perform(effect) {
+        assertionFailure("only a received PDU asks the server: \(request.opcode)")
+      }
+    }
   }
 
-  private func perform(_ effect: Machine.Effect) async {
+  /// Performs the effects of a received PDU, in order: each synchronously, but a request or
+  /// command for the server, which is served (an async call) in its place.
+  private func performReceived(_ effects: Machine.Effects) async {
+    guard let first = effects.first else { return }
+    if let request = perform(first) { await serve(request) }
+    guard let second = effects.second else { return }
+    if let request = perform(second) { await serve(request) }
+    for effect in effects.rest {
+      if let request = perform(effect) { await serve(request) }
+    }
+  }
+
+  /// Performs one effect; returns, instead of serving it, a PDU for the server.
+  private func perform(_ effect: Machine.Effect) -> ATTPDU? {
     switch effect {
-    case .send(let bytes):
-      do {
-        try await sendChecked(bytes)
-      } catch {
-        logger.info("\(bearer.name): could not send \(ATTOpcode(rawValue: bytes.first ?? 0)): \(error)")
-      }
-    case .start(let bytes, let indication, _):
-      do {
-        try await sendChecked(bytes)
-      } catch {
-        await perform(step { machine, now in machine.sendFailed(indication: indication, now: now()) })
-      }
-    case .complete(let answer, let result): await answer(self, result)
-    case .serve(let pdu): await serve(pdu)
-    case .deliver(let event): await onValue?(self, event)
+    case .send(let bytes): put(bytes, .log)
+    case .start(let bytes, let indication, _): put(bytes, .transaction(indication: indication))
+    case .complete(let answer, let result): answer(self, result)
+    case .serve(let pdu): return pdu
+    case .deliver(let event): onValue?(self, event)
     case .close(let reason):
       logger.error("\(bearer.name): \(reason)")
       bearer.close()
@@ -219,6 +229,7 @@ public actor ATTConnection {
       machine.adopt(peer: peer)
       publish(mtu: machine.mtu)
     }
+    return nil
   }
 
   // MARK: - Running
@@ -234,9 +245,9 @@ public actor ATTConnection {
         if received == nil { received = try? await bearer.receive() }
         guard let bytes = received else { break }
         if logger.enabled(.trace) { logger.trace("\(bearer.name) < \(Hex.encode(bytes))") }
-        await perform(step { machine, now in machine.received(bytes, now: now) })
+        await performReceived(step { machine, now in machine.received(bytes, now: now) })
       }
-      await perform(step { machine, _ in machine.close(.disconnected) })
+      perform(step { machine, _ in machine.close(.disconnected) })
       // The handlers often hold this connection: let go of them, so neither keeps the other.
       ended = true
       server = nil
@@ -251,7 +262,7 @@ public actor ATTConnection {
         assertIsolated("the watchdog asks for the deadline on the connection's executor")
         return withMachine { $0.deadline }
       },
-      fire: { now in await perform(step { machine, _ in machine.timerFired(now: now) }) })
+      fire: { now in perform(step { machine, _ in machine.timerFired(now: now) }) })
   }
 
   /// Closes the bearer; `run()` then fails what was outstanding with `.disconnected` and
@@ -264,21 +275,97 @@ public actor ATTConnection {
   // MARK: - Sending
 
   /// Sends a PDU that is no transaction (a command, a notification) after checking it
-  /// against the state and ATT_MTU.
+  /// against the state and ATT_MTU; returns once the bearer has taken it.
   public func send(_ pdu: ATTPDU) async throws(ATTError) {
-    try await sendChecked(withMachine { $0.encode(pdu) }.get())
+    try await sendAwaiting(withMachine { $0.encode(pdu) }.get())
   }
 
-  /// Sends bytes the machine has checked, on the connection's executor. When the bearer
-  /// sends at once (`sendNow`, the project's links) no async call is made.
-  @inline(__always)
-  private func sendChecked(_ bytes: [UInt8]) async throws(ATTError) {
+  /// Sends a PDU that is no transaction as `send` does, without waiting: put on the bearer
+  /// now, or queued behind what waits. Throws what the machine refuses, or `.disconnected`
+  /// when the bearer refused it now; a later failure is logged.
+  public func sendNow(_ pdu: ATTPDU) throws(ATTError) {
+    let bytes = try withMachine { $0.encode(pdu) }.get()
+    if try !sendAtOnce(bytes) { queue(Outgoing(bytes: bytes, failure: .log)) }
+  }
+
+  /// Who hears that a queued PDU could not be sent.
+  private enum SendFailure {
+    /// Nobody: it is logged.
+    case log
+    /// The machine: the request or indication it started fails.
+    case transaction(indication: Bool)
+    /// A caller that awaits the send (`send`, `notify`).
+    case waiter(Answered<Result<Void, ATTError>>)
+  }
+
+  private struct Outgoing {
+    var bytes: [UInt8]
+    var failure: SendFailure
+  }
+
+  /// Sends bytes the machine has checked, or queues them: at once when nothing waits before
+  /// them and the bearer sends without suspending (`sendNow`, the project's links), so no
+  /// async call and no task is needed; otherwise behind what waits, for `drain()`.
+  private func put(_ bytes: [UInt8], _ failure: SendFailure) {
+    do {
+      if try sendAtOnce(bytes) { return }
+    } catch {
+      return failed(failure, bytes)
+    }
+    queue(Outgoing(bytes: bytes, failure: failure))
+  }
+
+  /// Sends `bytes` now if nothing waits before them and the bearer can; false when they
+  /// must queue. Throws `.disconnected` when the bearer refused them.
+  private func sendAtOnce(_ bytes: [UInt8]) throws(ATTError) -> Bool {
+    guard outbox.isEmpty && !draining else { return false }
     if logger.enabled(.trace) { logger.trace("\(bearer.name) > \(Hex.encode(bytes))") }
     do {
-      if try !bearer.sendNow(bytes) { try await bearer.send(bytes) }
+      return try bearer.sendNow(bytes)
     } catch {
       throw .disconnected
     }
+  }
+
+  /// Queues a PDU for `drain()`, starting it when it is not running.
+  private func queue(_ outgoing: consuming Outgoing) {
+    outbox.append(outgoing)
+    guard !draining else { return }
+    draining = true
+    Task { await drain() }
+  }
+
+  /// Sends what waits, in order, with the bearer's async `send`, until nothing does.
+  private func drain() async {
+    while let next = outbox.popFirst() {
+      if logger.enabled(.trace) { logger.trace("\(bearer.name) > \(Hex.encode(next.bytes))") }
+      do {
+        try await bearer.send(next.bytes)
+        if case .waiter(let waiter) = next.failure { waiter.take(.success(())) }
+      } catch {
+        failed(next.failure, next.bytes)
+      }
+    }
+    draining = false
+  }
+
+  /// Tells whoever hears of it that `bytes` could not be sent.
+  private func failed(_ failure: SendFailure, _ bytes: [UInt8]) {
+    switch failure {
+    case .log: logger.info("\(bearer.name): could not send \(ATTOpcode(rawValue: bytes.first ?? 0))")
+    case .transaction(let indication):
+      perform(step { machine, now in machine.sendFailed(indication: indication, now: now()) })
+    case .waiter(let waiter): waiter.take(.failure(.disconnected))
+    }
+  }
+
+  /// Sends checked bytes and returns once the bearer has taken them: at once when it can,
+  /// otherwise after what waits before them.
+  private func sendAwaiting(_ bytes: [UInt8]) async throws(ATTError) {
+    if try sendAtOnce(bytes) { return }
+    let sent = Answered<Result<Void, ATTError>>()
+    queue(Outgoing(bytes: bytes, failure: .waiter(sent)))
+    try await sent.value.get()
   }
 
   /// Sends a request, or queues it behind the one outstanding, and returns. `onAnswer` runs
@@ -286,21 +373,21 @@ public actor ATTConnection {
   /// are dispatched; or with the error when the request could not be sent, timed out, or
   /// the link closed. Lets an engine that lives on the receive loop keep its order without
   /// a task switch per request, and never wait for a turn only the receive loop can free.
-  public func request(_ pdu: ATTPDU, onAnswer: @escaping Answer) async {
-    await perform(step { machine, now in machine.request(pdu, waiter: onAnswer, now: now()) })
+  public func request(_ pdu: ATTPDU, onAnswer: @escaping Answer) {
+    perform(step { machine, now in machine.request(pdu, waiter: onAnswer, now: now()) })
   }
 
   /// Sends a request and returns the peer's answer. An Error Response throws
   /// `.errorResponse`; an answer of the wrong kind throws `.invalidResponse`.
   public func request(_ pdu: ATTPDU) async throws(ATTError) -> ATTPDU {
     let answer = Answered<Result<ATTPDU, ATTError>>()
-    await request(pdu) { answer.take($1) }
+    request(pdu) { answer.take($1) }
     return try await answer.value.get()
   }
 
   /// Sends a Handle Value Notification, the value cut to ATT_MTU - 3 bytes.
   public func notify(handle: UInt16, value: [UInt8]) async throws(ATTError) {
-    try await sendChecked(withMachine { $0.notification(handle: handle, value: value) }.get())
+    try await sendAwaiting(withMachine { $0.notification(handle: handle, value: value) }.get())
   }
 
   /// Sends a Handle Value Indication, or queues it behind the one unconfirmed, and returns
@@ -308,8 +395,8 @@ public actor ATTConnection {
   /// loop with the Handle Value Confirmation, or with the error when the indication could
   /// not be sent, timed out, or the link closed. A server handler, which runs on the receive
   /// loop that must carry the confirmation, indicates this way.
-  public func indicate(handle: UInt16, value: [UInt8], onConfirmation: @escaping Answer) async {
-    await perform(
+  public func indicate(handle: UInt16, value: [UInt8], onConfirmation: @escaping Answer) {
+    perform(
       step { machine, now in
         machine.indicate(handle: handle, value: value, waiter: onConfirmation, now: now())
       })
@@ -319,7 +406,7 @@ public actor ATTConnection {
   /// loop (a server handler, a value handler): the confirmation comes through it.
   public func indicate(handle: UInt16, value: [UInt8]) async throws(ATTError) {
     let answer = Answered<Result<ATTPDU, ATTError>>()
-    await indicate(handle: handle, value: value) { answer.take($1) }
+    indicate(handle: handle, value: value) { answer.take($1) }
     _ = try await answer.value.get()
   }
 
@@ -338,11 +425,11 @@ public actor ATTConnection {
   private func serve(_ pdu: ATTPDU) async {
     guard let server else {
       let refusal = ErrorResponse(requestOpcode: pdu.opcode, handle: 0, errorCode: .requestNotSupported)
-      await perform(withMachine { $0.answer(to: pdu.opcode, with: .errorResponse(refusal)) })
+      perform(withMachine { $0.answer(to: pdu.opcode, with: .errorResponse(refusal)) })
       return
     }
     let reply = await server.handle(pdu, on: self)
-    await perform(withMachine { $0.answer(to: pdu.opcode, with: reply.response) })
+    perform(withMachine { $0.answer(to: pdu.opcode, with: reply.response) })
     await reply.afterResponse?()
   }
 }

@@ -43,8 +43,10 @@ extension Phone {
       }
     }
     let count = state.withLock { state -> Int in
-      state.sessions[ObjectIdentifier(gatt)]?.commands += 1
-      return state.sessions[ObjectIdentifier(gatt)]?.commands ?? 0
+      state.withSession(ObjectIdentifier(gatt)) { session in
+        session.commands += 1
+        return session.commands
+      } ?? 0
     }
     let outcome: Result<[UInt8]?, ANCSRefusal>
     switch command {

@@ -124,6 +124,15 @@ public final class Phone: Sendable {
     /// When the current track ends, and the task that finishes it then (Phone+Media.swift).
     var trackEnd: Double?
     var trackTimer: Task<Void, Never>?
+
+    /// Changes the session of `key` in place (nil when there is none): one look-up, and the
+    /// session is neither copied nor moved. The dictionary's own optional subscript moves a
+    /// value this large out and back through a heap-allocated frame at every change, several
+    /// times per notification.
+    mutating func withSession<T>(_ key: ObjectIdentifier, _ body: (inout Session) -> T) -> T? {
+      guard let index = sessions.index(forKey: key) else { return nil }
+      return body(&sessions.values[index])
+    }
   }
 
   public let server: GATTServer
@@ -447,11 +456,11 @@ public final class Phone: Sendable {
   static func enqueue(_ notifications: [Outgoing], for keys: [ObjectIdentifier], in state: inout State) -> [Sender] {
     guard !notifications.isEmpty else { return [] }
     return keys.compactMap { key in
-      // In place: a copy of the session would copy its outbox.
-      guard let id = state.sessions[key]?.id, let sending = state.sessions[key]?.sending else { return nil }
-      for notification in notifications { state.sessions[key]?.outbox.append(notification) }
-      state.sessions[key]?.sending = true
-      return sending ? nil : Sender(key: key, id: id)
+      state.withSession(key) { session in
+        for notification in notifications { session.outbox.append(notification) }
+        defer { session.sending = true }
+        return session.sending ? nil : Sender(key: key, id: session.id)
+      } ?? nil
     }
   }
 
@@ -466,13 +475,15 @@ public final class Phone: Sendable {
     for sender in senders {
       let key = sender.key
       while let (next, gatt) = state.withLock({ state -> (Outgoing, GATTSession)? in
-        // A session that ended is gone, and another may have taken its key since.
-        guard state.sessions[key]?.id == sender.id else { return nil }
-        guard let next = state.sessions[key]?.outbox.popFirst(), let gatt = state.sessions[key]?.gatt else {
-          state.sessions[key]?.sending = false
-          return nil
-        }
-        return (next, gatt)
+        state.withSession(key) { session -> (Outgoing, GATTSession)? in
+          // A session that ended is gone, and another may have taken its key since.
+          guard session.id == sender.id else { return nil }
+          guard let next = session.outbox.popFirst() else {
+            session.sending = false
+            return nil
+          }
+          return (next, session.gatt)
+        } ?? nil
       }) {
         do { try await gatt.notify(next.handle, next.value) } catch {
           logger.info("notification on handle \(next.handle) not delivered: \(error)")
@@ -496,15 +507,15 @@ public final class Phone: Sendable {
   /// silent-source act on the N-th.
   func answered(_ gatt: GATTSession) async {
     let (drop, revoke, silence, id) = state.withLock { state -> (Bool, Bool, Bool, Int) in
-      guard var session = state.sessions[ObjectIdentifier(gatt)] else { return (false, false, false, 0) }
-      session.answers += 1
-      let silence = quirks.silentSourceAfter == session.answers
-      if silence { session.silent = true }
-      state.sessions[ObjectIdentifier(gatt)] = session
-      return (
-        quirks.dropSubscriptionsAfter == session.answers, quirks.revokeSharingAfter == session.answers, silence,
-        session.id
-      )
+      state.withSession(ObjectIdentifier(gatt)) { session in
+        session.answers += 1
+        let silence = quirks.silentSourceAfter == session.answers
+        if silence { session.silent = true }
+        return (
+          quirks.dropSubscriptionsAfter == session.answers, quirks.revokeSharingAfter == session.answers, silence,
+          session.id
+        )
+      } ?? (false, false, false, 0)
     }
     if silence {
       emit(.quirk("silent-source: watch \(id)'s Notification Source went silent; its CCCD still reads enabled"))

@@ -508,7 +508,7 @@ public final class WatchEngine: Sendable {
     -> GATTClient.ValueHandler
   {
     let loop = self.loop
-    return { [unowned self] _, event in await submit(.input(wrap(event.value), from: tag), in: loop) }
+    return { [unowned self] _, event in submit(.input(wrap(event.value), from: tag), from: loop) }
   }
 
   /// Begins `session` on the engine's loop, then subscribes: the session begins before the
@@ -675,10 +675,16 @@ public final class WatchEngine: Sendable {
   }
 
   @inline(__always)
-  private func submit(_ event: Event, in loop: isolated Loop) async {
+  private func submit(_ event: Event, in loop: isolated Loop) {
     let now = clock.now
     guard let decision = loop.withCore({ stepped($0.begin(event, now: now), $0) }) else { return }
-    await runLoop(from: decision, in: loop)
+    runLoop(from: decision, in: loop)
+  }
+
+  /// `submit` from a callback of one of the engine's connections or GATT clients: they run
+  /// on the loop's executor, so this is a plain call, not a hop.
+  private nonisolated func submit(_ event: Event, from loop: Loop) {
+    loop.assumeIsolated(passing: (self, event)) { loop, submitted in submitted.0.submit(submitted.1, in: loop) }
   }
 
   /// `submit` for synchronous code (the wearer's).
@@ -711,21 +717,21 @@ public final class WatchEngine: Sendable {
         loop.core.finished = true
       }
     }
-    if mustRun { await runLoop(from: nil, in: loop) }
+    if mustRun { runLoop(from: nil, in: loop) }
   }
 
   /// Performs `first`, then the events that came meanwhile, until none waits. Each decision
   /// (and the session it holds) is let go before the next is taken, and the last before
   /// the callers waiting for the loop to end hear of it.
   @inline(__always)
-  private func runLoop(from first: consuming Decision?, in loop: isolated Loop) async {
+  private func runLoop(from first: consuming Decision?, in loop: isolated Loop) {
     var next = consume first
     if case .none = next {
       let now = clock.now
       next = loop.withCore { stepped($0.next(now: now), $0) }
     }
     while var decision = next.take() {
-      await perform(&decision, in: loop)
+      perform(&decision, in: loop)
       let now = clock.now
       next = loop.withCore { stepped($0.next(now: now), $0) }
     }
@@ -752,16 +758,18 @@ public final class WatchEngine: Sendable {
 
   /// Runs an input the loop itself brings (it is the one running): at once, before the
   /// events waiting.
-  private func step(_ input: WatchMachine.Input, in loop: isolated Loop) async {
+  private func step(_ input: WatchMachine.Input, in loop: isolated Loop) {
     let now = clock.now
     var decision = loop.withCore { stepped($0.decide(.input(input, from: nil), now: now), $0)! }
-    await perform(&decision, in: loop)
+    perform(&decision, in: loop)
   }
 
   /// Performs the machine's actions on the link of the session they were decided for (if
-  /// one was up). Nothing here waits for the phone.
+  /// one was up). Nothing here waits for the phone, nor suspends: the session's client and
+  /// connection run on the loop's executor, so each is a plain call, and each answer comes
+  /// back to the loop as an event, after the decision being performed.
   @inline(__always)
-  private func perform(_ decision: inout Decision, in loop: isolated Loop) async {
+  private func perform(_ decision: inout Decision, in loop: isolated Loop) {
     if let deadline = decision.deadline { loop.timer.wake(for: deadline) }
     let (session, media) = (decision.session, decision.media)
     // Taken out, so the list is not shared and is reversed in place; popped from the end,
@@ -779,82 +787,88 @@ public final class WatchEngine: Sendable {
         (session?.connection ?? shared.withLock { $0.connection })?.close()
       case .write(let bytes):
         guard let session else {
-          await step(.writeFailed("not connected"), in: loop)
+          step(.writeFailed("not connected"), in: loop)
           continue
         }
         // Sent now or queued behind the request outstanding; the answer comes back as an
         // event, before the Data Source notifications that follow it.
-        await session.client.startWrite(session.controlPoint, bytes) { [unowned self, tag = session.tag] _, result in
+        let loop = loop as Loop
+        let written: GATTClient.Answer<Void> = { [unowned self, tag = session.tag] _, result in
           let answer: WatchMachine.Input
           switch result {
           case .success: answer = .written(nil)
           case .failure(let error): answer = error.errorCode.map { .written($0.rawValue) } ?? .writeFailed("\(error)")
           }
-          await submit(.input(answer, from: tag), in: loop)
+          submit(.input(answer, from: tag), from: loop)
+        }
+        session.client.assumeIsolated(passing: (session.controlPoint, bytes, written)) { client, write in
+          client.startWrite(write.0, write.1, onAnswer: write.2)
         }
       case .probe:
         guard let session else { continue }
         let probe = ATTPDU.readRequest(ReadRequest(handle: session.sourceCCCD))
-        await session.connection.request(probe) { [unowned self, tag = session.tag] _, result in
+        let loop = loop as Loop
+        let probed: ATTConnection.Answer = { [unowned self, tag = session.tag] _, result in
           // Only a value that says "not subscribed" is news; no answer proves nothing.
           var subscribed = true
           if case .success(.readResponse(let value)) = result { subscribed = (value.value.first ?? 0) & 1 == 1 }
-          await submit(.input(.probed(subscribed: subscribed), from: tag), in: loop)
+          submit(.input(.probed(subscribed: subscribed), from: tag), from: loop)
+        }
+        session.connection.assumeIsolated(passing: (probe, probed)) { connection, probe in
+          connection.request(probe.0, onAnswer: probe.1)
         }
       case .media(let request):
-        await perform(request, on: session, media: media, in: loop)
+        perform(request, on: session, media: media, in: loop)
       case .resubscribe:
         guard let session else { continue }
         // The new session begins where the subscriptions are written again: after what the
         // phone sent before (waiting now, it belongs to the old one), before what it sends
         // after.
-        await submit(.input(.sessionStarted(mtu: session.connection.mtu), from: session.tag))
+        submit(.input(.sessionStarted(mtu: session.connection.mtu), from: session.tag), in: loop)
         // The phone dropped every subscription: AMS's too, which then registers afresh.
-        for handle in session.cccds + (media?.cccds ?? []) {
-          await session.client.startWrite(handle, CCCDValue.notifications.bytes) { [self] _, result in
-            if case .failure(let error) = result { emit(.error("subscribing again failed: \(error)")) }
+        session.client.assumeIsolated { client in
+          for handle in session.cccds + (media?.cccds ?? []) {
+            client.startWrite(handle, CCCDValue.notifications.bytes) { [self] _, result in
+              if case .failure(let error) = result { emit(.error("subscribing again failed: \(error)")) }
+            }
           }
         }
-        if media != nil { await step(.media(.started(available: true)), in: loop) }
+        if media != nil { step(.media(.started(available: true)), in: loop) }
       }
     }
   }
 
   /// Sends an AMS request; its answer comes back to the loop as `.answered`.
-  private func perform(_ request: MediaRequest, on session: Session?, media: MediaHandles?, in loop: isolated Loop)
-    async
-  {
+  private func perform(_ request: MediaRequest, on session: Session?, media: MediaHandles?, in loop: isolated Loop) {
     guard let session, let media else {
-      await step(.media(.answered(request, .failure(MediaFailure(code: nil, reason: "not connected")))), in: loop)
+      step(.media(.answered(request, .failure(MediaFailure(code: nil, reason: "not connected")))), in: loop)
       return
     }
+    let loop = loop as Loop
     let answer: GATTClient.Answer<[UInt8]> = { [unowned self, tag = session.tag] _, result in
       let failure = result.mapError { MediaFailure(code: $0.errorCode?.rawValue, reason: "\($0)") }
-      await submit(.input(.media(.answered(request, failure)), from: tag), in: loop)
+      submit(.input(.media(.answered(request, failure)), from: tag), from: loop)
     }
-    let client = session.client
-    // With response; with a Write Command where the characteristic takes only that, answered
-    // once sent (the phone says nothing) and still ahead of any request sent after it.
-    let write = { (handle: UInt16, value: [UInt8], then: @escaping GATTClient.Answer<Void>) in
-      guard media.commandOnly.contains(handle) else { return await client.startWrite(handle, value, onAnswer: then) }
-      do throws(ATTError) {
-        try await client.writeWithoutResponse(handle, value)
-        await then(client, .success(()))
-      } catch {
-        await then(client, .failure(error))
+    session.client.assumeIsolated { client in
+      // With response; with a Write Command where the characteristic takes only that,
+      // answered once sent (the phone says nothing) and still ahead of any request sent
+      // after it.
+      let write = { (handle: UInt16, value: [UInt8], then: @escaping GATTClient.Answer<Void>) in
+        guard media.commandOnly.contains(handle) else { return client.startWrite(handle, value, onAnswer: then) }
+        then(client, client.writeWithoutResponseNow(handle, value))
       }
-    }
-    switch request {
-    case .register(let registration):
-      await write(media.entityUpdate, registration.encoded()) { await answer($0, $1.map { [] }) }
-    case .remote(let command):
-      await write(media.remoteCommand, RemoteCommand(command).encoded()) { await answer($0, $1.map { [] }) }
-    case .readWhole(let attribute):
-      // Select, then read: the loop has one such pair in flight at a time.
-      await write(media.entityAttribute, EntityAttributeSelection(attribute).encoded()) { client, result in
-        switch result {
-        case .success: await client.startRead(media.entityAttribute, onAnswer: answer)
-        case .failure(let error): await answer(client, .failure(error))
+      switch request {
+      case .register(let registration):
+        write(media.entityUpdate, registration.encoded()) { answer($0, $1.map { [] }) }
+      case .remote(let command):
+        write(media.remoteCommand, RemoteCommand(command).encoded()) { answer($0, $1.map { [] }) }
+      case .readWhole(let attribute):
+        // Select, then read: the loop has one such pair in flight at a time.
+        write(media.entityAttribute, EntityAttributeSelection(attribute).encoded()) { client, result in
+          switch result {
+          case .success: client.startRead(media.entityAttribute, onAnswer: answer)
+          case .failure(let error): answer(client, .failure(error))
+          }
         }
       }
     }
@@ -877,7 +891,7 @@ public final class WatchEngine: Sendable {
       next: { [clock] in loop.core.timerAsks(now: clock.now, earliest: earliest) },
       fire: { now in
         earliest = now + .milliseconds(10)
-        await submit(.input(.tick, from: nil), in: loop)
+        submit(.input(.tick, from: nil), in: loop)
       })
   }
 }

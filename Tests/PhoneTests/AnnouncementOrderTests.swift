@@ -138,9 +138,18 @@ private final class HeldBearer: ATTBearer {
     while held.held < 1 { await Task.yield() }
     await phone.post(SharingTests.note("2"))
     await phone.post(SharingTests.note("3"))
-    try await accessory.client.configure(cccd: SharingTests.sourceCCCD, [])
-    try await accessory.client.configure(cccd: SharingTests.sourceCCCD, .notifications)
+    // Unsubscribed and subscribed again. A link sends in order, so the phone's answers wait
+    // behind the held notification: the writes are awaited only after the release, once the
+    // phone has taken the unsubscribe in.
+    let rewritten = Task {
+      try await accessory.client.configure(cccd: SharingTests.sourceCCCD, [])
+      try await accessory.client.configure(cccd: SharingTests.sourceCCCD, .notifications)
+    }
+    while let event = await phoneEvents.next(isolation: nil) {
+      if case .sessionEnded = event { break }
+    }
     held.release()
+    try await rewritten.value
     _ = await first.value
 
     var iterator = events.makeAsyncIterator()

@@ -58,11 +58,11 @@ public actor GATTClient {
     let call: ValueHandler
   }
   /// Who takes a characteristic's notifications and indications: isolated to the client, so
-  /// it runs on the connection's executor, where the value arrives, with no hop.
-  public typealias ValueHandler = @Sendable (isolated GATTClient, ATTValueEvent) async -> Void
+  /// it runs on the connection's executor, where the value arrives, in a plain call.
+  public typealias ValueHandler = @Sendable (isolated GATTClient, ATTValueEvent) -> Void
   /// Who takes the answer of a read or write started without waiting: isolated to the
-  /// client, so it too runs where the answer arrives, with no hop.
-  public typealias Answer<Value> = @Sendable (isolated GATTClient, Result<Value, ATTError>) async -> Void
+  /// client, so it too runs where the answer arrives, in a plain call.
+  public typealias Answer<Value> = @Sendable (isolated GATTClient, Result<Value, ATTError>) -> Void
   private var byHandle: [UInt16: Handler] = [:]
   private var other: Handler?
 
@@ -72,11 +72,28 @@ public actor GATTClient {
   /// Takes over the connection's notification and indication handler.
   public init(connection: ATTConnection) async {
     self.connection = connection
-    await connection.setValueHandler { [self] _, event in await dispatch(event) }
+    // The client and its connection share one executor: from the connection's callback to
+    // the client is a plain call (`assumeIsolated(passing:)`), not a hop.
+    await connection.setValueHandler { [self] _, event in
+      assumeIsolated(passing: event) { client, event in client.dispatch(event) }
+    }
   }
 
-  private func dispatch(_ event: ATTValueEvent) async {
-    await (byHandle[event.handle] ?? other)?.call(self, event)
+  private func dispatch(_ event: ATTValueEvent) {
+    (byHandle[event.handle] ?? other)?.call(self, event)
+  }
+
+  /// Hands a result to `onAnswer` from a callback of the connection (see `init`).
+  private nonisolated func answer<Value>(_ onAnswer: @escaping Answer<Value>, _ result: Result<Value, ATTError>) {
+    assumeIsolated(passing: (onAnswer, result)) { client, answer in answer.0(client, answer.1) }
+  }
+
+  /// Sends `request` from the client's executor (the connection's), `onAnswer` taking its
+  /// answer there.
+  private func request(_ request: ATTPDU, onAnswer: @escaping ATTConnection.Answer) {
+    connection.assumeIsolated(passing: (request, onAnswer)) { connection, request in
+      connection.request(request.0, onAnswer: request.1)
+    }
   }
 
   /// Calls `handler` for every notification or indication of `valueHandle`; nil removes it.
@@ -228,13 +245,15 @@ public actor GATTClient {
   /// once, on the receive loop, with the whole value.
   public func startRead(
     _ handle: UInt16, onAnswer: @escaping Answer<[UInt8]>
-  ) async {
-    await connection.request(.readRequest(ReadRequest(handle: handle))) { [self] _, result in
+  ) {
+    request(.readRequest(ReadRequest(handle: handle))) { [self] _, result in
       switch result {
       case .success(.readResponse(let response)):
-        await continueRead(handle, response.value, last: response.value.count, onAnswer: onAnswer)
-      case .success: await onAnswer(self, .failure(.invalidResponse("expected Read Response")))
-      case .failure(let error): await onAnswer(self, .failure(error))
+        assumeIsolated(passing: (handle, response.value, onAnswer)) { client, read in
+          client.continueRead(read.0, read.1, last: read.1.count, onAnswer: read.2)
+        }
+      case .success: answer(onAnswer, .failure(.invalidResponse("expected Read Response")))
+      case .failure(let error): answer(onAnswer, .failure(error))
       }
     }
   }
@@ -243,19 +262,21 @@ public actor GATTClient {
   private func continueRead(
     _ handle: UInt16, _ value: [UInt8], last: Int,
     onAnswer: @escaping Answer<[UInt8]>
-  ) async {
+  ) {
     guard last == connection.mtu - 1 && value.count < Self.longestValue else {
-      return await onAnswer(self, .success(value))
+      return onAnswer(self, .success(value))
     }
     let request = ReadBlobRequest(handle: handle, offset: UInt16(value.count))
-    await connection.request(.readBlobRequest(request)) { [self] _, result in
+    self.request(.readBlobRequest(request)) { [self] _, result in
       switch result {
       case .success(.readBlobResponse(let blob)):
-        await continueRead(handle, value + blob.value, last: blob.value.count, onAnswer: onAnswer)
-      case .success: await onAnswer(self, .failure(.invalidResponse("expected Read Blob Response")))
+        assumeIsolated(passing: (handle, value + blob.value, blob.value.count, onAnswer)) { client, read in
+          client.continueRead(read.0, read.1, last: read.2, onAnswer: read.3)
+        }
+      case .success: answer(onAnswer, .failure(.invalidResponse("expected Read Blob Response")))
       case .failure(let error) where error.errorCode == .attributeNotLong || error.errorCode == .invalidOffset:
-        await onAnswer(self, .success(value))
-      case .failure(let error): await onAnswer(self, .failure(error))
+        answer(onAnswer, .success(value))
+      case .failure(let error): answer(onAnswer, .failure(error))
       }
     }
   }
@@ -295,15 +316,15 @@ public actor GATTClient {
   /// server has queued (Execute Write with flags 0x00).
   public func startWrite(
     _ handle: UInt16, _ value: [UInt8], onAnswer: @escaping Answer<Void>
-  ) async {
+  ) {
     if value.count > connection.mtu - 3 && value.count <= Self.longestValue {
-      return await startLongWrite(handle, value, from: 0, onAnswer: onAnswer)
+      return startLongWrite(handle, value, from: 0, onAnswer: onAnswer)
     }
-    await connection.request(.writeRequest(WriteRequest(handle: handle, value: value))) { [self] _, result in
+    request(.writeRequest(WriteRequest(handle: handle, value: value))) { [self] _, result in
       switch result {
-      case .success(.writeResponse): await onAnswer(self, .success(()))
-      case .success: await onAnswer(self, .failure(.invalidResponse("expected Write Response")))
-      case .failure(let error): await onAnswer(self, .failure(error))
+      case .success(.writeResponse): answer(onAnswer, .success(()))
+      case .success: answer(onAnswer, .failure(.invalidResponse("expected Write Response")))
+      case .failure(let error): answer(onAnswer, .failure(error))
       }
     }
   }
@@ -317,7 +338,7 @@ public actor GATTClient {
   private func startLongWrite(
     _ handle: UInt16, _ value: [UInt8], from offset: Int,
     onAnswer: @escaping Answer<Void>
-  ) async {
+  ) {
     let part = max(1, connection.mtu - 5)
     let prepared =
       offset < value.count
@@ -325,12 +346,12 @@ public actor GATTClient {
         handle: handle, offset: UInt16(offset), value: Array(value[offset..<min(value.count, offset + part)])) : nil
     let request: ATTPDU =
       prepared.map { .prepareWriteRequest($0) } ?? .executeWriteRequest(ExecuteWriteRequest(write: true))
-    await connection.request(request) { [self] _, result in
+    self.request(request) { [self] connection, result in
       guard let prepared else {
         switch result {
-        case .success(.executeWriteResponse): await onAnswer(self, .success(()))
-        case .success: await onAnswer(self, .failure(.invalidResponse("expected Execute Write Response")))
-        case .failure(let error): await onAnswer(self, .failure(error))
+        case .success(.executeWriteResponse): answer(onAnswer, .success(()))
+        case .success: answer(onAnswer, .failure(.invalidResponse("expected Execute Write Response")))
+        case .failure(let error): answer(onAnswer, .failure(error))
         }
         return
       }
@@ -338,7 +359,9 @@ public actor GATTClient {
       switch result {
       case .success(.prepareWriteResponse(let echo))
       where echo.handle == prepared.handle && echo.offset == prepared.offset && echo.value == prepared.value:
-        await startLongWrite(handle, value, from: offset + prepared.value.count, onAnswer: onAnswer)
+        assumeIsolated(passing: (handle, value, offset + prepared.value.count, onAnswer)) { client, next in
+          client.startLongWrite(next.0, next.1, from: next.2, onAnswer: next.3)
+        }
         return
       case .success(.prepareWriteResponse):
         failure = .invalidResponse("Prepare Write Response does not echo the part sent at offset \(offset)")
@@ -347,15 +370,24 @@ public actor GATTClient {
       }
       // Empties the server's queue of prepared writes; its answer is not waited for.
       if failure != .disconnected && failure != .timeout {
-        await connection.request(.executeWriteRequest(ExecuteWriteRequest(write: false))) { _, _ in }
+        connection.request(.executeWriteRequest(ExecuteWriteRequest(write: false))) { _, _ in }
       }
-      await onAnswer(self, .failure(failure))
+      answer(onAnswer, .failure(failure))
     }
   }
 
   /// Write without response.
   public func writeWithoutResponse(_ handle: UInt16, _ value: [UInt8]) async throws(ATTError) {
     try await connection.send(.writeCommand(WriteCommand(handle: handle, value: value)))
+  }
+
+  /// Write without response, from the connection's executor without waiting: the Write
+  /// Command is put on the bearer now, or queued behind what waits. Failure: what the
+  /// connection refuses now (a value too long, a link that is down).
+  public func writeWithoutResponseNow(_ handle: UInt16, _ value: [UInt8]) -> Result<Void, ATTError> {
+    connection.assumeIsolated(passing: WriteCommand(handle: handle, value: value)) { connection, command in
+      Result { () throws(ATTError) in try connection.sendNow(.writeCommand(command)) }
+    }
   }
 
   /// Writes a characteristic's CCCD: notifications, indications, or [] to unsubscribe.
