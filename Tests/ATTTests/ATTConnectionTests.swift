@@ -374,6 +374,19 @@ private final class GatedBearer: ATTBearer {
   var name: String { inner.name }
 }
 
+/// A memory link's end that sends only with an async call, and refuses every PDU there; it
+/// receives as the link does.
+private final class RefusingBearer: ATTBearer {
+  let inner: MemoryBearer
+  init(_ inner: MemoryBearer) { self.inner = inner }
+  func send(_ pdu: [UInt8]) async throws(BearerError) { throw .io("refused") }
+  func receive() async throws(BearerError) -> [UInt8]? { try await inner.receive() }
+  var securityLevel: SecurityLevel { inner.securityLevel }
+  func pair(_ level: SecurityLevel) async throws(BearerError) -> SecurityLevel { try await inner.pair(level) }
+  func close() { inner.close() }
+  var name: String { inner.name }
+}
+
 @Suite(.timeLimit(.minutes(1))) struct ATTSendOrderTests {
   /// A link carries PDUs in order: a request made while a notification's send is held (the
   /// link cannot take it yet) goes after that notification, not past it.
@@ -390,6 +403,23 @@ private final class GatedBearer: ATTBearer {
     try await notified.value
     #expect(try await peer.receive() == [0x1B, 0x07, 0x00, 0x01])
     #expect(try await peer.receive() == [0x0A, 0x03, 0x00])
+    connection.close()
+    await running.value
+  }
+
+  /// On a link that sends only with an async call, a PDU whose send fails is told as one the
+  /// link refused at once: the request fails with `disconnected` (not after its 30 s), a
+  /// notification's sender hears it, and the next request is not held up by the one before.
+  @Test func aQueuedSendThatFailsFailsItsRequest() async throws {
+    let (a, peer) = MemoryLink.pair()
+    let connection = ATTConnection(bearer: RefusingBearer(a))
+    let running = Task { await connection.run() }
+    await #expect(throws: ATTError.disconnected) { try await connection.request(readRequest) }
+    await #expect(throws: ATTError.disconnected) { try await connection.notify(handle: 7, value: [1]) }
+    await #expect(throws: ATTError.disconnected) { try await connection.request(readRequest) }
+    let reason = await connection.closedReason
+    #expect(reason == nil, "\(String(describing: reason))")
+    #expect(peer.queuedCount == 0)
     connection.close()
     await running.value
   }
