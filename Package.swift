@@ -11,7 +11,8 @@
 //   Links                             simulated links, framing, pairing, captures, air (-> ATT)
 //   GATT -> ATT -> Runtime, Wire      the protocol layers
 //   ANCS, AMS                         the services' PDUs, IDs and values (-> Wire)
-//   Runtime                           lock, inbox, event hub, FIFO, logger, thread starter, slots
+//   Runtime                           lock, inbox, event hub, FIFO, logger, thread starter, slots,
+//                                     calls between actors on one executor
 //   Wire                              bytes
 //   TestSupport (Tests/Shared)        helpers the test targets share (-> ANCS, Sockets, Runtime, Wire)
 import PackageDescription

@@ -284,7 +284,11 @@ public actor ATTConnection {
   /// now, or queued behind what waits. Throws what the machine refuses, or `.disconnected`
   /// when the bearer refused it now; a later failure is logged.
   public func sendNow(_ pdu: ATTPDU) throws(ATTError) {
-    let bytes = try withMachine { $0.encode(pdu) }.get()
+    try putNow(withMachine { $0.encode(pdu) }.get())
+  }
+
+  /// Puts checked bytes on the bearer now, or queues them; a later failure is logged.
+  private func putNow(_ bytes: [UInt8]) throws(ATTError) {
     if try !sendAtOnce(bytes) { queue(Outgoing(bytes: bytes, failure: .log)) }
   }
 
@@ -388,6 +392,13 @@ public actor ATTConnection {
   /// Sends a Handle Value Notification, the value cut to ATT_MTU - 3 bytes.
   public func notify(handle: UInt16, value: [UInt8]) async throws(ATTError) {
     try await sendAwaiting(withMachine { $0.notification(handle: handle, value: value) }.get())
+  }
+
+  /// Sends a Handle Value Notification as `notify` does, without waiting: put on the bearer
+  /// now, or queued behind what waits. Throws what the machine refuses, or `.disconnected`
+  /// when the bearer refused it now; a later failure is logged.
+  public func notifyNow(handle: UInt16, value: [UInt8]) throws(ATTError) {
+    try putNow(withMachine { $0.notification(handle: handle, value: value) }.get())
   }
 
   /// Sends a Handle Value Indication, or queues it behind the one unconfirmed, and returns

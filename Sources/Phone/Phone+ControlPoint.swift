@@ -91,13 +91,12 @@ extension Phone {
         })
       }
       return .accepted(then: { [self] in
-        for fragment in fragments {
-          do {
-            try await gatt.notify(handles.data, fragment)
-          } catch {
-            logger.info("session \(id): Data Source answer not delivered: \(error)")
-            return
-          }
+        do {
+          // All on the link's executor at once, in order.
+          try await gatt.notifyNow(handles.data, fragments)
+        } catch {
+          logger.info("session \(id): Data Source answer not delivered: \(error)")
+          return
         }
         emit(.answered(session: id, command: name))
         await answered(gatt)

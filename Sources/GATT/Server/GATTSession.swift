@@ -91,6 +91,22 @@ public actor GATTSession: ATTServerHandler {
     return true
   }
 
+  /// Sends notifications of `values`, in order, if this client enabled notifications for the
+  /// characteristic, without waiting for the link to take them: each is put on it now, or
+  /// queued behind what waits (`ATTConnection.notifyNow`). Returns whether they were sent;
+  /// throws when the link refused one now (those after it are not sent). One call for a
+  /// whole answer (the Data Source's fragments) rather than a hop to the connection each.
+  @discardableResult
+  public func notifyNow(_ valueHandle: UInt16, _ values: [[UInt8]]) throws(ATTError) -> Bool {
+    guard cccd(for: valueHandle).contains(.notifications) else { return false }
+    try connection.assumeIsolated(passing: (valueHandle, values)) { connection, notifications in
+      Result { () throws(ATTError) in
+        for value in notifications.1 { try connection.notifyNow(handle: notifications.0, value: value) }
+      }
+    }.get()
+    return true
+  }
+
   /// Sends an indication if this client enabled indications; awaits the confirmation.
   @discardableResult
   public func indicate(_ valueHandle: UInt16, _ value: [UInt8]) async throws(ATTError) -> Bool {
