@@ -14,7 +14,7 @@
 //   Runtime                           lock, inbox, event hub, FIFO, logger, thread starter, slots,
 //                                     calls between actors on one executor
 //   Wire                              bytes
-//   TestSupport (Tests/Shared)        helpers the test targets share (-> ANCS, Sockets, Runtime, Wire)
+//   TestSupport (Tests/Shared)        helpers the test targets share (-> ANCS, Links, Sockets, Runtime, Wire)
 import PackageDescription
 
 let package = Package(
@@ -73,7 +73,7 @@ let package = Package(
       ]),
     // Helpers more than one test target uses (vector files, time scale, tmux, threads for
     // blocking waits): a target of their own rather than copies.
-    .target(name: "TestSupport", dependencies: ["ANCS", "Runtime", "Sockets", "Wire"], path: "Tests/Shared"),
+    .target(name: "TestSupport", dependencies: ["ANCS", "Links", "Runtime", "Sockets", "Wire"], path: "Tests/Shared"),
     .testTarget(name: "WireTests", dependencies: ["Wire"]),
     .testTarget(name: "RuntimeTests", dependencies: ["Runtime"]),
     .testTarget(name: "ANCSTests", dependencies: ["TestSupport", "ANCS", "Wire"]),
@@ -83,7 +83,8 @@ let package = Package(
     .testTarget(name: "ATTTests", dependencies: ["TestSupport", "ATT", "Links", "Wire", "Runtime"]),
     .testTarget(
       name: "GATTTests", dependencies: ["TestSupport", "GATT", "ATT", "Links", "Wire", "Runtime", "Sockets"]),
-    .testTarget(name: "PhoneTests", dependencies: ["Phone", "ANCS", "ATT", "GATT", "Links", "Wire", "Runtime"]),
+    .testTarget(
+      name: "PhoneTests", dependencies: ["TestSupport", "Phone", "ANCS", "ATT", "GATT", "Links", "Wire", "Runtime"]),
     .testTarget(
       name: "WatchTests",
       dependencies: [

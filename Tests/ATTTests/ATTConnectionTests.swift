@@ -1,6 +1,6 @@
 import ATT
 import Links
-import Runtime
+import TestSupport
 import Testing
 import Wire
 
@@ -317,63 +317,6 @@ private struct IndicatingServer: ATTServerHandler {
   }
 }
 
-/// A memory link's end whose first PDU is held in an async send until `release()`, as a
-/// link under flow control holds what it cannot take yet; it sends nothing else now while
-/// holding.
-private final class GatedBearer: ATTBearer {
-  private struct State {
-    var holding = true
-    var held: CheckedContinuation<Void, Never>?
-    var first = true
-  }
-  let inner: MemoryBearer
-  private let state = Locked(State())
-
-  init(_ inner: MemoryBearer) { self.inner = inner }
-
-  /// A send is held now.
-  var isHolding: Bool { state.withLock { $0.held != nil } }
-
-  func release() {
-    let held = state.withLock { state in
-      state.holding = false
-      return state.held.take()
-    }
-    held?.resume()
-  }
-
-  func send(_ pdu: [UInt8]) async throws(BearerError) {
-    let hold = state.withLock { state in
-      defer { state.first = false }
-      return state.first && state.holding
-    }
-    if hold {
-      await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-        let now = state.withLock { state -> Bool in
-          if !state.holding { return true }
-          state.held = continuation
-          return false
-        }
-        if now { continuation.resume() }
-      }
-    }
-    try await inner.send(pdu)
-  }
-
-  /// The first PDU goes through `send`, where it is held.
-  func sendNow(_ pdu: [UInt8]) throws(BearerError) -> Bool {
-    if state.withLock({ $0.first && $0.holding }) { return false }
-    return try inner.sendNow(pdu)
-  }
-
-  func receive() async throws(BearerError) -> [UInt8]? { try await inner.receive() }
-  func receiveIfReady() -> [UInt8]? { inner.receiveIfReady() }
-  var securityLevel: SecurityLevel { inner.securityLevel }
-  func pair(_ level: SecurityLevel) async throws(BearerError) -> SecurityLevel { try await inner.pair(level) }
-  func close() { inner.close() }
-  var name: String { inner.name }
-}
-
 /// A memory link's end that sends only with an async call, and refuses every PDU there; it
 /// receives as the link does.
 private final class RefusingBearer: ATTBearer {
@@ -392,11 +335,12 @@ private final class RefusingBearer: ATTBearer {
   /// link cannot take it yet) goes after that notification, not past it.
   @Test func noPDUOvertakesOneWhoseSendIsHeld() async throws {
     let (a, peer) = MemoryLink.pair()
-    let gate = GatedBearer(a)
+    // Notifications are held.
+    let gate = HoldingBearer(a) { $0.first == 0x1B }
     let connection = ATTConnection(bearer: gate)
     let running = Task { await connection.run() }
     let notified = Task { try await connection.notify(handle: 7, value: [1]) }
-    while !gate.isHolding { await Task.yield() }
+    while gate.held < 1 { await Task.yield() }
     // Returns once the request is sent or queued.
     await connection.request(readRequest) { _, _ in }
     gate.release()

@@ -2,7 +2,7 @@ import ANCS
 import ATT
 import Links
 import Phone
-import Runtime
+import TestSupport
 import Testing
 
 /// The phone announces its changes in the order it made them, whoever makes them and from
@@ -58,61 +58,6 @@ import Testing
   }
 }
 
-/// The phone's end of a link whose Notification Source notifications wait while `hold` is
-/// on: the phone's outbox fills behind the one being sent.
-private final class HeldBearer: ATTBearer {
-  private struct State {
-    var holding = true
-    var waiting: [CheckedContinuation<Void, Never>] = []
-  }
-  let inner: MemoryBearer
-  private let state = Locked(State())
-
-  init(_ inner: MemoryBearer) { self.inner = inner }
-
-  /// Notification Source notifications waiting to be sent.
-  var held: Int { state.withLock { $0.waiting.count } }
-
-  func release() {
-    let waiting = state.withLock { state in
-      state.holding = false
-      defer { state.waiting = [] }
-      return state.waiting
-    }
-    for continuation in waiting { continuation.resume() }
-  }
-
-  private func isSource(_ pdu: [UInt8]) -> Bool {
-    pdu.count >= 3 && pdu[0] == 0x1B && UInt16(pdu[1]) | UInt16(pdu[2]) << 8 == SharingTests.sourceValue
-  }
-
-  func send(_ pdu: [UInt8]) async throws(BearerError) {
-    if isSource(pdu) {
-      await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-        let now = state.withLock { state -> Bool in
-          if !state.holding { return true }
-          state.waiting.append(continuation)
-          return false
-        }
-        if now { continuation.resume() }
-      }
-    }
-    try await inner.send(pdu)
-  }
-
-  func sendNow(_ pdu: [UInt8]) throws(BearerError) -> Bool {
-    if isSource(pdu), state.withLock({ $0.holding }) { return false }
-    return try inner.sendNow(pdu)
-  }
-
-  func receive() async throws(BearerError) -> [UInt8]? { try await inner.receive() }
-  func receiveIfReady() -> [UInt8]? { inner.receiveIfReady() }
-  var securityLevel: SecurityLevel { inner.securityLevel }
-  func pair(_ level: SecurityLevel) async throws(BearerError) -> SecurityLevel { try await inner.pair(level) }
-  func close() { inner.close() }
-  var name: String { inner.name }
-}
-
 @Suite(.timeLimit(.minutes(1))) struct SessionRestartTests {
   /// Events queued for a session that then unsubscribed are not sent when it subscribes again:
   /// the new session begins with its pre-existing report, which already has them.
@@ -120,7 +65,11 @@ private final class HeldBearer: ATTBearer {
     let phone = try SharingTests.phone(.allow)
     var phoneEvents = phone.events().makeAsyncIterator()
     let (central, peripheral) = MemoryLink.pair()
-    let held = HeldBearer(central)
+    // Notification Source notifications are held: the phone's outbox fills behind the one
+    // being sent.
+    let held = HoldingBearer(central) { pdu in
+      pdu.count >= 3 && pdu[0] == 0x1B && UInt16(pdu[1]) | UInt16(pdu[2]) << 8 == SharingTests.sourceValue
+    }
     let connection = ATTConnection(bearer: peripheral)
     let accessory = await Accessory(phone, central: held, peripheral: peripheral, connection: connection)
     let (events, sink) = AsyncStream<[UInt8]>.makeStream()
