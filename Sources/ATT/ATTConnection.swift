@@ -37,8 +37,9 @@ public enum ATTError: Error, Hashable, Sendable, CustomStringConvertible {
 public struct ATTServerReply: Sendable {
   /// The answer to send; nil for commands, which are never answered.
   public var response: ATTPDU?
-  /// Runs after the answer has been sent (for example Data Source notifications that must
-  /// follow the Control Point's Write Response).
+  /// Runs after the answer has been sent, or queued behind what waits on a link that sends
+  /// with an async call (for example Data Source notifications that must follow the Control
+  /// Point's Write Response: they go out after it either way).
   public var afterResponse: (@Sendable () async -> Void)?
 
   public init(_ response: ATTPDU?, afterResponse: (@Sendable () async -> Void)? = nil) {
@@ -323,12 +324,15 @@ public actor ATTConnection {
   /// must queue. Throws `.disconnected` when the bearer refused them.
   private func sendAtOnce(_ bytes: [UInt8]) throws(ATTError) -> Bool {
     guard outbox.isEmpty && !draining else { return false }
-    if logger.enabled(.trace) { logger.trace("\(bearer.name) > \(Hex.encode(bytes))") }
+    let sent: Bool
     do {
-      return try bearer.sendNow(bytes)
+      sent = try bearer.sendNow(bytes)
     } catch {
       throw .disconnected
     }
+    // Logged once, where it goes: here, or in `drain()`.
+    if sent && logger.enabled(.trace) { logger.trace("\(bearer.name) > \(Hex.encode(bytes))") }
+    return sent
   }
 
   /// Queues a PDU for `drain()`, starting it when it is not running.

@@ -92,7 +92,8 @@ extension Phone {
       }
       return .accepted(then: { [self] in
         do {
-          // All on the link's executor at once, in order.
+          // All on the link's executor at once, in order: put on the link, or queued for it
+          // on one that sends only with an async call (a later failure there is logged).
           try await gatt.notifyNow(handles.data, fragments)
         } catch {
           logger.info("session \(id): Data Source answer not delivered: \(error)")

@@ -7,7 +7,9 @@ extension Actor {
   /// closure is escaping from the start and takes what it needs as `argument`, so a closure
   /// that captures nothing is a plain function pointer, and the call allocates nothing.
   ///
-  /// Checked as `assumeIsolated` is: called off the actor's executor, it stops the program.
+  /// Checked with `preconditionIsolated()`: called off the actor's executor, it stops the
+  /// program, as `assumeIsolated` does, in every build this project makes (an `-Ounchecked`
+  /// build would skip the check).
   /// Inlinable, so that it is specialized where it is called: a generic call would box the
   /// argument and allocate again.
   @inlinable @inline(__always)

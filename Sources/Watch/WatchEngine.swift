@@ -134,9 +134,10 @@ public final class WatchEngine: Sendable {
   /// What the engine's loop keeps: the machine, the session its actions go to, and the
   /// events waiting their turn. There is no task of its own: a submitter that finds no event
   /// running runs its event itself, then every event submitted meanwhile, and only then
-  /// returns; one that finds an event running (its actions' sending suspended) leaves its
-  /// event to that one. So a PDU arriving while nothing else happens is run on the receive
-  /// loop that read it, with no task switch.
+  /// returns; one that finds an event running leaves its event to that one. Performing an
+  /// event never suspends, so only a call made while it runs, on the same stack (an answer
+  /// a send brings at once, a failure), finds one running. So a PDU arriving while nothing
+  /// else happens is run on the receive loop that read it, with no task switch.
   struct Core {
     var machine: WatchMachine
     var session: Session?
@@ -667,7 +668,8 @@ public final class WatchEngine: Sendable {
   // MARK: - The engine's loop
 
   /// Runs `event` after every event submitted before it: here and now (with whatever is
-  /// submitted while it runs) when none is running, otherwise on the task running them.
+  /// submitted while it runs) when none is running, otherwise by the call running them,
+  /// further up the same stack.
   /// Dropped after `stop()`. From the engine's connections this is no hop: they run on the
   /// loop's executor.
   private func submit(_ event: Event) async {
@@ -851,8 +853,9 @@ public final class WatchEngine: Sendable {
     }
     session.client.assumeIsolated { client in
       // With response; with a Write Command where the characteristic takes only that,
-      // answered once sent (the phone says nothing) and still ahead of any request sent
-      // after it.
+      // answered once put on the link or queued for it (the phone says nothing; a queued
+      // one that fails later is logged, and the link's end follows), and still ahead of any
+      // request sent after it.
       let write = { (handle: UInt16, value: [UInt8], then: @escaping GATTClient.Answer<Void>) in
         guard media.commandOnly.contains(handle) else { return client.startWrite(handle, value, onAnswer: then) }
         then(client, client.writeWithoutResponseNow(handle, value))

@@ -93,8 +93,9 @@ public actor GATTSession: ATTServerHandler {
 
   /// Sends notifications of `values`, in order, if this client enabled notifications for the
   /// characteristic, without waiting for the link to take them: each is put on it now, or
-  /// queued behind what waits (`ATTConnection.notifyNow`). Returns whether they were sent;
-  /// throws when the link refused one now (those after it are not sent). One call for a
+  /// queued behind what waits (`ATTConnection.notifyNow`). Returns whether they were sent
+  /// or queued (false: not subscribed); throws when the link refused one now (those after it
+  /// are not sent). A queued one that fails later is logged by the connection. One call for a
   /// whole answer (the Data Source's fragments) rather than a hop to the connection each.
   @discardableResult
   public func notifyNow(_ valueHandle: UInt16, _ values: [[UInt8]]) throws(ATTError) -> Bool {
