@@ -18,12 +18,18 @@ func fuzz(_ bytes: [UInt8]) {
   // asked; the one on the wire.
   var queued: [Bool: [Int]] = [false: [], true: []]
   var wire: [Bool: Int] = [:]
+  // By kind: the number of the start on the wire, and of every start so far.
+  var wireNumber: [Bool: Int] = [:]
+  var starts = 0
   var answered: Set<Int> = []
 
   func check(_ effects: ATTMachine<Int>.Effects, _ context: String) {
     for effect in effects {
       switch effect {
-      case .start(let bytes, let indication, let deadline):
+      case .start(let bytes, let indication, let deadline, let number):
+        starts += 1
+        require(number == starts, "\(context): start number \(number), the \(starts)th start")
+        wireNumber[indication] = number
         require(machine.closed == nil, "\(context): started \(Hex.encode(bytes)) after the end")
         require(wire[indication] == nil, "\(context): a second \(indication ? "indication" : "request") on the wire")
         require(bytes.count <= machine.mtu, "\(context): \(bytes.count) bytes over ATT_MTU \(machine.mtu)")
@@ -80,7 +86,13 @@ func fuzz(_ bytes: [UInt8]) {
     case 5:
       // Only a start the shell performed can fail.
       let indication = operation & 8 != 0
-      if wire[indication] != nil { check(machine.sendFailed(indication: indication, now: now), context) }
+      if let number = wireNumber[indication], wire[indication] != nil {
+        check(machine.sendFailed(indication: indication, number: number, now: now), context)
+      } else {
+        // A failure told late, for a start that has ended (or none): nothing happens.
+        let late = machine.sendFailed(indication: indication, number: Int(input.byte()) % (starts + 1), now: now)
+        require(late.isEmpty || wire[indication] != nil, "\(context): a late failure did something: \(Array(late))")
+      }
     case 6:
       check(machine.close(.disconnected), context)
     default:

@@ -218,7 +218,8 @@ public actor ATTConnection {
   private func perform(_ effect: Machine.Effect) -> ATTPDU? {
     switch effect {
     case .send(let bytes): put(bytes, .log)
-    case .start(let bytes, let indication, _): put(bytes, .transaction(indication: indication))
+    case .start(let bytes, let indication, _, let number):
+      put(bytes, .transaction(indication: indication, number: number))
     case .complete(let answer, let result): answer(self, result)
     case .serve(let pdu): return pdu
     case .deliver(let event): onValue?(self, event)
@@ -297,8 +298,8 @@ public actor ATTConnection {
   private enum SendFailure {
     /// Nobody: it is logged.
     case log
-    /// The machine: the request or indication it started fails.
-    case transaction(indication: Bool)
+    /// The machine: the request or indication it started (its `number`) fails.
+    case transaction(indication: Bool, number: Int)
     /// A caller that awaits the send (`send`, `notify`).
     case waiter(Answered<Result<Void, ATTError>>)
   }
@@ -361,8 +362,8 @@ public actor ATTConnection {
   private func failed(_ failure: SendFailure, _ bytes: [UInt8]) {
     switch failure {
     case .log: logger.info("\(bearer.name): could not send \(ATTOpcode(rawValue: bytes.first ?? 0))")
-    case .transaction(let indication):
-      perform(step { machine, now in machine.sendFailed(indication: indication, now: now()) })
+    case .transaction(let indication, let number):
+      perform(step { machine, now in machine.sendFailed(indication: indication, number: number, now: now()) })
     case .waiter(let waiter): waiter.take(.failure(.disconnected))
     }
   }

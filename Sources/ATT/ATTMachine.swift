@@ -26,8 +26,9 @@ public struct ATTMachine<Waiter> {
     /// Put these bytes on the bearer.
     case send([UInt8])
     /// Put the outstanding request (or indication) on the bearer; it times out at
-    /// `deadline`. A failed send is reported with `sendFailed`.
-    case start([UInt8], indication: Bool, deadline: Duration)
+    /// `deadline`. A failed send is reported with `sendFailed`, naming the transaction by
+    /// `number` (the machine's count of transactions started, from 1).
+    case start([UInt8], indication: Bool, deadline: Duration, number: Int)
     /// The transaction of `Waiter` ended: the peer's answer, or why there is none.
     case complete(Waiter, Result<ATTPDU, ATTError>)
     /// A request or command for this side's server. A request must be answered (`reply`)
@@ -100,6 +101,8 @@ public struct ATTMachine<Waiter> {
     var opcode: ATTOpcode
     var deadline: Duration
     var waiter: Waiter
+    /// Which start this was (`Effect.start`).
+    var number: Int
   }
 
   public let options: Options
@@ -109,6 +112,8 @@ public struct ATTMachine<Waiter> {
   public private(set) var mtuExchanged = false
   /// Nil while the bearer is up; otherwise why it ended.
   public private(set) var closed: ATTError?
+  /// Transactions started so far: the last one's number.
+  var started = 0
   var pendingRequest: Outstanding?
   var pendingIndication: Outstanding?
   var requestQueue = FIFO<Queued>()
@@ -192,14 +197,16 @@ public struct ATTMachine<Waiter> {
       return false
     }
     let deadline = now + options.transactionTimeout
-    let outstanding = Outstanding(opcode: operation.opcode, deadline: deadline, waiter: operation.waiter)
+    started += 1
+    let outstanding = Outstanding(
+      opcode: operation.opcode, deadline: deadline, waiter: operation.waiter, number: started)
     let indication = outstanding.opcode == .handleValueIndication
     if indication {
       pendingIndication = outstanding
     } else {
       pendingRequest = outstanding
     }
-    out.append(.start(bytes, indication: indication, deadline: deadline))
+    out.append(.start(bytes, indication: indication, deadline: deadline, number: started))
     return true
   }
 
@@ -211,9 +218,13 @@ public struct ATTMachine<Waiter> {
     }
   }
 
-  /// The send of the outstanding request (or indication) failed: the link is gone for it.
-  public mutating func sendFailed(indication: Bool, now: Duration) -> Effects {
+  /// The send of transaction `number` (its `.start`) failed: the link is gone for it. A
+  /// failure told late, once that transaction has ended (a stray answer, the end of the
+  /// link), changes nothing: it never fails the one outstanding now.
+  public mutating func sendFailed(indication: Bool, number: Int, now: Duration) -> Effects {
     var out = Effects()
+    let pending = indication ? pendingIndication : pendingRequest
+    guard pending?.number == number else { return out }
     let failed = indication ? pendingIndication.take() : pendingRequest.take()
     if let failed { out.append(.complete(failed.waiter, .failure(.disconnected))) }
     startNext(indication: indication, { now }, &out)

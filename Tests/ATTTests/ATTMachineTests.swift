@@ -12,7 +12,7 @@ import Testing
     case indicate(UInt16, [UInt8], Int)
     case received([UInt8])
     case timer
-    case sendFailed(indication: Bool)
+    case sendFailed(indication: Bool, number: Int)
     case close(ATTError)
   }
 
@@ -37,7 +37,8 @@ import Testing
         effects = machine.indicate(handle: handle, value: value, waiter: waiter, now: row.at)
       case .received(let bytes): effects = machine.received(bytes, now: { row.at })
       case .timer: effects = machine.timerFired(now: row.at)
-      case .sendFailed(let indication): effects = machine.sendFailed(indication: indication, now: row.at)
+      case .sendFailed(let indication, let number):
+        effects = machine.sendFailed(indication: indication, number: number, now: row.at)
       case .close(let reason): effects = machine.close(reason)
       }
       #expect(Array(effects) == row.effects, "row \(index): \(row.input)", sourceLocation: sourceLocation)
@@ -56,20 +57,20 @@ import Testing
     run([
       Row(
         at: .seconds(1), input: .request(Self.read, 1),
-        effects: [.start(Self.readBytes, indication: false, deadline: .seconds(31))]),
+        effects: [.start(Self.readBytes, indication: false, deadline: .seconds(31), number: 1)]),
       Row(at: .seconds(2), input: .request(Self.write, 2), effects: []),
       Row(at: .seconds(3), input: .request(Self.read, 3), effects: []),
       Row(
         at: .seconds(4), input: .received([0x0B, 0x2A]),
         effects: [
           .complete(1, .success(.readResponse(ReadResponse(value: [0x2A])))),
-          .start(Self.writeBytes, indication: false, deadline: .seconds(34)),
+          .start(Self.writeBytes, indication: false, deadline: .seconds(34), number: 2),
         ]),
       Row(
         at: .seconds(5), input: .received([0x13]),
         effects: [
           .complete(2, .success(.writeResponse(WriteResponse()))),
-          .start(Self.readBytes, indication: false, deadline: .seconds(35)),
+          .start(Self.readBytes, indication: false, deadline: .seconds(35), number: 3),
         ]),
     ])
   }
@@ -79,16 +80,16 @@ import Testing
     run([
       Row(
         at: .zero, input: .request(Self.read, 1),
-        effects: [.start(Self.readBytes, indication: false, deadline: .seconds(30))]),
+        effects: [.start(Self.readBytes, indication: false, deadline: .seconds(30), number: 1)]),
       Row(
         at: .zero, input: .indicate(0x0020, [7], 2),
-        effects: [.start([0x1D, 0x20, 0x00, 0x07], indication: true, deadline: .seconds(30))]),
+        effects: [.start([0x1D, 0x20, 0x00, 0x07], indication: true, deadline: .seconds(30), number: 2)]),
       Row(at: .zero, input: .indicate(0x0020, [8], 3), effects: []),
       Row(
         at: .seconds(1), input: .received([0x1E]),
         effects: [
           .complete(2, .success(.handleValueConfirmation(HandleValueConfirmation()))),
-          .start([0x1D, 0x20, 0x00, 0x08], indication: true, deadline: .seconds(31)),
+          .start([0x1D, 0x20, 0x00, 0x08], indication: true, deadline: .seconds(31), number: 3),
         ]),
       Row(
         at: .seconds(2), input: .received([0x0B]),
@@ -105,20 +106,20 @@ import Testing
       [
         Row(
           at: .zero, input: .request(Self.read, 1),
-          effects: [.start(Self.readBytes, indication: false, deadline: .seconds(30))]),
+          effects: [.start(Self.readBytes, indication: false, deadline: .seconds(30), number: 1)]),
         Row(at: .zero, input: .request(Self.read, 2), effects: []),
         Row(at: .zero, input: .request(Self.read, 3), effects: []),
         Row(
           at: .zero, input: .received([0x01, 0x0A, 0x03, 0x00, 0x0F]),
           effects: [
             .complete(1, .failure(.errorResponse(expected))),
-            .start(Self.readBytes, indication: false, deadline: .seconds(30)),
+            .start(Self.readBytes, indication: false, deadline: .seconds(30), number: 2),
           ]),
         Row(
           at: .zero, input: .received([0x13]),
           effects: [
             .complete(2, .failure(.invalidResponse("writeResponse(19) in answer to readRequest(10)"))),
-            .start(Self.readBytes, indication: false, deadline: .seconds(30)),
+            .start(Self.readBytes, indication: false, deadline: .seconds(30), number: 3),
           ]),
       ], on: &machine)
     // A malformed answer fails the request too.
@@ -143,11 +144,11 @@ import Testing
       [
         Row(
           at: .zero, input: .request(Self.read, 1),
-          effects: [.start(Self.readBytes, indication: false, deadline: .seconds(30))]),
+          effects: [.start(Self.readBytes, indication: false, deadline: .seconds(30), number: 1)]),
         Row(at: .seconds(1), input: .request(Self.write, 2), effects: []),
         Row(
           at: .seconds(5), input: .indicate(9, [1], 3),
-          effects: [.start([0x1D, 0x09, 0x00, 0x01], indication: true, deadline: .seconds(35))]),
+          effects: [.start([0x1D, 0x09, 0x00, 0x01], indication: true, deadline: .seconds(35), number: 2)]),
         Row(at: .seconds(29), input: .timer, effects: []),
         Row(
           at: .seconds(30), input: .timer,
@@ -180,11 +181,11 @@ import Testing
     run([
       Row(
         at: .zero, input: .request(Self.read, 1),
-        effects: [.start(Self.readBytes, indication: false, deadline: .seconds(30))]),
+        effects: [.start(Self.readBytes, indication: false, deadline: .seconds(30), number: 1)]),
       Row(at: .zero, input: .request(Self.read, 2), effects: []),
       Row(
         at: .zero, input: .indicate(1, [], 3),
-        effects: [.start([0x1D, 0x01, 0x00], indication: true, deadline: .seconds(30))]),
+        effects: [.start([0x1D, 0x01, 0x00], indication: true, deadline: .seconds(30), number: 2)]),
       Row(at: .zero, input: .indicate(1, [], 4), effects: []),
       Row(
         at: .zero, input: .close(.disconnected),
@@ -196,18 +197,32 @@ import Testing
     ])
   }
 
-  /// A request whose send failed fails alone; the next one goes.
+  /// A request whose send failed fails alone; the next one goes. A failure told once its
+  /// request has ended (here answered by a stray answer before its send failed) fails
+  /// nothing: not the request outstanding now.
   @Test func aFailedSendFailsItsRequestOnly() {
     run([
       Row(
         at: .zero, input: .request(Self.read, 1),
-        effects: [.start(Self.readBytes, indication: false, deadline: .seconds(30))]),
+        effects: [.start(Self.readBytes, indication: false, deadline: .seconds(30), number: 1)]),
       Row(at: .zero, input: .request(Self.write, 2), effects: []),
+      Row(at: .zero, input: .request(Self.read, 3), effects: []),
       Row(
-        at: .seconds(1), input: .sendFailed(indication: false),
+        at: .seconds(1), input: .sendFailed(indication: false, number: 1),
         effects: [
-          .complete(1, .failure(.disconnected)), .start(Self.writeBytes, indication: false, deadline: .seconds(31)),
+          .complete(1, .failure(.disconnected)),
+          .start(Self.writeBytes, indication: false, deadline: .seconds(31), number: 2),
         ]),
+      Row(
+        at: .seconds(2), input: .received([0x13]),
+        effects: [
+          .complete(2, .success(.writeResponse(WriteResponse()))),
+          .start(Self.readBytes, indication: false, deadline: .seconds(32), number: 3),
+        ]),
+      Row(at: .seconds(3), input: .sendFailed(indication: false, number: 2), effects: []),
+      Row(
+        at: .seconds(4), input: .sendFailed(indication: false, number: 3),
+        effects: [.complete(3, .failure(.disconnected))]),
     ])
   }
 
@@ -244,20 +259,20 @@ import Testing
       [
         Row(
           at: .zero, input: .request(.exchangeMTURequest(ExchangeMTURequest(clientRxMTU: 185)), 1),
-          effects: [.start([0x02, 0xB9, 0x00], indication: false, deadline: .seconds(30))]),
+          effects: [.start([0x02, 0xB9, 0x00], indication: false, deadline: .seconds(30), number: 1)]),
         Row(at: .zero, input: .request(long, 2), effects: []),
         Row(
           at: .seconds(1), input: .received([0x03, 0xF7, 0x00]),
           effects: [
             .complete(1, .success(.exchangeMTUResponse(ExchangeMTUResponse(serverRxMTU: 247)))),
-            .start(long.encoded(), indication: false, deadline: .seconds(31)),
+            .start(long.encoded(), indication: false, deadline: .seconds(31), number: 2),
           ]),
         Row(
           at: .seconds(2), input: .received([0x13]),
           effects: [.complete(2, .success(.writeResponse(WriteResponse())))]),
         Row(
           at: .seconds(3), input: .request(.unknown(opcode: 0x0E, parameters: [3, 0, 4, 0]), 3),
-          effects: [.start([0x0E, 3, 0, 4, 0], indication: false, deadline: .seconds(33))]),
+          effects: [.start([0x0E, 3, 0, 4, 0], indication: false, deadline: .seconds(33), number: 3)]),
         Row(
           at: .seconds(4), input: .received([0x0F, 0xAA]),
           effects: [.complete(3, .success(.unknown(opcode: 0x0F, parameters: [0xAA])))]),
