@@ -93,7 +93,9 @@ let package = Package(
     .testTarget(name: "CLITests", dependencies: ["TestSupport"]),
     .testTarget(
       name: "ConformanceTests",
-      dependencies: ["Conformance", "Phone", "Watch", "AMS", "ANCS", "ATT", "GATT", "Links", "Wire", "Runtime"]),
+      dependencies: [
+        "TestSupport", "Conformance", "Phone", "Watch", "AMS", "ANCS", "ATT", "GATT", "Links", "Wire", "Runtime",
+      ]),
     .testTarget(
       name: "LinksTests", dependencies: ["TestSupport", "Links", "ATT", "GATT", "Wire", "Runtime", "Sockets"]),
     .testTarget(

@@ -35,9 +35,11 @@ public final class CapturingBearer: ATTBearer {
   public var name: String { inner.name }
 
   /// Recorded before it goes out, so a reply the peer sends at once never appears in the
-  /// capture ahead of the request that caused it.
+  /// capture ahead of the request that caused it. Once the link has ended (its Disconnection
+  /// Complete is in the capture) nothing more is recorded on it: a PDU sent then never
+  /// reaches the peer.
   public func send(_ pdu: [UInt8]) async throws(BearerError) {
-    writer.record(pdu, direction: .sent, handle: handle)
+    record(pdu, .sent)
     try await inner.send(pdu)
   }
 
@@ -46,8 +48,15 @@ public final class CapturingBearer: ATTBearer {
       end(reason: 0x13)
       return nil
     }
-    writer.record(pdu, direction: .received, handle: handle)
+    record(pdu, .received)
     return pdu
+  }
+
+  /// Under the flag `end` sets, so no record follows the link's end.
+  private func record(_ pdu: [UInt8], _ direction: Btsnoop.Direction) {
+    ended.withLock { ended in
+      if !ended { writer.record(pdu, direction: direction, handle: handle) }
+    }
   }
 
   public var securityLevel: SecurityLevel { inner.securityLevel }

@@ -63,6 +63,10 @@ public struct FaceSettings: Hashable, Sendable {
   /// Colour when the terminal has it (NO_COLOR and --no-color turn it off).
   public var color = true
   public var alert: AlertStyle = .bell
+  /// How long a message (a new notification, a confirmation, an error) stays on the face.
+  public var messageTime: Duration = .seconds(3)
+  /// The range `message-seconds` takes.
+  public static let messageSeconds = 1...600
 
   public init() {}
 
@@ -76,7 +80,7 @@ public struct FaceSettings: Hashable, Sendable {
   }
 
   /// The keys a configuration file may set.
-  public static let configKeys = ["mute", "quiet-hours", "color", "alert"]
+  public static let configKeys = ["mute", "quiet-hours", "color", "alert", "message-seconds"]
 
   /// Reads a configuration file: `key = value` lines, `#` comments, blank lines.
   ///
@@ -84,6 +88,7 @@ public struct FaceSettings: Hashable, Sendable {
   ///     quiet-hours = 22:00-07:00  # do not disturb, in the phone's time
   ///     color = off                # on (default) or off
   ///     alert = flash              # bell (default), flash or off
+  ///     message-seconds = 5        # how long a message stays (1-600, default 3)
   public mutating func apply(config text: String, file: String) throws(SettingsError) {
     for (index, rawLine) in DisplayText.paragraphs(text).enumerated() {
       let line = rawLine.prefix { $0 != "#" }.trimmingSpaces
@@ -109,6 +114,13 @@ public struct FaceSettings: Hashable, Sendable {
             throw SettingsError("alert takes bell, flash or off, not '\(value)'")
           }
           alert = style
+        case "message-seconds":
+          guard let seconds = Int(value), Self.messageSeconds.contains(seconds) else {
+            throw SettingsError(
+              "message-seconds takes a whole number of seconds from \(Self.messageSeconds.lowerBound) to "
+                + "\(Self.messageSeconds.upperBound), not '\(value)'")
+          }
+          messageTime = .seconds(seconds)
         default:
           throw SettingsError("unknown setting '\(key)'; known: \(Self.configKeys.joined(separator: ", "))")
         }

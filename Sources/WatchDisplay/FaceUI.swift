@@ -90,9 +90,6 @@ public struct FaceUI: Hashable, Sendable {
   var linkSince: Duration = .zero
   public internal(set) var everConnected = false
 
-  /// How long a toast stays.
-  public static let toastTime: Duration = .seconds(3)
-
   public init(
     settings: FaceSettings = FaceSettings(), size: Size = Size(width: 80, height: 24), charset: Charset = .unicode
   ) {
@@ -369,7 +366,7 @@ public struct FaceUI: Hashable, Sendable {
   private mutating func say(
     _ text: String, short: String? = nil, category: CategoryID? = nil, kind: Toast.Kind = .info, now: Duration
   ) {
-    toast = Toast(text: text, category: category, kind: kind, until: now + Self.toastTime, short: short)
+    toast = Toast(text: text, category: category, kind: kind, until: now + settings.messageTime, short: short)
   }
 
   // MARK: - Watch events
@@ -438,7 +435,7 @@ public struct FaceUI: Hashable, Sendable {
       let text = [name, title].filter { !$0.isEmpty }.joined(separator: ": ")
       toast = Toast(
         text: text, category: notification.category, kind: important ? .important : .info,
-        until: now + Self.toastTime)
+        until: now + settings.messageTime)
     }
     let rings = (isCall || important) && !notification.flags.contains(.silent) && settings.alert != .off
     return rings ? [.alert(settings.alert)] : []

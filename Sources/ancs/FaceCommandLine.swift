@@ -24,7 +24,10 @@ enum FaceCommandLine {
       ("--quiet-hours TIMES", ["do not disturb, e.g. 22:00-07:00 (the phone's time)"]),
       (
         "--config FILE",
-        ["face settings, `key = value` lines: mute, quiet-hours,", "color (on/off), alert (bell/flash/off)"]
+        [
+          "face settings, `key = value` lines: mute, quiet-hours,", "color (on/off), alert (bell/flash/off),",
+          "message-seconds (how long a message stays, default 3)",
+        ]
       ),
       ("--no-color", ["monochrome (the NO_COLOR variable is honoured too)"]),
     ]

@@ -5,6 +5,7 @@ import Conformance
 import Foundation
 import Links
 import Runtime
+import TestSupport
 import Testing
 import Watch
 import Wire

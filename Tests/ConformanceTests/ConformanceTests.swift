@@ -5,6 +5,7 @@ import Foundation
 import Links
 import Phone
 import Runtime
+import TestSupport
 import Testing
 import Wire
 

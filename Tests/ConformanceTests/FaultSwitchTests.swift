@@ -1,6 +1,7 @@
 import Conformance
 import Foundation
 import Phone
+import TestSupport
 import Testing
 
 /// Every NP case can fail: the project's phone with one fault switch (Sources/Phone/Faults.swift)

@@ -1,5 +1,6 @@
 import Conformance
 import Foundation
+import TestSupport
 import Testing
 import Watch
 import Wire

@@ -7,6 +7,7 @@ import Links
 import Phone
 import Runtime
 import Synchronization
+import TestSupport
 import Testing
 import Wire
 

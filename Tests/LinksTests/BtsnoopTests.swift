@@ -170,6 +170,9 @@ struct BtsnoopTests {
     #expect(try await first.receive() == nil)
     second.close()  // this end ends the second
     bPeer.close()
+    // A PDU sent after its link's end never reaches the peer: it is not in the capture.
+    try? await first.send([0x1B, 0x03, 0x00])
+    try? await second.send([0x1B, 0x03, 0x00])
     writer.close()
     let records = try #require(readSnoop(try readFile(path))).records.map(\.packet)
     #expect(

@@ -11,7 +11,9 @@ package func quoted(_ text: String) -> String { "'" + text.replacingOccurrences(
 
 /// Polls `probe` every 50 ms for up to `seconds`; fails with `what` when time runs out.
 /// (The pause between polls is a poll interval, not a wait for an event.)
-package func waitFor<T>(_ what: String, seconds: Double = 20, _ probe: () async throws -> T?) async throws -> T {
+package func waitFor<T>(_ what: String, seconds: Double = 20 * testTimeScale, _ probe: () async throws -> T?)
+  async throws -> T
+{
   let deadline = Date().addingTimeInterval(seconds)
   while true {
     if let value = try await probe() { return value }

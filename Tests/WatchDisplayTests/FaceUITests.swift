@@ -195,7 +195,21 @@ import Wire
     #expect(ui.observe(.added(Fixture.dinner), state: state, now: now) == [.alert(.bell)])
     #expect(ui.toast?.kind == .important)
     // The toast goes after a while.
-    ui.sync(state, now: now + FaceUI.toastTime)
+    ui.sync(state, now: now + ui.settings.messageTime)
+    #expect(ui.toast == nil)
+  }
+
+  /// `message-seconds` in the face's settings: a message stays that long, not 3 s.
+  @Test func messagesStayAsLongAsTheSettingsSay() {
+    var settings = FaceSettings()
+    settings.messageTime = .seconds(10)
+    var state = Fixture.state([])
+    var ui = Fixture.ui(state, settings: settings)
+    state.notifications.append(Fixture.maya)
+    _ = ui.observe(.added(Fixture.maya), state: state, now: now)
+    ui.sync(state, now: now + .seconds(9))
+    #expect(ui.toast?.text == "Messages: Maya")
+    ui.sync(state, now: now + .seconds(10))
     #expect(ui.toast == nil)
   }
 

@@ -1,4 +1,5 @@
 import ANCS
+import Foundation
 import Testing
 
 @testable import WatchDisplay
@@ -33,21 +34,28 @@ import Testing
 
         color = off
         alert = flash
+        message-seconds = 10
         """, file: "watch.conf")
     #expect(settings.muted == [.social, .news, .email])
     #expect(settings.quietHours == QuietHours(start: 22 * 60, end: 7 * 60))
     #expect(!settings.color)
     #expect(settings.alert == .flash)
+    #expect(settings.messageTime == .seconds(10))
   }
 
   @Test(
     arguments: [
       ("mute = chat", "watch.conf: line 1: unknown category 'chat'; valid: other, incomingCall"),
-      ("\nvolume = 3", "watch.conf: line 2: unknown setting 'volume'; known: mute, quiet-hours, color, alert"),
+      (
+        "\nvolume = 3",
+        "watch.conf: line 2: unknown setting 'volume'; known: mute, quiet-hours, color, alert, message-seconds"
+      ),
       ("quiet-hours = late", "watch.conf: line 1: quiet hours take HH:MM-HH:MM"),
       ("color = purple", "watch.conf: line 1: color takes on or off, not 'purple'"),
       ("mute social", "watch.conf: line 1: expected key = value"),
       ("alert = siren", "watch.conf: line 1: alert takes bell, flash or off"),
+      ("message-seconds = 0", "watch.conf: line 1: message-seconds takes a whole number of seconds from 1 to 600"),
+      ("message-seconds = 2.5", "watch.conf: line 1: message-seconds takes a whole number of seconds from 1 to 600"),
     ] as [(String, String)])
   func badConfigFiles(_ text: String, _ message: String) {
     var settings = FaceSettings()
@@ -57,6 +65,18 @@ import Testing
     } catch {
       #expect(error.description.hasPrefix(message), "\(error)")
     }
+  }
+
+  /// The README's example configuration file is one the face reads.
+  @Test func theReadmeExampleIsAConfigFile() throws {
+    let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+      .deletingLastPathComponent()
+    let readme = try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
+    let blocks = readme.components(separatedBy: "```").enumerated().filter { $0.offset % 2 == 1 }.map(\.element)
+    let example = try #require(blocks.first { $0.contains("quiet-hours = ") })
+    var settings = FaceSettings()
+    try settings.apply(config: example, file: "README.md")
+    #expect(settings.quietHours != nil && !settings.muted.isEmpty && settings.messageTime != FaceSettings().messageTime)
   }
 
   @Test func categoriesByTheirANCSNames() throws {
