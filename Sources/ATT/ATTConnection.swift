@@ -51,9 +51,10 @@ public struct ATTServerReply: Sendable {
 /// The server side of a connection: the GATT server implements it.
 public protocol ATTServerHandler: Sendable {
   /// Handles a decoded request or command other than Exchange MTU (which the connection
-  /// answers itself). Requests must be answered; a handler never throws, it answers with an
-  /// Error Response instead.
-  func handle(_ pdu: ATTPDU, on connection: ATTConnection) async -> ATTServerReply
+  /// answers itself), on the connection's executor, at once: what must wait (for the link,
+  /// for another actor) goes in the reply's `afterResponse`. Requests must be answered; a
+  /// handler never throws, it answers with an Error Response instead.
+  func handle(_ pdu: ATTPDU, on connection: isolated ATTConnection) -> ATTServerReply
 }
 
 /// A value the peer's server pushed: Handle Value Notification or Indication.
@@ -76,8 +77,9 @@ public struct ATTValueEvent: Hashable, Sendable {
 ///
 /// - Client: `request` sends a request, or queues it behind the one outstanding, and hands
 ///   over its answer. Answers are taken on the receive loop in arrival order.
-/// - Server: requests from the peer go to the `ATTServerHandler`, one at a time, and are
-///   answered in order; Exchange MTU is answered by the machine.
+/// - Server: requests from the peer go to the `ATTServerHandler`, one at a time, in a plain
+///   call, and are answered in order; Exchange MTU is answered by the machine. A reply's
+///   `afterResponse` is awaited before the next PDU is taken.
 /// - Indications: at most one unconfirmed at a time, also queued.
 /// - A transaction past its 30 seconds fails everything and closes the bearer (Vol 3 Part F
 ///   3.3.3), measured on the injected clock.
@@ -202,16 +204,14 @@ public actor ATTConnection {
     }
   }
 
-  /// Performs the effects of a received PDU, in order: each synchronously, but a request or
-  /// command for the server, which is served (an async call) in its place.
-  private func performReceived(_ effects: Machine.Effects) async {
-    guard let first = effects.first else { return }
-    if let request = perform(first) { await serve(request) }
-    guard let second = effects.second else { return }
-    if let request = perform(second) { await serve(request) }
-    for effect in effects.rest {
-      if let request = perform(effect) { await serve(request) }
+  /// Performs the effects of a received PDU, in order, synchronously (a request or command
+  /// for the server is served in its place), until a reply has work to do after its answer:
+  /// that work is returned, to be awaited before the rest (`effects` then stands after it).
+  private func performReceived(_ effects: inout Machine.Effects.Iterator) -> (@Sendable () async -> Void)? {
+    while let effect = effects.next() {
+      if let request = perform(effect), let after = serve(request) { return after }
     }
+    return nil
   }
 
   /// Performs one effect; returns, instead of serving it, a PDU for the server.
@@ -247,7 +247,8 @@ public actor ATTConnection {
         if received == nil { received = try? await bearer.receive() }
         guard let bytes = received else { break }
         if logger.enabled(.trace) { logger.trace("\(bearer.name) < \(Hex.encode(bytes))") }
-        await performReceived(step { machine, now in machine.received(bytes, now: now) })
+        var effects = step { machine, now in machine.received(bytes, now: now) }.makeIterator()
+        while let after = performReceived(&effects) { await after() }
       }
       perform(step { machine, _ in machine.close(.disconnected) })
       // The handlers often hold this connection: let go of them, so neither keeps the other.
@@ -438,15 +439,16 @@ public actor ATTConnection {
 
   // MARK: - Serving
 
-  private func serve(_ pdu: ATTPDU) async {
+  /// Answers a request (or takes a command); returns what the reply does after its answer.
+  private func serve(_ pdu: ATTPDU) -> (@Sendable () async -> Void)? {
     guard let server else {
       let refusal = ErrorResponse(requestOpcode: pdu.opcode, handle: 0, errorCode: .requestNotSupported)
       perform(withMachine { $0.answer(to: pdu.opcode, with: .errorResponse(refusal)) })
-      return
+      return nil
     }
-    let reply = await server.handle(pdu, on: self)
+    let reply = server.handle(pdu, on: self)
     perform(withMachine { $0.answer(to: pdu.opcode, with: reply.response) })
-    await reply.afterResponse?()
+    return reply.afterResponse
   }
 }
 

@@ -345,7 +345,7 @@ public final class NCSession: Sendable {
   }
 
   static func ancsDefinition(
-    controlPoint: @escaping @Sendable ([UInt8]) async -> WriteOutcome,
+    controlPoint: @escaping @Sendable ([UInt8]) -> WriteOutcome,
     subscribed: @escaping @Sendable (ANCSSource, CCCDValue) -> Void
   ) -> ServiceDefinition {
     let source = CharacteristicDefinition(
@@ -353,7 +353,7 @@ public final class NCSession: Sendable {
       subscribed: { _, value in subscribed(.notificationSource, value) })
     let control = CharacteristicDefinition(
       uuid: BluetoothUUID(ANCSUUID.controlPoint)!, properties: .write, security: .encrypted,
-      write: { _, bytes in await controlPoint(bytes) })
+      write: { _, bytes in controlPoint(bytes) })
     let data = CharacteristicDefinition(
       uuid: BluetoothUUID(ANCSUUID.dataSource)!, properties: .notify, security: .encrypted,
       subscribed: { _, value in subscribed(.dataSource, value) })

@@ -52,8 +52,9 @@ public struct CharacteristicDefinition: Sendable {
   public var extendedProperties: UInt16?
   /// The value for reads; called on every read with the session that reads.
   public var read: (@Sendable (isolated GATTSession) -> [UInt8])?
-  /// Called on every write (request or command).
-  public var write: (@Sendable (isolated GATTSession, [UInt8]) async -> WriteOutcome)?
+  /// Called on every write (request or command), on the link's executor, to decide the
+  /// answer at once: what must wait for something else goes in the outcome's `then`.
+  public var write: (@Sendable (isolated GATTSession, [UInt8]) -> WriteOutcome)?
   /// Called after a client changes its CCCD for this characteristic, once the Write
   /// Response is out.
   public var subscribed: (@Sendable (isolated GATTSession, CCCDValue) async -> Void)?
@@ -62,7 +63,7 @@ public struct CharacteristicDefinition: Sendable {
     uuid: BluetoothUUID, properties: CharacteristicProperties, security: SecurityLevel = .unencrypted,
     refusal: ATTErrorCode? = nil, extendedProperties: UInt16? = nil,
     read: (@Sendable (isolated GATTSession) -> [UInt8])? = nil,
-    write: (@Sendable (isolated GATTSession, [UInt8]) async -> WriteOutcome)? = nil,
+    write: (@Sendable (isolated GATTSession, [UInt8]) -> WriteOutcome)? = nil,
     subscribed: (@Sendable (isolated GATTSession, CCCDValue) async -> Void)? = nil
   ) {
     self.uuid = uuid

@@ -7,7 +7,7 @@ extension Phone {
   /// Answers a Control Point write: an ATT error (0xA0-0xA3, or 0xFD without a Data Source
   /// subscription), or acceptance followed by the Data Source answer. Protocol/ANCS.md
   /// lists every rule.
-  func controlPoint(_ gatt: isolated GATTSession, _ bytes: [UInt8]) async -> WriteOutcome {
+  func controlPoint(_ gatt: isolated GATTSession, _ bytes: [UInt8]) -> WriteOutcome {
     let id = sessionID(gatt)
     // Sharing not allowed: "Write Not Permitted" whatever the command (PebbleOS#2093).
     guard mayShare(gatt) else {
@@ -38,7 +38,7 @@ extension Phone {
         default: break
         }
         emit(.refused(session: id, command: Hex.encode(bytes), code: code))
-        await echoAfterError(gatt, bytes)
+        echoAfterError(gatt, bytes)
         return .refused(ATTErrorCode(rawValue: code))
       }
     }
@@ -72,7 +72,7 @@ extension Phone {
     switch outcome {
     case .failure(let refusal):
       emit(.refused(session: id, command: name, code: refusal.code))
-      await echoAfterError(gatt, bytes)
+      echoAfterError(gatt, bytes)
       return .refused(ATTErrorCode(rawValue: refusal.code))
     case .success(nil):
       return .accepted(then: { [self] in await afterCommand(count) })
@@ -131,9 +131,9 @@ extension Phone {
   /// The refused command echoed on the Data Source before its Error Response, when the
   /// policy says so (never by the rules: "After an error the phone sends nothing on the
   /// Data Source for that command").
-  private func echoAfterError(_ gatt: GATTSession, _ bytes: [UInt8]) async {
+  private func echoAfterError(_ gatt: isolated GATTSession, _ bytes: [UInt8]) {
     guard controlPointPolicy.echoesRefusedCommand, let handles = ancsHandles else { return }
-    _ = try? await gatt.notify(handles.data, bytes)
+    _ = try? gatt.notifyNow(handles.data, [bytes])
   }
 
   /// The quirk service-changed: after the N-th command, unpublish and republish ANCS.

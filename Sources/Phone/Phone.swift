@@ -212,7 +212,7 @@ public final class Phone: Sendable {
       uuid: BluetoothUUID(policy.controlPointUUID)!, properties: policy.controlProperties,
       security: policy.controlSecurity,
       extendedProperties: settings.layout == .iPhone ? Self.reliableWrite : nil,
-      write: { [unowned self] session, bytes in await controlPoint(session, bytes) })
+      write: { [unowned self] session, bytes in controlPoint(session, bytes) })
     let data = CharacteristicDefinition(
       uuid: BluetoothUUID(ANCSUUID.dataSource)!, properties: policy.dataProperties, security: policy.dataSecurity)
     // An iPhone lists the Control Point first; the minimal layout keeps 1.0's order.

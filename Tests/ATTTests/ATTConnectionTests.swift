@@ -235,7 +235,7 @@ private func same(_ a: UnownedSerialExecutor, _ b: UnownedSerialExecutor) -> Boo
     await h.connection.setServer(
       IndicatingServer { connection in
         for value: UInt8 in [1, 2] {
-          await connection.indicate(handle: 7, value: [value]) { confirmations.continuation.yield($1) }
+          connection.indicate(handle: 7, value: [value]) { confirmations.continuation.yield($1) }
         }
       })
     try await h.peer.send([0x12, 0x03, 0x00, 0xAA])
@@ -309,10 +309,10 @@ private func same(_ a: UnownedSerialExecutor, _ b: UnownedSerialExecutor) -> Boo
 
 /// Answers every write, after running `then` on the receive loop.
 private struct IndicatingServer: ATTServerHandler {
-  let then: @Sendable (ATTConnection) async -> Void
+  let then: @Sendable (isolated ATTConnection) -> Void
 
-  func handle(_ pdu: ATTPDU, on connection: ATTConnection) async -> ATTServerReply {
-    await then(connection)
+  func handle(_ pdu: ATTPDU, on connection: isolated ATTConnection) -> ATTServerReply {
+    then(connection)
     return ATTServerReply(.writeResponse(WriteResponse()))
   }
 }

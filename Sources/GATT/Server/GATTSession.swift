@@ -181,11 +181,15 @@ public actor GATTSession: ATTServerHandler {
   /// Serves a request as the link's level now shows the database. What that level newly
   /// reaches is told with Service Changed after the answer: when the request is the one that
   /// subscribes to Service Changed, the subscription is in place by then.
-  public func handle(_ pdu: ATTPDU, on connection: ATTConnection) async -> ATTServerReply {
+  public func handle(_ pdu: ATTPDU, on connection: isolated ATTConnection) -> ATTServerReply {
+    assumeIsolated(passing: pdu) { session, pdu in session.handle(pdu) }
+  }
+
+  private func handle(_ pdu: ATTPDU) -> ATTServerReply {
     // One look at the database for both the view and the answer.
     let db = database
     let (hidden, revealed) = view(of: db)
-    var reply = await serve(pdu, db, hidden: hidden, on: connection)
+    var reply = serve(pdu, db, hidden: hidden)
     guard !revealed.isEmpty else { return reply }
     let after = reply.afterResponse
     reply.afterResponse = { [self] in
@@ -195,9 +199,7 @@ public actor GATTSession: ATTServerHandler {
     return reply
   }
 
-  private func serve(_ pdu: ATTPDU, _ db: GATTDatabase, hidden: Hidden, on connection: ATTConnection) async
-    -> ATTServerReply
-  {
+  private func serve(_ pdu: ATTPDU, _ db: GATTDatabase, hidden: Hidden) -> ATTServerReply {
     let opcode = pdu.opcode
     func fail(_ handle: UInt16, _ code: ATTErrorCode) -> ATTServerReply {
       ATTServerReply(.errorResponse(ErrorResponse(requestOpcode: opcode, handle: handle, errorCode: code)))
@@ -288,7 +290,7 @@ public actor GATTSession: ATTServerHandler {
 
     case .writeRequest(let request):
       if let code = Self.hiddenError(request.handle, hidden) { return fail(request.handle, code) }
-      switch await write(request.handle, request.value) {
+      switch write(request.handle, request.value) {
       case .refused(let code): return fail(request.handle, code)
       case .accepted(let then): return ATTServerReply(.writeResponse(WriteResponse()), afterResponse: then)
       }
@@ -297,7 +299,7 @@ public actor GATTSession: ATTServerHandler {
       // "If the server cannot write this attribute for any reason the command shall be
       // ignored" (Vol 3 Part F 3.4.5.3).
       if Self.hiddenError(command.handle, hidden) == nil,
-        case .accepted(let then) = await write(command.handle, command.value, command: true)
+        case .accepted(let then) = write(command.handle, command.value, command: true)
       {
         return ATTServerReply(nil, afterResponse: then)
       }
@@ -322,7 +324,7 @@ public actor GATTSession: ATTServerHandler {
       let queue = prepared
       prepared = []
       guard request.write else { return ATTServerReply(.executeWriteResponse(ExecuteWriteResponse())) }
-      return await execute(queue, fail)
+      return execute(queue, fail)
 
     default:
       return opcode.needsResponse ? fail(0, .requestNotSupported) : ATTServerReply(nil)
@@ -333,9 +335,7 @@ public actor GATTSession: ATTServerHandler {
   /// offset past the value so far is Invalid Offset, a value over 512 bytes Invalid Attribute
   /// Value Length, and then nothing is written), then each value is written once, as one
   /// Write Request would write it.
-  private func execute(_ queue: [PreparedWrite], _ fail: (UInt16, ATTErrorCode) -> ATTServerReply) async
-    -> ATTServerReply
-  {
+  private func execute(_ queue: [PreparedWrite], _ fail: (UInt16, ATTErrorCode) -> ATTServerReply) -> ATTServerReply {
     var values: [(handle: UInt16, value: [UInt8])] = []
     for part in queue {
       let index = values.firstIndex { $0.handle == part.handle } ?? values.endIndex
@@ -349,7 +349,7 @@ public actor GATTSession: ATTServerHandler {
     }
     var thens: [@Sendable () async -> Void] = []
     for (handle, value) in values {
-      switch await write(handle, value) {
+      switch write(handle, value) {
       case .refused(let code): return fail(handle, code)
       case .accepted(let then): if let then { thens.append(then) }
       }
@@ -404,7 +404,7 @@ public actor GATTSession: ATTServerHandler {
     }
   }
 
-  private func write(_ handle: UInt16, _ value: [UInt8], command: Bool = false) async -> WriteOutcome {
+  private func write(_ handle: UInt16, _ value: [UInt8], command: Bool = false) -> WriteOutcome {
     let db = database
     let attribute = db.index(of: handle).map { db.attributes[$0] }
     guard let attribute else { return .refused(.invalidHandle) }
@@ -417,7 +417,7 @@ public actor GATTSession: ATTServerHandler {
         return .refused(.writeNotPermitted)
       }
       if let error = securityError(characteristic) { return .refused(error) }
-      return await write(self, value)
+      return write(self, value)
     case .cccd(let valueHandle, let characteristic):
       if let error = securityError(characteristic) { return .refused(error) }
       guard value.count == 2 else { return .refused(.invalidAttributeValueLength) }
