@@ -36,8 +36,9 @@ public final class CapturingBearer: ATTBearer {
 
   /// Recorded before it goes out, so a reply the peer sends at once never appears in the
   /// capture ahead of the request that caused it. Once the link has ended (its Disconnection
-  /// Complete is in the capture) nothing more is recorded on it: a PDU sent then never
-  /// reaches the peer.
+  /// Complete is in the capture) nothing more is recorded on it, as a capture shows no packet
+  /// on a link after its end: a PDU sent then never reaches the peer, and one this end still
+  /// takes from the link's buffer after closing it is left out.
   public func send(_ pdu: [UInt8]) async throws(BearerError) {
     record(pdu, .sent)
     try await inner.send(pdu)

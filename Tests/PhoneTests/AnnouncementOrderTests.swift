@@ -2,8 +2,10 @@ import ANCS
 import ATT
 import Links
 import Phone
+import Runtime
 import TestSupport
 import Testing
+import Wire
 
 /// The phone announces its changes in the order it made them, whoever makes them and from
 /// whichever task: while notifications are only posted, the CategoryCount and the UIDs an
@@ -112,5 +114,35 @@ import Testing
     #expect(told.dropFirst().allSatisfy { $0.eventFlags.contains(.preExisting) })
     #expect(told.dropFirst().map(\.notificationUID).sorted() == told.dropFirst().map(\.notificationUID))
     await accessory.close()
+  }
+}
+
+/// The fault data-after-error echoes a refused command on the Data Source before its Error
+/// Response (the rules send nothing there after an error): the accessory sees the echo first.
+@Suite(.timeLimit(.minutes(1))) struct RefusalEchoTests {
+  @Test func theEchoGoesOutBeforeTheErrorResponse() async throws {
+    let phone = try Phone(faults: .dataAfterError, settings: PhoneSettings(sharing: .allow))
+    phone.register(app: "com.example.chat", name: "Chat")
+    let watch = try await SharingTests.Subscribed(phone)
+    let seen = Locked<[String]>([])
+    let (answered, done) = AsyncStream<Void>.makeStream()
+    // Both are called on the accessory's connection, in the order the PDUs arrive.
+    await watch.accessory.client.onValue(SharingTests.dataCCCD - 1) { _, event in
+      seen.withLock { $0.append("Data Source \(Hex.encode(event.value))") }
+    }
+    await watch.accessory.connection.request(
+      .writeRequest(WriteRequest(handle: SharingTests.controlPoint, value: SharingTests.fetch77))
+    ) { _, result in
+      let answer: String
+      switch result {
+      case .success(let pdu): answer = "answer \(pdu.opcode)"
+      case .failure(let error): answer = "refused with \(error.errorCode?.rawValue ?? 0)"
+      }
+      seen.withLock { $0.append(answer) }
+      done.yield()
+    }
+    for await _ in answered { break }
+    #expect(seen.withLock { $0 } == ["Data Source \(Hex.encode(SharingTests.fetch77))", "refused with 162"])
+    await watch.accessory.close()
   }
 }

@@ -55,6 +55,7 @@ import Testing
       ("mute social", "watch.conf: line 1: expected key = value"),
       ("alert = siren", "watch.conf: line 1: alert takes bell, flash or off"),
       ("message-seconds = 0", "watch.conf: line 1: message-seconds takes a whole number of seconds from 1 to 600"),
+      ("message-seconds = 601", "watch.conf: line 1: message-seconds takes a whole number of seconds from 1 to 600"),
       ("message-seconds = 2.5", "watch.conf: line 1: message-seconds takes a whole number of seconds from 1 to 600"),
     ] as [(String, String)])
   func badConfigFiles(_ text: String, _ message: String) {

@@ -73,7 +73,7 @@ struct TmuxEndToEndTests {
       .path
     defer { try? FileManager.default.removeItem(atPath: log) }
     let command =
-      "\(quoted(ancsBinary)) demo --duration 120 --scenario \(quoted(scenario.path)) --phone-log \(quoted(log)); echo ancs-exit-$?"
+      "\(quoted(ancsBinary)) demo --duration 600 --scenario \(quoted(scenario.path)) --phone-log \(quoted(log)); echo ancs-exit-$?"
     try await tmux.start(command, width: 80, height: 24)
     _ = try await tmux.waitForScreen("the notification") { $0.contains("Lunch with Ada 🍜") }
     try await tmux.keys("p")
@@ -100,7 +100,7 @@ struct TmuxEndToEndTests {
   @Test func interruptRestoresTheTerminal() async throws {
     let tmux = try Tmux()
     defer { tmux.kill() }
-    try await tmux.start("\(quoted(ancsBinary)) demo --duration 120; echo ancs-exit-$?", width: 80, height: 24)
+    try await tmux.start("\(quoted(ancsBinary)) demo --duration 600; echo ancs-exit-$?", width: 80, height: 24)
     _ = try await tmux.waitForScreen("the face") { $0.contains("╭") }
     try await tmux.keys("C-c")
     let exited = try await tmux.waitForScreen("the end after Ctrl-C") { $0.contains("ancs-exit-") }

@@ -149,8 +149,8 @@ public final class GATTServer: Sendable {
 
   /// Sends a Service Changed indication (affected start and end handles) to every session
   /// subscribed to it, or queues it behind the session's unconfirmed one, and returns without
-  /// waiting for the confirmations: a server handler, on the receive loop that carries them,
-  /// may call it (and `publish`, `unpublish`).
+  /// waiting for the confirmations: a reply's `afterResponse` (or a write's `then`), on the
+  /// receive loop that carries them, may await it (and `publish`, `unpublish`).
   public func indicateServiceChanged(_ range: HandleRange) async {
     for session in sessions { await session.indicateServiceChanged(range) }
   }

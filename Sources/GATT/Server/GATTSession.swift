@@ -144,7 +144,8 @@ public actor GATTSession: ATTServerHandler {
 
   /// Sends this client a Service Changed indication over `range` if it subscribed to it, or
   /// queues it behind the one unconfirmed; returns without waiting for the confirmation, so
-  /// a server handler may call it. A failure is logged.
+  /// a reply's `afterResponse` (or a write's `then`), on the receive loop that carries the
+  /// confirmation, may await it. A failure is logged.
   func indicateServiceChanged(_ range: HandleRange) async {
     // A session not subscribed does not take the database in here (it does when it next
     // serves, and the server keeps the removal until then); a subscribed one does, in case
