@@ -223,8 +223,7 @@ public struct ATTMachine<Waiter> {
   /// link), changes nothing: it never fails the one outstanding now.
   public mutating func sendFailed(indication: Bool, number: Int, now: Duration) -> Effects {
     var out = Effects()
-    let pending = indication ? pendingIndication : pendingRequest
-    guard pending?.number == number else { return out }
+    guard (indication ? pendingIndication?.number : pendingRequest?.number) == number else { return out }
     let failed = indication ? pendingIndication.take() : pendingRequest.take()
     if let failed { out.append(.complete(failed.waiter, .failure(.disconnected))) }
     startNext(indication: indication, { now }, &out)
