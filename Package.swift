@@ -75,7 +75,7 @@ let package = Package(
     // blocking waits): a target of their own rather than copies.
     .target(name: "TestSupport", dependencies: ["ANCS", "Links", "Runtime", "Sockets", "Wire"], path: "Tests/Shared"),
     .testTarget(name: "WireTests", dependencies: ["Wire"]),
-    .testTarget(name: "RuntimeTests", dependencies: ["Runtime"]),
+    .testTarget(name: "RuntimeTests", dependencies: ["TestSupport", "Runtime"]),
     .testTarget(name: "ANCSTests", dependencies: ["TestSupport", "ANCS", "Wire"]),
     .testTarget(name: "AMSTests", dependencies: ["TestSupport", "AMS", "Wire"]),
     .testTarget(

@@ -31,7 +31,7 @@ private func same(_ a: UnownedSerialExecutor, _ b: UnownedSerialExecutor) -> Boo
   unsafeBitCast(a, to: (UInt, UInt).self) == unsafeBitCast(b, to: (UInt, UInt).self)
 }
 
-@Suite(.timeLimit(.minutes(2))) struct ATTConnectionTests {
+@Suite(.timeLimit(scaledMinutes(2))) struct ATTConnectionTests {
   /// An engine that owns its connections keeps them on its own executor; a connection
   /// without an owner has one of its own, shared with no other.
   @Test func aConnectionRunsOnItsOwnersExecutorWhenItHasOne() async {
@@ -330,7 +330,7 @@ private final class RefusingBearer: ATTBearer {
   var name: String { inner.name }
 }
 
-@Suite(.timeLimit(.minutes(1))) struct ATTSendOrderTests {
+@Suite(.timeLimit(scaledMinutes(1))) struct ATTSendOrderTests {
   /// A link carries PDUs in order: a request made while a notification's send is held (the
   /// link cannot take it yet) goes after that notification, not past it.
   @Test func noPDUOvertakesOneWhoseSendIsHeld() async throws {

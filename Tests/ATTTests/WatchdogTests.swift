@@ -1,5 +1,6 @@
 import ATT
 import Runtime
+import TestSupport
 import Testing
 
 /// What the tests of the two timers drive: an owner that sets deadlines, hears them fire,
@@ -140,7 +141,7 @@ private func endsParked(_ owner: some DeadlineOwner) async {
   await owner.end(running)
 }
 
-@Suite("Watchdog: one timer for an owner's deadlines", .timeLimit(.minutes(2)))
+@Suite("Watchdog: one timer for an owner's deadlines", .timeLimit(scaledMinutes(2)))
 struct WatchdogTests {
   @Test("an earlier deadline cuts a later sleep short; each fires at its time; none parks; cancelling ends it")
   func earlierDeadlineCutsTheSleep() async {
@@ -160,7 +161,7 @@ struct WatchdogTests {
   }
 }
 
-@Suite("OwnedTimer: the watchdog of an actor, with no lock", .timeLimit(.minutes(2)))
+@Suite("OwnedTimer: the watchdog of an actor, with no lock", .timeLimit(scaledMinutes(2)))
 struct OwnedTimerTests {
   @Test("an earlier deadline cuts a later sleep short; each fires at its time; none parks; stop ends it")
   func earlierDeadlineCutsTheSleep() async {

@@ -2,7 +2,7 @@ import Foundation
 import TestSupport
 import Testing
 
-@Suite(.enabled(if: ancsBuilt, "the ancs binary is not built (run swift build first)"), .timeLimit(.minutes(1)))
+@Suite(.enabled(if: ancsBuilt, "the ancs binary is not built (run swift build first)"), .timeLimit(scaledMinutes(1)))
 struct CLITests {
   @Test func helpAndVersion() async throws {
     let (status, out, _) = try await runAncs(["--help"])
@@ -392,7 +392,7 @@ struct CLITests {
 
 /// Issue #18 (1): `ancs inspect` tells the story of a session the phone captured: ANCS and
 /// AMS found by discovery, the notification added and fetched, the remote command.
-@Suite(.enabled(if: ancsBuilt, "the ancs binary is not built (run swift build first)"), .timeLimit(.minutes(2)))
+@Suite(.enabled(if: ancsBuilt, "the ancs binary is not built (run swift build first)"), .timeLimit(scaledMinutes(2)))
 struct InspectCommandTests {
   @Test func inspectTellsACapturedSession() async throws {
     let (phone, path, capture) = try await capturingPhone("inspect")

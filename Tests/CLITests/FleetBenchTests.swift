@@ -9,7 +9,7 @@ import Testing
 /// /proc: the last descriptor of a link closes on its reader thread, with no event to
 /// await), and exits 1 otherwise. No timing is checked here; the figures live in
 /// BENCHMARKS.md.
-@Suite(.enabled(if: ancsBuilt, "the ancs binary is not built (run swift build first)"), .timeLimit(.minutes(5)))
+@Suite(.enabled(if: ancsBuilt, "the ancs binary is not built (run swift build first)"), .timeLimit(scaledMinutes(5)))
 struct FleetBenchTests {
   @Test func fiftyWatchesEndWithThePhonesSet() async throws {
     let (status, out, err) = try await runAncs(["bench", "--fleet", "50", "--notifications", "500"])

@@ -7,7 +7,7 @@ import Testing
 /// screen with an overall bound.
 @Suite(
   .enabled(if: tmuxPath != nil, "tmux is not installed (make deps installs it)"),
-  .enabled(if: ancsBuilt, "the ancs binary is not built (run swift build first)"), .timeLimit(.minutes(1)))
+  .enabled(if: ancsBuilt, "the ancs binary is not built (run swift build first)"), .timeLimit(scaledMinutes(1)))
 struct PhoneConsoleTerminalTests {
   /// The last lines with anything on them, oldest first.
   static func lastLines(_ count: Int, of screen: String) -> [String] {
@@ -172,7 +172,7 @@ func temporaryHome() throws -> String {
 }
 
 /// Piped input is read as it always was: no prompt, no escape sequences, no history.
-@Suite(.enabled(if: ancsBuilt, "the ancs binary is not built (run swift build first)"), .timeLimit(.minutes(1)))
+@Suite(.enabled(if: ancsBuilt, "the ancs binary is not built (run swift build first)"), .timeLimit(scaledMinutes(1)))
 struct PhoneConsolePipeTests {
   @Test func pipedCommandsAreReadPlain() async throws {
     let home = try temporaryHome()

@@ -7,7 +7,7 @@ import TestSupport
 import Testing
 import Wire
 
-@Suite(.timeLimit(.minutes(2))) struct ClientServerTests {
+@Suite(.timeLimit(scaledMinutes(2))) struct ClientServerTests {
   @Test func discoveryFindsTheFixtureLayout() async throws {
     let pair = await ClientServerPair(server: try makeFixtureServer())
     let client = pair.client
@@ -286,7 +286,7 @@ enum LinkKind: String, CaseIterable, Sendable {
   }
 }
 
-@Suite(.timeLimit(.minutes(2))) struct ClientServerOverLinksTests {
+@Suite(.timeLimit(scaledMinutes(2))) struct ClientServerOverLinksTests {
   /// Discovery, pairing, a long read, a write and 200 notifications in order over each link.
   @Test(arguments: LinkKind.allCases)
   func fullExchange(_ kind: LinkKind) async throws {

@@ -2,12 +2,13 @@ import ATT
 import GATT
 import Links
 import Runtime
+import TestSupport
 import Testing
 import Wire
 
 /// `startWrite` of a value longer than ATT_MTU - 3: the test plays the server on the other
 /// end of a memory link at ATT_MTU 23 and answers each PDU the client sends.
-@Suite(.timeLimit(.minutes(1))) struct LongWriteTests {
+@Suite(.timeLimit(scaledMinutes(1))) struct LongWriteTests {
   final class Answers: Sendable {
     let inbox = Inbox<String>()
     func record(_ result: Result<Void, ATTError>) {

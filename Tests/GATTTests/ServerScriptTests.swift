@@ -1,6 +1,7 @@
 import ATT
 import GATT
 import Links
+import TestSupport
 import Testing
 import Wire
 
@@ -148,7 +149,7 @@ private let serverScripts: [Script] = [
     ]),
 ]
 
-@Suite(.timeLimit(.minutes(2))) struct ServerScriptTests {
+@Suite(.timeLimit(scaledMinutes(2))) struct ServerScriptTests {
   @Test(arguments: serverScripts)
   func script(_ script: Script) async throws {
     let served = await ServedLink(server: try makeFixtureServer())

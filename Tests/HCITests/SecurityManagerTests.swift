@@ -2,6 +2,7 @@ import ATT
 import Foundation
 import HCI
 import Runtime
+import TestSupport
 import Testing
 import Wire
 
@@ -250,7 +251,8 @@ struct SecurityManagerTests {
   /// The accessory asks for security (a Security Request) just as its central encrypts with
   /// the bond: the Encryption Change answers the request, which must not wait out SMP's 30 s.
   @Test(
-    "a peripheral waiting for security is answered by the central's encryption with the bond", .timeLimit(.minutes(1)))
+    "a peripheral waiting for security is answered by the central's encryption with the bond",
+    .timeLimit(scaledMinutes(1)))
   func peripheralAskedThenEncryptedByTheCentral() async throws {
     try await withBondPath { path in
       let (store, bond) = try storeWithBond(at: path)

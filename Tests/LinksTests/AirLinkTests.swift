@@ -1,6 +1,7 @@
 import ATT
 import GATT
 import Runtime
+import TestSupport
 import Testing
 import Wire
 
@@ -8,7 +9,7 @@ import Wire
 
 /// The air-time model on links: `AirLink` delays delivery on an injected clock; a
 /// `TracingLink` run replayed by `AirReplay` gives the same times without waiting.
-@Suite("Air-time links", .timeLimit(.minutes(1)))
+@Suite("Air-time links", .timeLimit(scaledMinutes(1)))
 struct AirLinkTests {
   static let air = try! AirParameters(parsing: "2m,30ms,185,251")
   /// A Control Point write of 8 bytes (11-byte Write Request) and its Write Response.

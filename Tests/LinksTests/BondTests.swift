@@ -9,7 +9,7 @@ import Wire
 
 /// Bond trouble on the simulated links (Keyring.swift): each case connects a phone and a
 /// watch that keep bonds, as often as it needs, over every kind of simulated link.
-@Suite("Bonds on the simulated links", .timeLimit(.minutes(2)))
+@Suite("Bonds on the simulated links", .timeLimit(scaledMinutes(2)))
 struct BondTests {
   enum Kind: String, CaseIterable, Sendable, CustomTestStringConvertible {
     case memory, unixPair, tcp

@@ -66,7 +66,7 @@ func readFile(_ path: String) throws -> [UInt8] {
   Array(try Data(contentsOf: URL(fileURLWithPath: path)))
 }
 
-@Suite("btsnoop capture", .timeLimit(.minutes(2)))
+@Suite("btsnoop capture", .timeLimit(scaledMinutes(2)))
 struct BtsnoopTests {
   @Test("file header, record header and ACL/L2CAP wrapping, byte for byte")
   func exactBytes() {

@@ -11,7 +11,7 @@ import Wire
 /// The event loop as an executor. The tests cannot make it the process's global executor
 /// (every other test would then run on it), so their tasks prefer it instead: the same queue
 /// and the same loop run them.
-@Suite("Event loop", .timeLimit(.minutes(1)))
+@Suite("Event loop", .timeLimit(scaledMinutes(1)))
 struct EventLoopTests {
   @Test("tasks that prefer the loop all run on its one thread, in the order they were queued")
   func oneThreadInOrder() async {

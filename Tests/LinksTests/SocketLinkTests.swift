@@ -6,7 +6,7 @@ import Testing
 @testable import Sockets
 
 /// What every socket link must do, whichever kind.
-@Suite("Socket links", .timeLimit(.minutes(2)))
+@Suite("Socket links", .timeLimit(scaledMinutes(2)))
 struct SocketLinkTests {
   @Test("one send is one receive, both ways", arguments: LinkKind.allCases)
   func oneSendOneReceive(kind: LinkKind) async throws {
@@ -233,7 +233,7 @@ struct SocketLinkTests {
   }
 }
 
-@Suite("Memory links", .timeLimit(.minutes(1)))
+@Suite("Memory links", .timeLimit(scaledMinutes(1)))
 struct MemoryLinkTests {
   @Test("sendNow queues at the peer at once; receiveIfReady takes it without waiting; closed refuses")
   func withoutSuspending() async throws {

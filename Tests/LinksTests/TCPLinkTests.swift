@@ -6,7 +6,7 @@ import Testing
 @testable import Links
 @testable import Sockets
 
-@Suite("TCP link", .timeLimit(.minutes(2)))
+@Suite("TCP link", .timeLimit(scaledMinutes(2)))
 struct TCPLinkTests {
   @Test("port 0 picks a free port, which the listener reports")
   func ephemeralPort() async throws {

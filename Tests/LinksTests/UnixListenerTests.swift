@@ -7,7 +7,7 @@ import Testing
 @testable import Links
 @testable import Sockets
 
-@Suite("Unix named sockets", .timeLimit(.minutes(2)))
+@Suite("Unix named sockets", .timeLimit(scaledMinutes(2)))
 struct UnixListenerTests {
   @Test("the socket file has mode 0600 and goes away on close")
   func modeAndRemoval() throws {

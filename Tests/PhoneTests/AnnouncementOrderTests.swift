@@ -10,7 +10,7 @@ import Wire
 /// The phone announces its changes in the order it made them, whoever makes them and from
 /// whichever task: while notifications are only posted, the CategoryCount and the UIDs an
 /// accessory sees only rise; while they are only removed, the count only falls.
-@Suite(.timeLimit(.minutes(1))) struct AnnouncementOrderTests {
+@Suite(.timeLimit(scaledMinutes(1))) struct AnnouncementOrderTests {
   static let count = 200
 
   /// The first `count` events the watch is told.
@@ -60,7 +60,7 @@ import Wire
   }
 }
 
-@Suite(.timeLimit(.minutes(1))) struct SessionRestartTests {
+@Suite(.timeLimit(scaledMinutes(1))) struct SessionRestartTests {
   /// Events queued for a session that then unsubscribed are not sent when it subscribes again:
   /// the new session begins with its pre-existing report, which already has them.
   @Test func eventsQueuedBeforeAnUnsubscribeAreDroppedNotToldAfterTheNewReport() async throws {
@@ -119,7 +119,7 @@ import Wire
 
 /// The fault data-after-error echoes a refused command on the Data Source before its Error
 /// Response (the rules send nothing there after an error): the accessory sees the echo first.
-@Suite(.timeLimit(.minutes(1))) struct RefusalEchoTests {
+@Suite(.timeLimit(scaledMinutes(1))) struct RefusalEchoTests {
   @Test func theEchoGoesOutBeforeTheErrorResponse() async throws {
     let phone = try Phone(faults: .dataAfterError, settings: PhoneSettings(sharing: .allow))
     phone.register(app: "com.example.chat", name: "Chat")

@@ -1,6 +1,7 @@
 import ANCS
 import Links
 import Phone
+import TestSupport
 import Testing
 import Wire
 
@@ -283,7 +284,7 @@ private func jsonRefusal(_ line: String) -> String {
   }
 }
 
-@Suite(.timeLimit(.minutes(2))) struct PhoneConsoleTests {
+@Suite(.timeLimit(scaledMinutes(2))) struct PhoneConsoleTests {
   func console() throws -> PhoneConsole {
     let phone = try Phone(wallClock: FixedWallClock(seconds: 1_796_040_000))
     phone.register(app: "com.example.chat", name: "Chat")

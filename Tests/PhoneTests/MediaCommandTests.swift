@@ -1,6 +1,7 @@
 import AMS
 import ATT
 import Phone
+import TestSupport
 import Testing
 import Wire
 
@@ -124,7 +125,7 @@ import Wire
 }
 
 /// What the commands do on a phone, through its console and its scenario player.
-@Suite(.timeLimit(.minutes(1))) struct MediaConsoleTests {
+@Suite(.timeLimit(scaledMinutes(1))) struct MediaConsoleTests {
   static func console() throws -> (PhoneConsole, ManualClock) {
     let clock = ManualClock()
     return (PhoneConsole(phone: try Phone(mediaClock: clock)), clock)

@@ -4,12 +4,13 @@ import GATT
 import Links
 import Phone
 import Runtime
+import TestSupport
 import Testing
 
 /// The Apple Media Service of `ancs phone`, from an accessory's side over a link: the
 /// commands it takes, the values it notifies and cuts, whole values through Entity Attribute,
 /// and its refusals (Protocol/AMS.md).
-@Suite(.timeLimit(.minutes(1))) struct MediaServiceTests {
+@Suite(.timeLimit(scaledMinutes(1))) struct MediaServiceTests {
   /// An accessory on an encrypted link, its AMS notifications collected.
   struct MediaRemote {
     let accessory: Accessory

@@ -2,6 +2,7 @@ import ANCS
 import ATT
 import Phone
 import Runtime
+import TestSupport
 import Testing
 import Wire
 
@@ -381,7 +382,7 @@ private final class PlayerRig: Sendable {
   var log: [String] { reports.lines.withLock { $0 } }
 }
 
-@Suite(.timeLimit(.minutes(1))) struct ScenarioPlayerTests {
+@Suite(.timeLimit(scaledMinutes(1))) struct ScenarioPlayerTests {
   @Test func stepsRunInOrderAtTheirTimes() async throws {
     let rig = try PlayerRig(try Scenario(parsing: example, file: "example.json"))
     await rig.settle()

@@ -1,7 +1,8 @@
 import Runtime
+import TestSupport
 import Testing
 
-@Suite(.timeLimit(.minutes(1))) struct InboxTests {
+@Suite(.timeLimit(scaledMinutes(1))) struct InboxTests {
   @Test func elementsComeOutInOrderThenNilOnceClosed() async {
     let inbox = Inbox<Int>()
     for value in 0..<200 { #expect(inbox.push(value)) }

@@ -2,10 +2,11 @@ import ANCS
 import ATT
 import Links
 import Phone
+import TestSupport
 import Testing
 import Watch
 
-@Suite(.timeLimit(.minutes(1))) struct EndToEndTests {
+@Suite(.timeLimit(scaledMinutes(1))) struct EndToEndTests {
   @Test func notificationArrivesWithEveryAttribute() async throws {
     let rig = try Rig()
     try await rig.connected()

@@ -14,7 +14,7 @@ import Wire
 /// link is cut right after its k-th PDU sent (or received), for every k. After the watch
 /// reconnects it must hold exactly the phone's notifications with their current attributes,
 /// and every socket of the run must be closed at the end.
-@Suite(.timeLimit(.minutes(5))) struct FaultInjectionTests {
+@Suite(.timeLimit(scaledMinutes(5))) struct FaultInjectionTests {
   /// What one run saw.
   struct Outcome {
     var sent = 0

@@ -1,13 +1,14 @@
 import AMS
 import ATT
 import Phone
+import TestSupport
 import Testing
 import Watch
 
 /// The watch's Apple Media Service client against the project's phone over a memory link:
 /// what plays on the phone reaches the watch, whole, and the wearer's commands reach the
 /// player.
-@Suite(.timeLimit(.minutes(1))) struct MediaEndToEndTests {
+@Suite(.timeLimit(scaledMinutes(1))) struct MediaEndToEndTests {
   static let title = "A title far longer than one notification holds at the smallest MTU — Für Élise ♪"
 
   func media(_ rig: Rig, _ attribute: EntityAttribute, _ value: String, truncated: Bool = false) async throws {

@@ -2,6 +2,7 @@ import ANCS
 import ATT
 import Links
 import Phone
+import TestSupport
 import Testing
 import Watch
 
@@ -30,7 +31,7 @@ extension Rig {
 // Two minutes: under ThreadSanitizer with the whole suite beside it, flood=300 (300 fetches)
 // has taken 59 s and once over 60 s while trivial tests waited 18-27 s for a thread; alone
 // it takes under a second. The limit catches a hang, not slowness.
-@Suite(.timeLimit(.minutes(2))) struct QuirkTests {
+@Suite(.timeLimit(scaledMinutes(2))) struct QuirkTests {
   /// Quirks that change what the wire carries but need no time to pass: the watch ends with
   /// every notification the phone has, complete.
   @Test(arguments: [
