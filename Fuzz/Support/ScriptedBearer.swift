@@ -36,7 +36,7 @@ final class ScriptedBearer: ATTBearer {
     }
   }
 
-  func receive() async throws(BearerError) -> [UInt8]? {
+  nonisolated(nonsending) func receive() async throws(BearerError) -> [UInt8]? {
     let index = state.withLock { $0.closed ? script.count : $0.received }
     guard index < script.count else { return nil }
     willReceive(index)

@@ -51,8 +51,10 @@ public protocol ATTBearer: AnyObject, Sendable {
   func sendNow(_ pdu: [UInt8]) throws(BearerError) -> Bool
   /// The next PDU from the peer, or nil once the link is closed (by either side). The
   /// project's links also return nil when the waiting task is cancelled; the link stays up
-  /// and what arrives meanwhile is kept for the next call.
-  func receive() async throws(BearerError) -> [UInt8]?
+  /// and what arrives meanwhile is kept for the next call. It runs on the caller's executor
+  /// (`nonisolated(nonsending)`, SE-0461): a connection's receive loop waits and resumes
+  /// where it runs, with no hop to the global executor and back for every PDU.
+  nonisolated(nonsending) func receive() async throws(BearerError) -> [UInt8]?
   /// The next PDU if the peer's PDUs are already queued here, taken without waiting; nil
   /// otherwise (then `receive()` says whether one comes or the link closed). Lets a receive
   /// loop drain a burst without an async call per PDU. Optional: the default is always nil.

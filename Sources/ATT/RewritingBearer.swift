@@ -22,7 +22,7 @@ public final class RewritingBearer: ATTBearer {
 
   public func sendNow(_ pdu: [UInt8]) throws(BearerError) -> Bool { try inner.sendNow(outgoing?(pdu) ?? pdu) }
 
-  public func receive() async throws(BearerError) -> [UInt8]? {
+  nonisolated(nonsending) public func receive() async throws(BearerError) -> [UInt8]? {
     try await inner.receive().map { incoming?($0) ?? $0 }
   }
 

@@ -5,6 +5,7 @@ import Foundation
 import Links
 import Phone
 import Processes
+import Runtime
 import Sockets
 import Watch
 import Wire
@@ -25,7 +26,7 @@ extension Bench {
 
   /// Waits until `count` notifications were added; returns the seconds from the session's
   /// start (the `connected` event) to the last one.
-  static func fetchAll(_ events: AsyncStream<WatchEvent>, count: Int) async -> Double {
+  static func fetchAll(_ events: EventStream<WatchEvent>, count: Int) async -> Double {
     let clock = ContinuousClock()
     var start = clock.now
     var added = 0
@@ -42,7 +43,7 @@ extension Bench {
   }
 
   /// Posts one notification at a time and waits for it on the watch: latency percentiles.
-  static func latencies(phone: Phone, events: inout AsyncStream<WatchEvent>.Iterator, samples: Int) async -> [Double] {
+  static func latencies(phone: Phone, events: inout EventStream<WatchEvent>.Iterator, samples: Int) async -> [Double] {
     let clock = ContinuousClock()
     var result: [Double] = []
     for index in 0..<samples {

@@ -44,7 +44,7 @@ public final class CapturingBearer: ATTBearer {
     try await inner.send(pdu)
   }
 
-  public func receive() async throws(BearerError) -> [UInt8]? {
+  nonisolated(nonsending) public func receive() async throws(BearerError) -> [UInt8]? {
     guard let pdu = try await inner.receive() else {
       end(reason: 0x13)
       return nil

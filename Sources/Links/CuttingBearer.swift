@@ -45,7 +45,7 @@ public final class CuttingBearer: ATTBearer {
   }
 
   /// After the cut, nil: what the link had queued is lost with it.
-  public func receive() async throws(BearerError) -> [UInt8]? {
+  nonisolated(nonsending) public func receive() async throws(BearerError) -> [UInt8]? {
     if isCut { return nil }
     guard let pdu = try await inner.receive() else { return nil }
     let count = counts.withLock { counts -> Int in

@@ -91,7 +91,7 @@ public final class MemoryBearer: ATTBearer {
     return true
   }
 
-  public func receive() async throws(BearerError) -> [UInt8]? {
+  nonisolated(nonsending) public func receive() async throws(BearerError) -> [UInt8]? {
     await inbox.next()
   }
 

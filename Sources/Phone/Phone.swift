@@ -234,7 +234,7 @@ public final class Phone: Sendable {
   /// A stream of everything that happens from now on.
   deinit { state.withLock { $0.trackTimer?.cancel() } }
 
-  public func events() -> AsyncStream<PhoneEvent> { hub.stream() }
+  public func events() -> EventStream<PhoneEvent> { hub.stream() }
 
   func emit(_ event: PhoneEvent) { hub.yield(event) }
 

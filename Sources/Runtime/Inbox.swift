@@ -74,8 +74,10 @@ public final class Inbox<Element: Sendable>: Sendable {
   }
 
   /// The next element, waiting if there is none; nil once closed and drained, or when the
-  /// waiting task is cancelled. One consumer only.
-  public func next() async -> Element? {
+  /// waiting task is cancelled. One consumer only. It runs on the caller's executor
+  /// (`nonisolated(nonsending)`, SE-0461): an actor that waits here is resumed where it
+  /// runs, with no hop off and back.
+  nonisolated(nonsending) public func next() async -> Element? {
     while true {
       if let ready = state.withLock({ $0.items.popFirst() }) { return ready }
       let ended = await withTaskCancellationHandler {

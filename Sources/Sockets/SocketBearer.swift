@@ -40,7 +40,7 @@ public final class SocketBearer: ATTBearer {
     return true
   }
 
-  public func receive() async throws(BearerError) -> [UInt8]? {
+  nonisolated(nonsending) public func receive() async throws(BearerError) -> [UInt8]? {
     await core.inbox.next()
   }
 

@@ -291,7 +291,7 @@ public final class WatchEngine: Sendable {
   public var now: Duration { clock.now }
 
   /// Everything the watch reports from now on.
-  public func events() -> AsyncStream<WatchEvent> { hub.stream() }
+  public func events() -> EventStream<WatchEvent> { hub.stream() }
 
   /// Asks the phone to perform the notification's positive or negative action. `session`
   /// is the `WatchState.session` in which the wearer saw the notification (nil: the session

@@ -323,7 +323,7 @@ private final class RefusingBearer: ATTBearer {
   let inner: MemoryBearer
   init(_ inner: MemoryBearer) { self.inner = inner }
   func send(_ pdu: [UInt8]) async throws(BearerError) { throw .io("refused") }
-  func receive() async throws(BearerError) -> [UInt8]? { try await inner.receive() }
+  nonisolated(nonsending) func receive() async throws(BearerError) -> [UInt8]? { try await inner.receive() }
   var securityLevel: SecurityLevel { inner.securityLevel }
   func pair(_ level: SecurityLevel) async throws(BearerError) -> SecurityLevel { try await inner.pair(level) }
   func close() { inner.close() }

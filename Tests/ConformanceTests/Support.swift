@@ -71,7 +71,7 @@ final class SilentBearer: ATTBearer {
   private let inbox = Inbox<[UInt8]>()
   var name: String { "silent" }
   func send(_ pdu: [UInt8]) async throws(BearerError) {}
-  func receive() async throws(BearerError) -> [UInt8]? { await inbox.next() }
+  nonisolated(nonsending) func receive() async throws(BearerError) -> [UInt8]? { await inbox.next() }
   var securityLevel: SecurityLevel { .encrypted }
   func pair(_ level: SecurityLevel) async throws(BearerError) -> SecurityLevel { .encrypted }
   func close() { inbox.close() }

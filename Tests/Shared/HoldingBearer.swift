@@ -51,7 +51,7 @@ public final class HoldingBearer: ATTBearer {
     return try inner.sendNow(pdu)
   }
 
-  public func receive() async throws(BearerError) -> [UInt8]? { try await inner.receive() }
+  nonisolated(nonsending) public func receive() async throws(BearerError) -> [UInt8]? { try await inner.receive() }
   public func receiveIfReady() -> [UInt8]? { inner.receiveIfReady() }
   public var securityLevel: SecurityLevel { inner.securityLevel }
   public func pair(_ level: SecurityLevel) async throws(BearerError) -> SecurityLevel { try await inner.pair(level) }

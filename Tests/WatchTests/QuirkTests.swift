@@ -2,6 +2,7 @@ import ANCS
 import ATT
 import Links
 import Phone
+import Runtime
 import TestSupport
 import Testing
 import Watch
@@ -188,7 +189,7 @@ extension Rig {
   }
 
   /// Reads the phone's events until one matches.
-  static func until(_ events: inout AsyncStream<PhoneEvent>.Iterator, _ match: (PhoneEvent) -> Bool) async {
+  static func until(_ events: inout EventStream<PhoneEvent>.Iterator, _ match: (PhoneEvent) -> Bool) async {
     while let event = await events.next(isolation: nil), !match(event) {}
   }
 

@@ -17,7 +17,7 @@ final class Rig {
   let phone: Phone
   let watch: WatchEngine
   let links = Links()
-  private var events: AsyncStream<WatchEvent>.Iterator
+  private var events: EventStream<WatchEvent>.Iterator
   /// Every event read so far.
   private(set) var history: [WatchEvent] = []
   let task: Task<Void, Never>

@@ -94,7 +94,7 @@ public final class HCIConnection: ATTBearer {
     return true
   }
 
-  public func receive() async throws(BearerError) -> [UInt8]? {
+  nonisolated(nonsending) public func receive() async throws(BearerError) -> [UInt8]? {
     await att.next()
   }
 

@@ -168,7 +168,7 @@ public final class AirBearer: ATTBearer {
 
   /// The next PDU once its last packet has arrived; nil when the link is closed (what was
   /// still on the air is lost) or the waiting task is cancelled (nothing is lost).
-  public func receive() async throws(BearerError) -> [UInt8]? {
+  nonisolated(nonsending) public func receive() async throws(BearerError) -> [UInt8]? {
     while true {
       switch air.step(outgoing.reversed) {
       case .deliver(let pdu): return pdu

@@ -143,7 +143,7 @@ public final class TracingBearer: ATTBearer {
     return true
   }
 
-  public func receive() async throws(BearerError) -> [UInt8]? {
+  nonisolated(nonsending) public func receive() async throws(BearerError) -> [UInt8]? {
     await hook.withLock { $0 }?()
     // Over the air the next PDU comes hundreds of microseconds later, long after the tasks
     // the last one woke have sent what they send at once; yielding first lets them run
