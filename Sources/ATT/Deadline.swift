@@ -113,11 +113,14 @@ package final class Watchdog: Sendable {
 /// with `stop()` (not by cancelling `run`'s task).
 package final class OwnedTimer {
   private let clock: any EngineClock
+  // Unchecked for exclusivity at run time, as `ATTConnection`'s machine is: `wake(for:)`
+  // runs for every request, and each access would call into the runtime; only the owner's
+  // executor reaches these, in plain accesses with no callback inside.
   /// A deadline was set since the loop last asked the owner.
-  private var woken = false
-  private var parked: CheckedContinuation<Void, Never>?
+  @exclusivity(unchecked) private var woken = false
+  @exclusivity(unchecked) private var parked: CheckedContinuation<Void, Never>?
   /// The deadline slept to, and the sleep.
-  private var sleeping: (until: Duration, task: Task<Void, Never>)?
+  @exclusivity(unchecked) private var sleeping: (until: Duration, task: Task<Void, Never>)?
   private var ended = false
 
   package init(clock: any EngineClock) { self.clock = clock }

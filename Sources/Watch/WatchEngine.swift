@@ -109,7 +109,9 @@ public final class WatchEngine: Sendable {
   /// GATT clients and the sessions of the watch's own server run on, and the state only code
   /// on it touches.
   actor Loop {
-    var core: Core
+    /// Unchecked for exclusivity at run time, as `ATTConnection`'s machine is (every event
+    /// steps it): only `withCore` and the loop's own code reach it, one step at a time.
+    @exclusivity(unchecked) var core: Core
     /// The engine's one timer: it sleeps until the machine's deadline, then ticks it.
     let timer: OwnedTimer
     init(_ core: Core, clock: any EngineClock) {

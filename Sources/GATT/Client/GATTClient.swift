@@ -63,7 +63,9 @@ public actor GATTClient {
   /// Who takes the answer of a read or write started without waiting: isolated to the
   /// client, so it too runs where the answer arrives, in a plain call.
   public typealias Answer<Value> = @Sendable (isolated GATTClient, Result<Value, ATTError>) -> Void
-  private var byHandle: [UInt16: Handler] = [:]
+  /// Unchecked for exclusivity at run time, as `ATTConnection`'s machine is: looked up for
+  /// every value received, in a plain access with no callback inside.
+  @exclusivity(unchecked) private var byHandle: [UInt16: Handler] = [:]
   private var other: Handler?
 
   /// The connection's executor: the client runs where the connection does.

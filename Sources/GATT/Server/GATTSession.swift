@@ -17,15 +17,17 @@ import Wire
 public actor GATTSession: ATTServerHandler {
   public nonisolated let server: GATTServer
   public nonisolated let connection: ATTConnection
-  private var cccds: [UInt16: CCCDValue] = [:]
+  // Unchecked for exclusivity at run time, as `ATTConnection`'s machine is: read or
+  // changed for every request and notification, in plain accesses with no callback inside.
+  @exclusivity(unchecked) private var cccds: [UInt16: CCCDValue] = [:]
   /// Prepared writes not yet executed (Prepare Write Request), in arrival order.
   private var prepared: [PreparedWrite] = []
   /// The security level whose view of the database this client has been given (services
   /// shown only from a higher one are hidden from it).
   private var shown = SecurityLevel.unencrypted
   /// The server's database as this session last took it in, and its version.
-  private var copy: GATTDatabase
-  private var copyVersion: Int
+  @exclusivity(unchecked) private var copy: GATTDatabase
+  @exclusivity(unchecked) private var copyVersion: Int
   /// `copyVersion`, for the server, which keeps the removals a session has not yet seen.
   private nonisolated let seen: Atomic<Int>
 
