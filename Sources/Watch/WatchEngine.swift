@@ -120,8 +120,8 @@ public final class WatchEngine: Sendable {
     }
     var state: WatchState { core.machine.state }
 
-    /// The core by reference for one whole step: one access to the actor's property (each
-    /// is checked for exclusivity at run time), not one per use.
+    /// The core by reference for one whole step: one access to the actor's property, not
+    /// one per use.
     @inline(__always)
     func withCore<T>(_ body: (inout Core) -> T) -> T { body(&core) }
   }

@@ -96,8 +96,7 @@ struct CLITests {
   /// Issue #13 (12): the project's docs and the texts the program prints stand alone:
   /// nothing cites notes that are not in the repository.
   @Test func docsCiteOnlyWhatTheRepositoryHolds() throws {
-    let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-      .deletingLastPathComponent()
+    let root = repositoryRoot
     var files = ["README.md", "Makefile"]
     for folder in ["Protocol", "Sources"] {
       let enumerator = FileManager.default.enumerator(atPath: root.appendingPathComponent(folder).path)
@@ -583,8 +582,7 @@ func quitBoth(_ watch: Command, _ phone: Command, sourceLocation: SourceLocation
 /// The maps of the modules, in Package.swift's header and in the README's "Architecture",
 /// name every target the package builds (C shims and test targets aside), and nothing else.
 @Test func theModuleMapsNameEveryTarget() throws {
-  let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-    .deletingLastPathComponent()
+  let root = repositoryRoot
   let manifest = try String(contentsOf: root.appendingPathComponent("Package.swift"), encoding: .utf8)
   let targets = Set(manifest.matches(of: /\.(?:target|executableTarget)\(\s*name: "(\w+)"/).map { String($0.output.1) })
   #expect(targets.contains("ATT") && targets.contains("ancs") && targets.contains("TestSupport"))

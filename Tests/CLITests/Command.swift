@@ -2,16 +2,6 @@ import Foundation
 import TestSupport
 import Testing
 
-/// The `ancs` binary built next to these tests (`swift build` before `swift test`).
-let ancsPath: String = {
-  if let path = ProcessInfo.processInfo.environment["ANCS_BINARY"] { return path }
-  let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-    .deletingLastPathComponent()
-  return root.appendingPathComponent(".build/debug/ancs").path
-}()
-
-let ancsBuilt = FileManager.default.isExecutableFile(atPath: ancsPath)
-
 /// A running `ancs` process: write lines to its stdin, read its stdout line by line.
 final class Command: @unchecked Sendable {
   let process = Process()

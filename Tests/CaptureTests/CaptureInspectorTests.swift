@@ -515,8 +515,7 @@ struct CaptureFilesAsWiresharkReadsThem {
 /// inside captures of every container, with display filter fields, and nothing malformed.
 @Suite(.enabled(if: tsharkAvailable, "tshark is not installed"))
 struct WiresharkDissectorTests {
-  static let plugin = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-    .deletingLastPathComponent().appendingPathComponent("Wireshark/ancs.lua").path
+  static let plugin = repositoryFile("Wireshark/ancs.lua").path
 
   @Test func tsharkShowsANCSTitlesAndAMSValues() async throws {
     let tshark = try #require(tsharkPath)

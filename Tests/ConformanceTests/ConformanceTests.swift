@@ -30,8 +30,7 @@ import Wire
   }
 
   @Test func everyCaseIsDocumented() throws {
-    let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-      .deletingLastPathComponent()
+    let root = repositoryRoot
     let text = try String(contentsOf: root.appendingPathComponent("Protocol/conformance.md"), encoding: .utf8)
     for testCase in ConformanceCatalog.np + ConformanceCatalog.nc {
       #expect(text.contains("### \(testCase.id)"), "Protocol/conformance.md lacks \(testCase.id)")
@@ -40,8 +39,7 @@ import Wire
 
   /// Where the README and conformance.md count the cases, they count the catalog.
   @Test func theDocsCountEveryCase() throws {
-    let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-      .deletingLastPathComponent()
+    let root = repositoryRoot
     let (np, nc) = (ConformanceCatalog.np.count, ConformanceCatalog.nc.count)
     for file in ["README.md", "Protocol/conformance.md"] {
       let text = try String(contentsOf: root.appendingPathComponent(file), encoding: .utf8)

@@ -128,8 +128,7 @@ import Testing
 
   /// Protocol/conformance.md documents every fault.
   @Test func everyFaultIsDocumented() throws {
-    let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-      .deletingLastPathComponent()
+    let root = repositoryRoot
     let text = try String(contentsOf: root.appendingPathComponent("Protocol/conformance.md"), encoding: .utf8)
     let section = try #require(text.range(of: "## Fault switches")).upperBound
     for definition in PhoneFaults.catalog {

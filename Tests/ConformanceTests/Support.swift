@@ -118,19 +118,6 @@ func ids(_ results: [CaseResult], _ verdict: Verdict) -> [String] {
   results.filter { $0.verdict == verdict }.map(\.id)
 }
 
-/// The `ancs` binary built with these tests (`swift build --build-tests`), or ANCS_BINARY.
-let ancsPath: String = {
-  if let path = ProcessInfo.processInfo.environment["ANCS_BINARY"] { return path }
-  let beside = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-    .appendingPathComponent("ancs").path
-  if FileManager.default.isExecutableFile(atPath: beside) { return beside }
-  let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-    .deletingLastPathComponent()
-  return root.appendingPathComponent(".build/debug/ancs").path
-}()
-
-let ancsBuilt = FileManager.default.isExecutableFile(atPath: ancsPath)
-
 func temporaryDirectory(_ name: String) throws -> String {
   let path = NSTemporaryDirectory() + "ancs-conform-\(name)-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
   try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)

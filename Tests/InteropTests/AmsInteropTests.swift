@@ -9,7 +9,7 @@ import Testing
 @Suite(
   "Bumble's AMS client and service against ancs phone and ancs watch over the air", .serialized,
   .enabled(if: bumblePython != nil, "needs python3 -m venv and PyPI to install bumble (scripts/bumble-venv.sh)"),
-  .enabled(if: FileManager.default.isExecutableFile(atPath: ancsBinary), "needs the ancs binary: swift build first"),
+  .enabled(if: FileManager.default.isExecutableFile(atPath: ancsPath), "needs the ancs binary: swift build first"),
   .timeLimit(scaledMinutes(2)))
 struct AmsInteropTests {
   /// What the phone plays. The second title (288 bytes of 2-, 3- and 4-byte UTF-8) is longer

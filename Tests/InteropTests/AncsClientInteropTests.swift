@@ -10,7 +10,7 @@ import Testing
 @Suite(
   "Bumble's AncsClient against ancs phone over the air", .serialized,
   .enabled(if: bumblePython != nil, "needs python3 -m venv and PyPI to install bumble (scripts/bumble-venv.sh)"),
-  .enabled(if: FileManager.default.isExecutableFile(atPath: ancsBinary), "needs the ancs binary: swift build first"),
+  .enabled(if: FileManager.default.isExecutableFile(atPath: ancsPath), "needs the ancs binary: swift build first"),
   .timeLimit(scaledMinutes(2)))
 struct AncsClientInteropTests {
   /// What the test posts, as jsonl commands; Bumble asks for at most 64 bytes of Message.

@@ -3,8 +3,6 @@ import TestSupport
 import Testing
 
 /// The repository's root, from this file's path.
-let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-  .deletingLastPathComponent()
 
 /// The Python of the Bumble venv that scripts/bumble-venv.sh creates (.build/bumble-venv, once;
 /// about 10 s from PyPI). Nil when it cannot be made (no python3-venv, no network): the interop

@@ -9,7 +9,7 @@ import Testing
 @Suite(
   "conformance over the air", .serialized,
   .enabled(if: bumblePython != nil, "needs python3 -m venv and PyPI to install bumble (scripts/bumble-venv.sh)"),
-  .enabled(if: FileManager.default.isExecutableFile(atPath: ancsBinary), "needs the ancs binary: swift build first"),
+  .enabled(if: FileManager.default.isExecutableFile(atPath: ancsPath), "needs the ancs binary: swift build first"),
   .timeLimit(scaledMinutes(6)))
 struct ConformOverTheAirTests {
   @Test("ancs phone passes every NP case over the air, the harness advertising as an accessory")

@@ -8,7 +8,7 @@ import Testing
 @Suite(
   "ancs phone and ancs watch over the air", .serialized,
   .enabled(if: bumblePython != nil, "needs python3 -m venv and PyPI to install bumble (scripts/bumble-venv.sh)"),
-  .enabled(if: FileManager.default.isExecutableFile(atPath: ancsBinary), "needs the ancs binary: swift build first"),
+  .enabled(if: FileManager.default.isExecutableFile(atPath: ancsPath), "needs the ancs binary: swift build first"),
   .timeLimit(scaledMinutes(2)))
 struct OverTheAirTests {
   /// The watch's controller over TCP (`hci-tcp`), or as H4 on a pseudo-terminal, as a
@@ -89,7 +89,7 @@ struct OverTheAirTests {
 @Suite(
   "ancs phone judges connection parameters over the air",
   .enabled(if: bumblePython != nil, "needs python3 -m venv and PyPI to install bumble (scripts/bumble-venv.sh)"),
-  .enabled(if: FileManager.default.isExecutableFile(atPath: ancsBinary), "needs the ancs binary: swift build first"),
+  .enabled(if: FileManager.default.isExecutableFile(atPath: ancsPath), "needs the ancs binary: swift build first"),
   .timeLimit(scaledMinutes(1)))
 struct ConnectionParameterTests {
   @Test func aRequestOutsideTheRulesIsRefusedWithTheRuleNamed() async throws {
@@ -123,7 +123,7 @@ struct ConnectionParameterTests {
 @Suite(
   "ancs phone pairs as an iPhone over the air", .serialized,
   .enabled(if: bumblePython != nil, "needs python3 -m venv and PyPI to install bumble (scripts/bumble-venv.sh)"),
-  .enabled(if: FileManager.default.isExecutableFile(atPath: ancsBinary), "needs the ancs binary: swift build first"),
+  .enabled(if: FileManager.default.isExecutableFile(atPath: ancsPath), "needs the ancs binary: swift build first"),
   .timeLimit(scaledMinutes(1)))
 struct PhonePairingTests {
   @Test(arguments: [
@@ -201,7 +201,7 @@ extension PhonePairingTests {
 @Suite(
   "ancs watch pairs as an accessory with a keyboard or a display", .serialized,
   .enabled(if: bumblePython != nil, "needs python3 -m venv and PyPI to install bumble (scripts/bumble-venv.sh)"),
-  .enabled(if: FileManager.default.isExecutableFile(atPath: ancsBinary), "needs the ancs binary: swift build first"),
+  .enabled(if: FileManager.default.isExecutableFile(atPath: ancsPath), "needs the ancs binary: swift build first"),
   .timeLimit(scaledMinutes(1)))
 struct WatchPairingTests {
   @Test(arguments: [
@@ -259,7 +259,7 @@ struct WatchPairingTests {
         let tmux = try Tmux()
         defer { tmux.kill() }
         try await tmux.start(
-          "\(quoted(ancsBinary)) watch --bluetooth hci-tcp:127.0.0.1:\(port) --bonds \(quoted(directory + "/watch.json")) "
+          "\(quoted(ancsPath)) watch --bluetooth hci-tcp:127.0.0.1:\(port) --bonds \(quoted(directory + "/watch.json")) "
             + "--io \(io) --security mitm; echo ancs-exit-$?", width: 80, height: 24)
         if io == "keyboard-only" {
           let shown = try #require(await peer.line(startingWith: "passkey "), "\(peer.transcript)")
@@ -355,7 +355,7 @@ struct WatchPairingTests {
 }
 
 /// The ancs binary the tests start (ANCS_BINARY, or this checkout's debug build).
-let ancsBinary: String =
+let ancsPath: String =
   ProcessInfo.processInfo.environment["ANCS_BINARY"] ?? repositoryRoot.appendingPathComponent(".build/debug/ancs").path
 
 /// A running `ancs` process: lines to its stdin, its stdout line by line, its stderr kept.
@@ -368,7 +368,7 @@ final class AncsProcess: @unchecked Sendable {
   private let stderrText: CollectedText
 
   init(_ arguments: [String]) throws {
-    process.executableURL = URL(fileURLWithPath: ancsBinary)
+    process.executableURL = URL(fileURLWithPath: ancsPath)
     process.arguments = arguments
     process.standardInput = input
     process.standardOutput = output

@@ -12,9 +12,7 @@ package enum VectorFiles {
     "ams-entity-attribute": 4, "ams-playback-info": 4,
   ]
 
-  package static let directory = URL(fileURLWithPath: #filePath)
-    .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-    .appendingPathComponent("Protocol/vectors")
+  package static let directory = repositoryFile("Protocol/vectors")
 
   package static func text(_ name: String) throws -> String {
     try String(contentsOf: directory.appendingPathComponent(name), encoding: .utf8)

@@ -1,5 +1,6 @@
 import ANCS
 import Foundation
+import TestSupport
 import Testing
 
 @testable import WatchDisplay
@@ -70,8 +71,7 @@ import Testing
 
   /// The README's example configuration file is one the face reads.
   @Test func theReadmeExampleIsAConfigFile() throws {
-    let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-      .deletingLastPathComponent()
+    let root = repositoryRoot
     let readme = try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
     let blocks = readme.components(separatedBy: "```").enumerated().filter { $0.offset % 2 == 1 }.map(\.element)
     let example = try #require(blocks.first { $0.contains("quiet-hours = ") })

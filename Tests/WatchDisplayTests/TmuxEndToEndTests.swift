@@ -7,7 +7,7 @@ import Testing
 /// phone's log) with an overall bound; nothing sleeps in the hope that something happened.
 @Suite(
   .enabled(if: tmuxPath != nil, "tmux is not installed (make deps installs it)"),
-  .enabled(if: FileManager.default.isExecutableFile(atPath: ancsBinary), "\(ancsBinary) is not built (swift build)"),
+  .enabled(if: FileManager.default.isExecutableFile(atPath: ancsPath), "\(ancsPath) is not built (swift build)"),
   .timeLimit(scaledMinutes(1)))
 struct TmuxEndToEndTests {
   @Test func openActResizeQuit() async throws {
@@ -26,7 +26,7 @@ struct TmuxEndToEndTests {
     defer { try? FileManager.default.removeItem(atPath: config) }
     // --duration: a bound in case this test dies before pressing q.
     let command =
-      "\(quoted(ancsBinary)) demo --duration 600 --config \(quoted(config)) --scenario \(quoted(scenario))"
+      "\(quoted(ancsPath)) demo --duration 600 --config \(quoted(config)) --scenario \(quoted(scenario))"
       + " --phone-log \(quoted(log)); echo ancs-exit-$?"
     try await tmux.start(command, width: 80, height: 24)
 
@@ -73,7 +73,7 @@ struct TmuxEndToEndTests {
       .path
     defer { try? FileManager.default.removeItem(atPath: log) }
     let command =
-      "\(quoted(ancsBinary)) demo --duration 600 --scenario \(quoted(scenario.path)) --phone-log \(quoted(log)); echo ancs-exit-$?"
+      "\(quoted(ancsPath)) demo --duration 600 --scenario \(quoted(scenario.path)) --phone-log \(quoted(log)); echo ancs-exit-$?"
     try await tmux.start(command, width: 80, height: 24)
     _ = try await tmux.waitForScreen("the notification") { $0.contains("Lunch with Ada 🍜") }
     try await tmux.keys("p")
@@ -100,7 +100,7 @@ struct TmuxEndToEndTests {
   @Test func interruptRestoresTheTerminal() async throws {
     let tmux = try Tmux()
     defer { tmux.kill() }
-    try await tmux.start("\(quoted(ancsBinary)) demo --duration 600; echo ancs-exit-$?", width: 80, height: 24)
+    try await tmux.start("\(quoted(ancsPath)) demo --duration 600; echo ancs-exit-$?", width: 80, height: 24)
     _ = try await tmux.waitForScreen("the face") { $0.contains("╭") }
     try await tmux.keys("C-c")
     let exited = try await tmux.waitForScreen("the end after Ctrl-C") { $0.contains("ancs-exit-") }
@@ -108,11 +108,3 @@ struct TmuxEndToEndTests {
     #expect(!exited.contains("╭"), "the terminal is given back:\n\(exited)")
   }
 }
-
-/// The `ancs` binary: $ANCS_BINARY, or the one `swift build` puts in .build/debug.
-let ancsBinary: String = {
-  if let path = ProcessInfo.processInfo.environment["ANCS_BINARY"] { return path }
-  let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-    .deletingLastPathComponent()
-  return root.appendingPathComponent(".build/debug/ancs").path
-}()
