@@ -105,10 +105,10 @@ public actor ATTConnection {
   private nonisolated let logger: Logger
   // `@exclusivity(unchecked)`: no run-time exclusivity check on these actor-isolated fields,
   // which every PDU touches (each access otherwise costs a call into the runtime and a
-  // thread-local look-up: about 3 % of the in-memory end-to-end benchmark, BENCHMARKS.md).
+  // thread-local look-up: about 4 % of the in-memory end-to-end benchmark, BENCHMARKS.md).
   // The actor already rules out two tasks at once; within one synchronous step nothing
-  // reaches them twice: the machine is a value, changed only through the one `inout` a
-  // step takes, and no callback runs inside that access.
+  // reaches them twice: the machine is a value, changed in plain calls on it (mostly the one
+  // `inout` of `withMachine` a step takes), and no callback runs inside such an access.
   @exclusivity(unchecked) private var machine: Machine
   @exclusivity(unchecked) private var server: (any ATTServerHandler)?
   @exclusivity(unchecked) private var onValue: ValueHandler?

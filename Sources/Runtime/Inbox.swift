@@ -103,9 +103,10 @@ public final class Inbox<Element: Sendable>: Sendable {
     }
   }
 
-  /// Suspends the task with a `Waiter`, as `body` stores or resumes it.
+  /// Suspends the task with a `Waiter`, as `body` stores or resumes it; on the caller's
+  /// executor, as `next()` runs.
   @inline(__always)
-  private static func suspend(_ body: (Waiter) -> Void) async {
+  nonisolated(nonsending) private static func suspend(_ body: (Waiter) -> Void) async {
     #if ANCS_THREAD_SANITIZER
       await withCheckedContinuation(body)
     #else

@@ -354,10 +354,6 @@ struct WatchPairingTests {
   }
 }
 
-/// The ancs binary the tests start (ANCS_BINARY, or this checkout's debug build).
-let ancsPath: String =
-  ProcessInfo.processInfo.environment["ANCS_BINARY"] ?? repositoryRoot.appendingPathComponent(".build/debug/ancs").path
-
 /// A running `ancs` process: lines to its stdin, its stdout line by line, its stderr kept.
 final class AncsProcess: @unchecked Sendable {
   let process = Process()
