@@ -96,17 +96,16 @@ struct CLITests {
   /// Issue #13 (12): the project's docs and the texts the program prints stand alone:
   /// nothing cites notes that are not in the repository.
   @Test func docsCiteOnlyWhatTheRepositoryHolds() throws {
-    let root = repositoryRoot
     var files = ["README.md", "Makefile"]
     for folder in ["Protocol", "Sources"] {
-      let enumerator = FileManager.default.enumerator(atPath: root.appendingPathComponent(folder).path)
+      let enumerator = FileManager.default.enumerator(atPath: repositoryFile(folder).path)
       while let path = enumerator?.nextObject() as? String {
         if path.hasSuffix(".md") || path.hasSuffix(".swift") { files.append("\(folder)/\(path)") }
       }
     }
     #expect(files.count > 50)
     for file in files {
-      let text = try String(contentsOf: root.appendingPathComponent(file), encoding: .utf8)
+      let text = try repositoryText(file)
       for stale in ["../shared", "ancs-facts", "iphone-facts", "not implemented yet", "once the real-Bluetooth"] {
         #expect(!text.contains(stale), "\(file) mentions \(stale)")
       }
@@ -582,13 +581,12 @@ func quitBoth(_ watch: Command, _ phone: Command, sourceLocation: SourceLocation
 /// The maps of the modules, in Package.swift's header and in the README's "Architecture",
 /// name every target the package builds (C shims and test targets aside), and nothing else.
 @Test func theModuleMapsNameEveryTarget() throws {
-  let root = repositoryRoot
-  let manifest = try String(contentsOf: root.appendingPathComponent("Package.swift"), encoding: .utf8)
+  let manifest = try repositoryText("Package.swift")
   let targets = Set(manifest.matches(of: /\.(?:target|executableTarget)\(\s*name: "(\w+)"/).map { String($0.output.1) })
   #expect(targets.contains("ATT") && targets.contains("ancs") && targets.contains("TestSupport"))
   let header = manifest.split(separator: "\n").prefix { $0.hasPrefix("//") }.filter { $0.hasPrefix("//   ") }
     .map { $0.dropFirst(5) }
-  let readme = try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
+  let readme = try repositoryText("README.md")
   let section = try #require(readme.components(separatedBy: "## Architecture").dropFirst().first)
   let block = section.components(separatedBy: "```").dropFirst().first ?? ""
   for (name, lines) in [("Package.swift", header), ("README.md", block.split(separator: "\n").map { $0[...] })] {

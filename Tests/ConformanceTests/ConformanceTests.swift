@@ -30,8 +30,7 @@ import Wire
   }
 
   @Test func everyCaseIsDocumented() throws {
-    let root = repositoryRoot
-    let text = try String(contentsOf: root.appendingPathComponent("Protocol/conformance.md"), encoding: .utf8)
+    let text = try repositoryText("Protocol/conformance.md")
     for testCase in ConformanceCatalog.np + ConformanceCatalog.nc {
       #expect(text.contains("### \(testCase.id)"), "Protocol/conformance.md lacks \(testCase.id)")
     }
@@ -39,10 +38,9 @@ import Wire
 
   /// Where the README and conformance.md count the cases, they count the catalog.
   @Test func theDocsCountEveryCase() throws {
-    let root = repositoryRoot
     let (np, nc) = (ConformanceCatalog.np.count, ConformanceCatalog.nc.count)
     for file in ["README.md", "Protocol/conformance.md"] {
-      let text = try String(contentsOf: root.appendingPathComponent(file), encoding: .utf8)
+      let text = try repositoryText(file)
         .replacingOccurrences(of: "\n", with: " ")
       let matches = text.matches(of: /(\d+) (NP|NC) cases/)
       #expect(!matches.isEmpty, "\(file) counts no cases")

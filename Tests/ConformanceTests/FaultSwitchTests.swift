@@ -128,8 +128,7 @@ import Testing
 
   /// Protocol/conformance.md documents every fault.
   @Test func everyFaultIsDocumented() throws {
-    let root = repositoryRoot
-    let text = try String(contentsOf: root.appendingPathComponent("Protocol/conformance.md"), encoding: .utf8)
+    let text = try repositoryText("Protocol/conformance.md")
     let section = try #require(text.range(of: "## Fault switches")).upperBound
     for definition in PhoneFaults.catalog {
       #expect(text[section...].contains("`\(definition.name)`"), "conformance.md lacks fault \(definition.name)")

@@ -160,8 +160,7 @@ import Wire
 
   /// Protocol/conformance.md documents every watch fault.
   @Test func everyFaultIsDocumented() throws {
-    let root = repositoryRoot
-    let text = try String(contentsOf: root.appendingPathComponent("Protocol/conformance.md"), encoding: .utf8)
+    let text = try repositoryText("Protocol/conformance.md")
     let section = try #require(text.range(of: "### Watch fault switches")).upperBound
     for definition in WatchFaults.catalog {
       #expect(text[section...].contains("`\(definition.name)`"), "conformance.md lacks watch fault \(definition.name)")

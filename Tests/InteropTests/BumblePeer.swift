@@ -9,7 +9,7 @@ import Testing
 /// tests are then skipped, never failed.
 let bumblePython: String? = {
   let process = Process()
-  process.executableURL = repositoryRoot.appendingPathComponent("scripts/bumble-venv.sh")
+  process.executableURL = repositoryFile("scripts/bumble-venv.sh")
   let output = Pipe()
   process.standardOutput = output
   process.standardError = FileHandle.nullDevice
@@ -37,7 +37,7 @@ final class BumblePeer: @unchecked Sendable {
   init(role: String, python: String) throws {
     process.executableURL = URL(fileURLWithPath: python)
     process.arguments =
-      ["-u", repositoryRoot.appendingPathComponent("Tests/Interop/bumble_peer.py").path]
+      ["-u", repositoryFile("Tests/Interop/bumble_peer.py").path]
       + role.split(separator: " ").map(String.init)
     process.standardInput = input
     process.standardOutput = output

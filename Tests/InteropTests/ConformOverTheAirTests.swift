@@ -160,7 +160,7 @@ struct ConformOverTheAirTests {
     let python = try #require(bumblePython)
     try await withRadio { harnessController, accessoryController, directory in
       let port = try #require(accessoryController.split(separator: ":").last)
-      let script = repositoryRoot.appendingPathComponent("Tests/Interop/bumble_peer.py").path
+      let script = repositoryFile("Tests/Interop/bumble_peer.py").path
       let run = try await conform([
         "conform", "accessory", "--bluetooth", harnessController, "--bonds", "\(directory)/harness.json",
         // AncsClient has none of the timers an accessory states (liveness, call re-check,
@@ -172,8 +172,7 @@ struct ConformOverTheAirTests {
       ])
       #expect(run.status == 1, "AncsClient fails some cases")
       let report = try Report(path: "\(directory)/report.json")
-      let readme = try String(
-        contentsOf: repositoryRoot.appendingPathComponent("README.md"), encoding: .utf8)
+      let readme = try repositoryText("README.md")
       var published: [String: String] = [:]
       for line in readme.split(separator: "\n") where line.hasPrefix("| ANCS/NC/") {
         let cells = line.split(separator: "|").map { $0.trimmingCharacters(in: .whitespaces) }

@@ -8,6 +8,11 @@ package let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathCom
 /// A file of the repository, by its path from the root ("README.md", "Protocol/vectors").
 package func repositoryFile(_ path: String) -> URL { repositoryRoot.appendingPathComponent(path) }
 
+/// The text of a file of the repository (UTF-8), by its path from the root.
+package func repositoryText(_ path: String) throws -> String {
+  try String(contentsOf: repositoryFile(path), encoding: .utf8)
+}
+
 /// The `ancs` binary the tests run: $ANCS_BINARY (the sanitizer runs give theirs), else the
 /// one built beside the test bundle (`swift build --build-tests`), else .build/debug/ancs.
 package let ancsPath: String = {

@@ -71,8 +71,7 @@ import Testing
 
   /// The README's example configuration file is one the face reads.
   @Test func theReadmeExampleIsAConfigFile() throws {
-    let root = repositoryRoot
-    let readme = try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
+    let readme = try repositoryText("README.md")
     let blocks = readme.components(separatedBy: "```").enumerated().filter { $0.offset % 2 == 1 }.map(\.element)
     let example = try #require(blocks.first { $0.contains("quiet-hours = ") })
     var settings = FaceSettings()
