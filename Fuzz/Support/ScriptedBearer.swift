@@ -12,7 +12,7 @@ final class ScriptedBearer: ATTBearer {
   private let script: [[UInt8]]
   /// Called before the engine receives scripted PDU `index`, when it has finished with the
   /// previous one: the place to look at the engine's state.
-  private let willReceive: @Sendable (_ index: Int) -> Void
+  private let willReceive: @Sendable (_ index: Int) async -> Void
 
   private struct State {
     var received = 0
@@ -22,7 +22,7 @@ final class ScriptedBearer: ATTBearer {
   private let state = Locked(State())
 
   init(
-    script: [[UInt8]], securityLevel: SecurityLevel, willReceive: @escaping @Sendable (Int) -> Void = { _ in }
+    script: [[UInt8]], securityLevel: SecurityLevel, willReceive: @escaping @Sendable (Int) async -> Void = { _ in }
   ) {
     self.script = script
     self.securityLevel = securityLevel
@@ -48,7 +48,7 @@ final class ScriptedBearer: ATTBearer {
   nonisolated(nonsending) func receive() async throws(BearerError) -> [UInt8]? {
     let index = state.withLock { $0.closed ? script.count : $0.received }
     guard index < script.count else { return nil }
-    willReceive(index)
+    await willReceive(index)
     state.withLock { $0.received += 1 }
     return script[index]
   }

@@ -62,21 +62,22 @@ func fuzz(_ bytes: [UInt8]) {
   // The notifications the phone held as each scripted PDU arrived.
   let held = Locked<[[PhoneNotification]]>([])
   let bearer = ScriptedBearer(script: script, securityLevel: .encrypted) { _ in
-    let notifications = phone.notifications
+    let notifications = await phone.notifications
     held.withLock { $0.append(notifications) }
   }
-  runBlocking {
+  let apps = runBlocking {
     for (id, name) in [("com.example.chat", "Chat"), ("com.apple.mobilephone", "Phone")] {
-      phone.register(app: id, name: name)
+      await phone.register(app: id, name: name)
     }
     for notification in notifications { await phone.post(notification) }
     await phone.serve(bearer)
+    return await phone.apps
   }
 
   let snapshots = held.withLock { $0 }
   require(snapshots.count == script.count, "the phone read \(snapshots.count) of \(script.count) PDUs")
   let phoneSide = PhoneSide(
-    quirks: quirks, source: source.value, control: control.value, data: data.value, apps: phone.apps)
+    quirks: quirks, source: source.value, control: control.value, data: data.value, apps: apps)
   for (index, (answers, step)) in zip(bearer.answers(), steps).enumerated() {
     let context = { "step \(index): \(Hex.encode(script[index])) answered \(answers.map { Hex.encode($0) })" }
     phoneSide.check(answers, to: step, holding: snapshots[index], context)

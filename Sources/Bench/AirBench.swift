@@ -46,7 +46,7 @@ public struct AirBench {
   /// One traced run, replayed.
   func traced() async throws -> [Bench.Result] {
     let phone = try Phone(wallClock: FixedWallClock(seconds: 1_796_040_000))
-    for app in scenario.apps { phone.register(app: app.id, name: app.name) }
+    for app in scenario.apps { await phone.register(app: app.id, name: app.name) }
     let notifications = posted(on: phone)
     guard !notifications.isEmpty else { throw UsageError("\(label) posts no notification: nothing to predict") }
     for notification in notifications { await phone.post(notification) }

@@ -35,8 +35,9 @@ public struct ConsoleCompletion: Hashable, Sendable {
 extension PhoneConsole {
   /// Tab completion for `line` with the cursor `cursor` Unicode scalars from its start: the
   /// phone's registered apps and its notifications' UIDs as they are now.
-  public func completion(of line: String, cursor: Int) -> ConsoleCompletion {
-    PhoneCommand.completion(of: line, cursor: cursor, apps: phone.apps, uids: phone.notifications.map(\.uid))
+  public func completion(of line: String, cursor: Int) async -> ConsoleCompletion {
+    PhoneCommand.completion(
+      of: line, cursor: cursor, apps: await phone.apps, uids: await phone.notifications.map(\.uid))
   }
 }
 

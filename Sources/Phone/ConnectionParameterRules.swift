@@ -96,14 +96,14 @@ public enum ConnectionParameterRules: String, CaseIterable, Hashable, Sendable {
 extension Phone {
   /// The rules this phone's accessory breaks with `request`: its iOS profile's with the iPhone
   /// layout, none with the minimal one (which takes whatever the Core specification allows).
-  public func brokenConnectionRules(_ request: ConnectionParameterRequest) -> [String] {
+  public nonisolated func brokenConnectionRules(_ request: ConnectionParameterRequest) -> [String] {
     settings.layout == .iPhone ? settings.profile.connectionRules.broken(request) : []
   }
 
   /// Tells the console and the JSON events that the accessory on the link named `link` asked
   /// for `request`, and which rules it broke (empty: accepted).
   public func judgedConnectionParameters(link: String, _ request: ConnectionParameterRequest, broken: [String]) {
-    let session = state.withLock { state in
+    let session = withState { state in
       state.sessions.values.first { $0.gatt.connection.bearer.name == link }?.id
     }
     emit(.connectionParameters(session: session, link: link, request: request, broken: broken))

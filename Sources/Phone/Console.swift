@@ -606,13 +606,13 @@ public struct PhoneConsole: Sendable {
     }
     switch command {
     case .post(var template):
-      switch resolveApp(template.app) {
+      switch await resolveApp(template.app) {
       case .failure(let error): return failed("post", error.message)
       case .success(let app): template.app = app
       }
       let posted = await phone.post(template.notification(date: template.date.value(on: phone)))
       return done(
-        "post", ["posted UID \(posted.uid): " + Self.summary(of: posted, on: phone)],
+        "post", ["posted UID \(posted.uid): " + (await Self.summary(of: posted, on: phone))],
         [("uid", .number(Double(posted.uid)))])
     case .modify(let uid, let change):
       let now = phone.dateNow()
@@ -621,29 +621,33 @@ public struct PhoneConsole: Sendable {
       }
       return done(
         "modify",
-        ["modified UID \(uid) (\(change.fieldNames.joined(separator: ", "))): " + Self.summary(of: changed, on: phone)],
+        [
+          "modified UID \(uid) (\(change.fieldNames.joined(separator: ", "))): "
+            + (await Self.summary(of: changed, on: phone))
+        ],
         [("uid", .number(Double(uid)))])
     case .remove(let uid):
-      guard let notification = phone.notifications.first(where: { $0.uid == uid }), await phone.remove(uid) else {
+      guard let notification = await phone.notifications.first(where: { $0.uid == uid }), await phone.remove(uid) else {
         return failed("remove", "no notification with UID \(uid); type \"list\" to see them")
       }
       return done(
-        "remove", ["removed UID \(uid): " + Self.summary(of: notification, on: phone)], [("uid", .number(Double(uid)))])
+        "remove", ["removed UID \(uid): " + (await Self.summary(of: notification, on: phone))],
+        [("uid", .number(Double(uid)))])
     case .call(let caller):
-      if phone.apps[ScenarioApp.phone.id] == nil {
-        phone.register(app: ScenarioApp.phone.id, name: ScenarioApp.phone.name)
-      }
+      await phone.register(app: ScenarioApp.phone.id, name: ScenarioApp.phone.name, unlessKnown: true)
       let template = NotificationTemplate.incomingCall(from: caller)
       let posted = await phone.post(template.notification(date: ""))
       return done(
         "call", ["incoming call from \(caller): UID \(posted.uid) (type \"remove \(posted.uid)\" to hang up)"],
         [("uid", .number(Double(posted.uid)))])
     case .list:
+      let apps = await phone.apps
       return done(
-        "list", listLines(),
+        "list", await listLines(),
         [
-          ("battery", .number(Double(phone.battery))), ("watches", .number(Double(phone.connectionCount))),
-          ("notifications", .array(phone.notifications.map(json(of:)))), ("media", phone.mediaJSON),
+          ("battery", .number(Double(await phone.battery))), ("watches", .number(Double(await phone.connectionCount))),
+          ("notifications", .array(await phone.notifications.map { json(of: $0, apps: apps) })),
+          ("media", await phone.mediaJSON),
         ])
     case .battery(let level):
       await phone.setBattery(level)
@@ -652,7 +656,7 @@ public struct PhoneConsole: Sendable {
       await phone.setTime(localSecondsSinceEpoch: date.secondsSinceEpoch)
       return done("time", ["clock set to " + Self.readable(date)], [("date", .string(date.description))])
     case .disconnect:
-      let count = phone.connectionCount
+      let count = await phone.connectionCount
       phone.disconnectAll()
       return done(
         "disconnect", ["disconnected \(count) watch" + (count == 1 ? "" : "es")], [("watches", .number(Double(count)))])
@@ -660,7 +664,7 @@ public struct PhoneConsole: Sendable {
       let allow: Bool
       if case .allow = command { allow = true } else { allow = false }
       let cmd = allow ? "allow" : "revoke"
-      if let watch, phone.sharing[watch] == nil {
+      if let watch, await phone.sharing[watch] == nil {
         return failed(cmd, "no watch \(watch) is connected; the phone's events name them (watch 1 connected ...)")
       }
       let changed = allow ? await phone.allowSharing(session: watch) : await phone.revokeSharing(session: watch)
@@ -708,7 +712,7 @@ public struct PhoneConsole: Sendable {
         [("peers", .array(forgotten.map(JSON.string)))])
     case .media(let media):
       switch await phone.media(media) {
-      case .success(let line): return done(media.word, [line], [("media", phone.mediaJSON)])
+      case .success(let line): return done(media.word, [line], [("media", await phone.mediaJSON)])
       case .failure(let error): return failed(media.word, error.message)
       }
     case .help:
@@ -722,8 +726,8 @@ public struct PhoneConsole: Sendable {
 
   /// An app id from what was typed: a registered id, a registered app's name or the last
   /// part of its id (any case), or any other id with a dot in it.
-  func resolveApp(_ text: String) -> Result<String, ConsoleError> {
-    let apps = phone.apps
+  func resolveApp(_ text: String) async -> Result<String, ConsoleError> {
+    let apps = await phone.apps
     if apps[text] != nil { return .success(text) }
     let lower = text.lowercased()
     let matches = apps.filter { id, name in
@@ -743,16 +747,16 @@ public struct PhoneConsole: Sendable {
           + "; or give a full app id like com.example.chat"))
   }
 
-  func listLines() -> [String] {
-    let notifications = phone.notifications
-    let watches = phone.connectionCount
+  func listLines() async -> [String] {
+    let notifications = await phone.notifications
+    let watches = await phone.connectionCount
     let status =
-      "battery \(phone.battery)%, \(watches) watch\(watches == 1 ? "" : "es") connected, clock "
+      "battery \(await phone.battery)%, \(watches) watch\(watches == 1 ? "" : "es") connected, clock "
       + (ANCSDate.parseOrNil(phone.dateNow()).map(Self.readable) ?? phone.dateNow())
     // What plays, when something does.
-    let media = phone.mediaPlayer.track == nil ? [] : ["media: " + phone.mediaSummary]
+    let media = await phone.mediaPlayer.track == nil ? [] : ["media: " + (await phone.mediaSummary)]
     guard !notifications.isEmpty else { return ["no notifications (\(status))"] + media }
-    let apps = phone.apps
+    let apps = await phone.apps
     var rows = [["UID", "APP", "CATEGORY", "FLAGS", "ACTIONS", "TITLE"]]
     for notification in notifications {
       let flags = notification.flags.intersection([.silent, .important]).flagNames.joined(separator: ",")
@@ -779,10 +783,10 @@ public struct PhoneConsole: Sendable {
     return lines + media
   }
 
-  func json(of notification: PhoneNotification) -> JSON {
+  func json(of notification: PhoneNotification, apps: [String: String]) -> JSON {
     var pairs: [(String, JSON)] = [
       ("uid", .number(Double(notification.uid))), ("app", .string(notification.appIdentifier)),
-      ("appName", .string(phone.apps[notification.appIdentifier] ?? "")),
+      ("appName", .string(apps[notification.appIdentifier] ?? "")),
       ("category", .string(notification.category.name ?? String(notification.category.rawValue))),
       ("flags", .array(notification.eventFlags.flagNames.map(JSON.string))),
       ("title", .string(notification.title)), ("subtitle", .string(notification.subtitle)),
@@ -799,8 +803,8 @@ public struct PhoneConsole: Sendable {
   // MARK: Text helpers
 
   /// "Chat — Hello there": the app's name and the title (or the message's start).
-  public static func summary(of notification: PhoneNotification, on phone: Phone) -> String {
-    let app = phone.apps[notification.appIdentifier] ?? notification.appIdentifier
+  public static func summary(of notification: PhoneNotification, on phone: Phone) async -> String {
+    let app = await phone.apps[notification.appIdentifier] ?? notification.appIdentifier
     return app + " — " + oneLine(headline(of: notification), 60)
   }
 

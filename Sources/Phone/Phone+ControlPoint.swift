@@ -7,7 +7,7 @@ extension Phone {
   /// Answers a Control Point write: an ATT error (0xA0-0xA3, or 0xFD without a Data Source
   /// subscription), or acceptance followed by the Data Source answer. Protocol/ANCS.md
   /// lists every rule.
-  func controlPoint(_ gatt: isolated GATTSession, _ bytes: [UInt8]) -> WriteOutcome {
+  func controlPoint(_ gatt: GATTSession, _ bytes: [UInt8]) -> WriteOutcome {
     let id = sessionID(gatt)
     // Sharing not allowed: "Write Not Permitted" whatever the command (PebbleOS#2093).
     guard mayShare(gatt) else {
@@ -42,7 +42,7 @@ extension Phone {
         return .refused(ATTErrorCode(rawValue: code))
       }
     }
-    let count = state.withLock { state -> Int in
+    let count = withState { state -> Int in
       state.withSession(ObjectIdentifier(gatt)) { session in
         session.commands += 1
         return session.commands
@@ -77,7 +77,7 @@ extension Phone {
     case .success(nil):
       return .accepted(then: { [self] in await afterCommand(count) })
     case .success(let answer?):
-      guard let handles = ancsHandles, gatt.cccd(for: handles.data).contains(.notifications) else {
+      guard let handles = ancsHandles, on(gatt, { $0.cccd(for: handles.data) }).contains(.notifications) else {
         // Without a Data Source subscription the answer could not be delivered.
         emit(.refused(session: id, command: name, code: ATTErrorCode.cccdImproperlyConfigured.rawValue))
         return .refused(.cccdImproperlyConfigured)
@@ -131,15 +131,15 @@ extension Phone {
   /// The refused command echoed on the Data Source before its Error Response, when the
   /// policy says so (never by the rules: "After an error the phone sends nothing on the
   /// Data Source for that command").
-  private func echoAfterError(_ gatt: isolated GATTSession, _ bytes: [UInt8]) {
+  private func echoAfterError(_ gatt: GATTSession, _ bytes: [UInt8]) {
     guard controlPointPolicy.echoesRefusedCommand, let handles = ancsHandles else { return }
-    _ = try? gatt.notifyNow(handles.data, [bytes])
+    on(gatt) { _ = try? $0.notifyNow(handles.data, [bytes]) }
   }
 
   /// The quirk service-changed: after the N-th command, unpublish and republish ANCS.
   private func afterCommand(_ count: Int) async {
     guard let after = quirks.serviceChangedAfter, count >= after else { return }
-    let first = state.withLock { state -> Bool in
+    let first = withState { state -> Bool in
       defer { state.serviceChanged = true }
       return !state.serviceChanged
     }
@@ -155,7 +155,7 @@ extension Phone {
   /// The Data Source answer to Get Notification Attributes: tuples in request order, each
   /// value cut to its maximum on a UTF-8 scalar boundary.
   func notificationAttributes(_ command: GetNotificationAttributesCommand) -> Result<[UInt8], ANCSRefusal> {
-    let found = state.withLock { $0.center.notification(command.notificationUID) }
+    let found = withState { $0.center.notification(command.notificationUID) }
     guard let notification = found else { return .failure(unknownUIDRefusal) }
     let policy = controlPointPolicy
     var tuples: [NotificationAttribute] = []
@@ -217,7 +217,7 @@ extension Phone {
   }
 
   func appAttributes(_ command: GetAppAttributesCommand) -> Result<[UInt8], ANCSRefusal> {
-    var name = state.withLock { $0.center.displayName(of: command.appIdentifier) }
+    var name = withState { $0.center.displayName(of: command.appIdentifier) }
     if controlPointPolicy.takesUnknownApp && name == nil { name = "" }
     guard let name else { return .failure(.invalidParameter) }
     var tuples: [AppAttribute] = []
@@ -238,7 +238,7 @@ extension Phone {
   /// action ends the notification (the caller removes the returned UID once the Write
   /// Response is out); on an incoming call positive answers and negative declines.
   func perform(_ command: PerformNotificationActionCommand, session: Int) -> Result<UInt32, ANCSRefusal> {
-    let found = state.withLock { $0.center.notification(command.notificationUID) }
+    let found = withState { $0.center.notification(command.notificationUID) }
     guard let notification = found else { return .failure(unknownUIDRefusal) }
     let label: String?
     switch command.actionID {
@@ -264,9 +264,8 @@ extension Phone {
 
   /// Current Time (0x2A2B): Exact Time 256 (year, month, day, hours, minutes, seconds,
   /// day of week 1 = Monday, fractions256) and Adjust Reason.
-  /// `shift`: the time shift read under the state lock by a caller that holds it.
-  func currentTime(shift: Int64? = nil) -> [UInt8] {
-    let local = localNow(shift: shift)
+  nonisolated func currentTime() -> [UInt8] {
+    let local = localNow()
     let date = ANCSDate(secondsSinceEpoch: local)
     let days = local >= 0 ? local / 86_400 : (local - 86_399) / 86_400
     // 1970-01-01 was a Thursday (4).
@@ -281,19 +280,19 @@ extension Phone {
   }
 
   /// Local Time Information (0x2A0F): time zone in 15-minute units, DST offset unknown (255).
-  func localTimeInformation() -> [UInt8] {
+  nonisolated func localTimeInformation() -> [UInt8] {
     let offset = wallClock.now().utcOffsetSeconds / 900
     return [UInt8(bitPattern: Int8(clamping: offset)), 255]
   }
 
   /// The Date attribute for "now" on this phone's wall clock.
-  public func dateNow() -> String {
+  public nonisolated func dateNow() -> String {
     ANCSDate(secondsSinceEpoch: localNow()).description
   }
 
   /// The phone's local time, in seconds since 1970-01-01 local.
-  func localNow(shift: Int64? = nil) -> Int64 {
+  nonisolated func localNow() -> Int64 {
     let (seconds, offset) = wallClock.now()
-    return seconds + Int64(offset) + (shift ?? state.withLock { $0.timeShift })
+    return seconds + Int64(offset) + timeShift.load(ordering: .acquiring)
   }
 }

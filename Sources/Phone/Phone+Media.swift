@@ -21,59 +21,64 @@ extension Phone {
     }
   }
 
-  func mediaService() -> ServiceDefinition {
+  nonisolated func mediaService() -> ServiceDefinition {
     ServiceDefinition(
       uuid: IPhoneUUID.ams,
       characteristics: [
         CharacteristicDefinition(
           uuid: IPhoneUUID.remoteCommand, properties: policy.remoteCommandProperties, security: policy.mediaSecurity,
           extendedProperties: Self.reliableWrite,
-          write: { [unowned self] session, bytes in remoteCommand(session, bytes) },
+          write: { [unowned self] session, bytes in onLoop { $0.remoteCommand(session, bytes) } },
           subscribed: { [unowned self] session, value in
             guard value.contains(.notifications) else { return }
-            let handles = mediaHandles
-            await deliver(state.withLock { queueCommands(handles, in: &$0, only: ObjectIdentifier(session)) })
+            await remoteCommandSubscribed(session)
           }),
         CharacteristicDefinition(
           uuid: IPhoneUUID.entityUpdate, properties: [.write, .notify], security: policy.mediaSecurity,
           extendedProperties: Self.reliableWrite,
-          write: { [unowned self] session, bytes in entityUpdate(session, bytes) }),
+          write: { [unowned self] session, bytes in onLoop { $0.entityUpdate(session, bytes) } }),
         CharacteristicDefinition(
           uuid: IPhoneUUID.entityAttribute, properties: [.read, .write], security: policy.mediaSecurity,
-          extendedProperties: Self.reliableWrite, read: { [unowned self] session in entityAttribute(session) },
-          write: { [unowned self] session, bytes in selectEntityAttribute(session, bytes) }),
+          extendedProperties: Self.reliableWrite,
+          read: { [unowned self] session in onLoop { $0.entityAttribute(session) } },
+          write: { [unowned self] session, bytes in onLoop { $0.selectEntityAttribute(session, bytes) } }),
       ])
   }
 
   /// Value handles of Remote Command and Entity Update, when AMS is published.
   typealias MediaHandles = (remoteCommand: UInt16, entityUpdate: UInt16)
 
-  /// Value handles of Remote Command and Entity Update, when AMS is published. Read before
-  /// taking the state lock, never under it (see `announce`).
-  var mediaHandles: MediaHandles? {
+  /// The accessory subscribed to Remote Command: the commands the player takes now.
+  private func remoteCommandSubscribed(_ gatt: GATTSession) async {
+    let handles = mediaHandles
+    await deliver(withState { queueCommands(handles, in: &$0, only: ObjectIdentifier(gatt)) })
+  }
+
+  /// Value handles of Remote Command and Entity Update, when AMS is published.
+  nonisolated var mediaHandles: MediaHandles? {
     guard let handles = server.handles(of: IPhoneUUID.ams), handles.count == 3 else { return nil }
     return (handles[0].value, handles[1].value)
   }
 
   /// Seconds on the media clock.
-  var mediaNow: Double {
+  nonisolated var mediaNow: Double {
     let now = mediaClock.now.components
     return Double(now.seconds) + Double(now.attoseconds) / 1e18
   }
 
   /// The player as it is now.
-  public var mediaPlayer: MediaPlayer { state.withLock { $0.player } }
+  public var mediaPlayer: MediaPlayer { withState { $0.player } }
 
   /// What plays now, in one line (`MediaPlayer.summary`).
   public var mediaSummary: String {
     let now = mediaNow
-    return state.withLock { $0.player.summary(at: now) }
+    return withState { $0.player.summary(at: now) }
   }
 
   /// The player's state for scripts (`MediaPlayer.json`).
   public var mediaJSON: JSON {
     let now = mediaNow
-    return state.withLock { $0.player.json(at: now) }
+    return withState { $0.player.json(at: now) }
   }
 
   /// Performs a console, JSON or scenario media command: what it did, or why not.
@@ -87,8 +92,8 @@ extension Phone {
   @discardableResult
   public func changeMedia<T>(_ change: (inout MediaPlayer, _ now: Double) -> T) async -> T {
     let handles = mediaHandles
-    let (result, senders) = state.withLock { state -> (T, [Sender]) in
-      // Read under the lock: changes take their times in the order they are made, and what
+    let (result, senders) = withState { state -> (T, [Sender]) in
+      // Read in the step: changes take their times in the order they are made, and what
       // they change is queued for each accessory in that order too.
       let now = mediaNow
       let before = state.player.values(at: now)
@@ -114,7 +119,7 @@ extension Phone {
 
   // MARK: Tracks ending by themselves
 
-  /// Under the state lock, after every change: a timer on the media clock finishes the
+  /// In the step of every change: a timer on the media clock finishes the
   /// current track when it ends, while it plays; the one before, if any, is cancelled.
   private func scheduleTrackEnd(_ state: inout State) {
     let end = state.player.endOfTrack
@@ -132,7 +137,7 @@ extension Phone {
 
   /// The timer for a track ending at `end` fired: the next track plays (Protocol/AMS.md).
   private func finishTrack(endingAt end: Double) async {
-    state.withLock { state in
+    withState { state in
       // This timer is done: the change below must not cancel the task it runs in.
       if state.trackEnd == end {
         state.trackEnd = nil
@@ -156,36 +161,43 @@ extension Phone {
     // A command the player does not take now changes nothing (Protocol/AMS.md).
     let id = command.command
     let performs = policy.performsCommands
-    return .accepted(then: { [self] in
-      let outcome = await changeMedia { (player: inout MediaPlayer, now: Double) -> String in
-        performs && player.perform(id, at: now) ? player.summary(at: now) : "not available now, ignored"
-      }
-      if let session = state.withLock({ $0.sessions[ObjectIdentifier(gatt)]?.id }) {
-        emit(.remoteCommand(session: session, command: id.name ?? String(id.rawValue), outcome: outcome))
-      }
-    })
+    return .accepted(then: { [self] in await perform(id, performs: performs, from: gatt) })
   }
 
-  private func entityUpdate(_ gatt: isolated GATTSession, _ bytes: [UInt8]) -> WriteOutcome {
-    subscribedWrite(gatt, bytes, EntityRegistration.init(decoding:)) { registration in
-      // Taken in after the Write Response, so that no change is told before it; the
-      // current values follow.
-      .accepted(then: { [self] in
-        let key = ObjectIdentifier(gatt)
-        let handles = mediaHandles
-        await deliver(
-          state.withLock { state in
-            state.sessions[key]?.media.registrations[registration.entity] = registration.pairs.map(\.attribute)
-            return policy.tellsCurrentValues
-              ? queueValues(registration.pairs, handles, for: key, at: mediaNow, in: &state) : []
-          })
-      })
+  /// Performs a Remote Command after its Write Response.
+  private func perform(_ id: RemoteCommandID, performs: Bool, from gatt: GATTSession) async {
+    let outcome = await changeMedia { (player: inout MediaPlayer, now: Double) -> String in
+      performs && player.perform(id, at: now) ? player.summary(at: now) : "not available now, ignored"
+    }
+    if let session = withState({ $0.sessions[ObjectIdentifier(gatt)]?.id }) {
+      emit(.remoteCommand(session: session, command: id.name ?? String(id.rawValue), outcome: outcome))
     }
   }
 
-  private func selectEntityAttribute(_ gatt: isolated GATTSession, _ bytes: [UInt8]) -> WriteOutcome {
+  private func entityUpdate(_ gatt: GATTSession, _ bytes: [UInt8]) -> WriteOutcome {
+    subscribedWrite(gatt, bytes, EntityRegistration.init(decoding:)) { registration in
+      // Taken in after the Write Response, so that no change is told before it; the
+      // current values follow.
+      .accepted(then: { [self] in await register(registration, from: gatt) })
+    }
+  }
+
+  /// Takes an Entity Update registration in, after its Write Response; the current values
+  /// follow.
+  private func register(_ registration: EntityRegistration, from gatt: GATTSession) async {
+    let key = ObjectIdentifier(gatt)
+    let handles = mediaHandles
+    await deliver(
+      withState { state in
+        state.sessions[key]?.media.registrations[registration.entity] = registration.pairs.map(\.attribute)
+        return policy.tellsCurrentValues
+          ? queueValues(registration.pairs, handles, for: key, at: mediaNow, in: &state) : []
+      })
+  }
+
+  private func selectEntityAttribute(_ gatt: GATTSession, _ bytes: [UInt8]) -> WriteOutcome {
     subscribedWrite(gatt, bytes, EntityAttributeSelection.init(decoding:)) { selection in
-      state.withLock { $0.sessions[ObjectIdentifier(gatt)]?.media.selection = selection.attribute }
+      withState { $0.sessions[ObjectIdentifier(gatt)]?.media.selection = selection.attribute }
       return .accepted
     }
   }
@@ -193,11 +205,11 @@ extension Phone {
   /// An Entity Update or Entity Attribute write: Invalid State before the accessory
   /// subscribed to Entity Update, Invalid Command when it does not decode, else `take`'s.
   private func subscribedWrite<T>(
-    _ gatt: isolated GATTSession, _ bytes: [UInt8], _ decode: ([UInt8]) throws(AMSError) -> T,
+    _ gatt: GATTSession, _ bytes: [UInt8], _ decode: ([UInt8]) throws(AMSError) -> T,
     take: (T) -> WriteOutcome
   ) -> WriteOutcome {
     guard let handles = mediaHandles,
-      gatt.cccd(for: handles.entityUpdate).contains(.notifications) || !policy.mediaNeedsSubscription
+      on(gatt, { $0.cccd(for: handles.entityUpdate) }).contains(.notifications) || !policy.mediaNeedsSubscription
     else {
       return .refused(ATTErrorCode(rawValue: AMSErrorCode.invalidState.rawValue))
     }
@@ -209,7 +221,7 @@ extension Phone {
   /// The selected attribute's whole value; empty with none selected or none there.
   private func entityAttribute(_ gatt: GATTSession) -> [UInt8] {
     let now = mediaNow
-    let whole = state.withLock { state -> (EntityAttribute, String)? in
+    let whole = withState { state -> (EntityAttribute, String)? in
       guard let selection = state.sessions[ObjectIdentifier(gatt)]?.media.selection else { return nil }
       return (selection, state.player.value(of: selection, at: now) ?? "")
     }
@@ -222,7 +234,7 @@ extension Phone {
 
   /// Queues Entity Update notifications for `attributes` to one accessory, their values as
   /// they are at `now`, each cut to one notification (an absent value is sent empty); under
-  /// the lock. Returns the accessory when the caller must send them (`deliver`).
+  /// the step. Returns the accessory when the caller must send them (`deliver`).
   private func queueValues(
     _ attributes: [EntityAttribute], _ handles: MediaHandles?, for key: ObjectIdentifier, at now: Double,
     in state: inout State
@@ -238,7 +250,7 @@ extension Phone {
   }
 
   /// Queues the commands the player takes now for every accessory, or `only` one (sent to
-  /// those subscribed to Remote Command); under the lock. Returns those the caller must send.
+  /// those subscribed to Remote Command), in the step. Returns those the caller must send.
   private func queueCommands(_ handles: MediaHandles?, in state: inout State, only key: ObjectIdentifier? = nil)
     -> [Sender]
   {

@@ -2,6 +2,7 @@ import ANCS
 import ATT
 import GATT
 import Runtime
+import Synchronization
 import Wire
 
 /// What happened on the phone, for its console and for tests.
@@ -43,7 +44,15 @@ public enum PhoneEvent: Hashable, Sendable {
 
 /// The simulated iPhone: a notification center served as ANCS, with the Current Time and
 /// Battery services, to any number of watches at once.
-public final class Phone: Sendable {
+///
+/// One loop: the phone is an actor, and every connection it serves runs on its executor
+/// (`ATTConnection(executorOf:)`), with the GATT sessions on them. A request from any watch,
+/// a change from the console or a scenario, and a timer all reach the phone's state there,
+/// one at a time, in a plain call: no lock on the path of a PDU. The characteristics'
+/// handlers, which the GATT session calls isolated to itself, are on that executor too and
+/// enter the phone with `assumeIsolated`. Whoever is elsewhere (the console, a scenario, a
+/// test) reaches it with `await`.
+public actor Phone {
   static let ancsService = BluetoothUUID(ANCSUUID.service)!
   static let currentTimeService: BluetoothUUID = 0x1805
   static let batteryService: BluetoothUUID = 0x180F
@@ -54,7 +63,7 @@ public final class Phone: Sendable {
     var started = false
     /// Notifications for this session (Notification Source events, AMS values and commands),
     /// in the order the changes they tell were made (the pre-existing report before what
-    /// follows it), not yet sent: they are queued under the lock that makes the change, so
+    /// follows it), not yet sent: they are queued in the step that makes the change, so
     /// nothing overtakes what was decided before it.
     var outbox = FIFO<Outgoing>()
     /// Someone is sending this session's outbox (`deliver`); whoever queues and finds nobody
@@ -108,8 +117,6 @@ public final class Phone: Sendable {
     var serviceChanged = false
     /// UIDs announced and retracted at once (quirk retract-uid).
     var retracted: Set<UInt32> = []
-    /// Seconds added to the wall clock (a scenario's or console's "time" step).
-    var timeShift: Int64 = 0
     /// The user's answers about sharing, by accessory name, kept while the phone runs (an
     /// iPhone remembers them per bonded device).
     var sharingDecisions: [String: Bool] = [:]
@@ -135,12 +142,12 @@ public final class Phone: Sendable {
     }
   }
 
-  public let server: GATTServer
-  public let quirks: Quirks
+  public nonisolated let server: GATTServer
+  public nonisolated let quirks: Quirks
   /// The database layout and the iOS generation.
-  public let settings: PhoneSettings
+  public nonisolated let settings: PhoneSettings
   /// Test-only fault switches (Faults.swift); none by default.
-  public let faults: PhoneFaults
+  public nonisolated let faults: PhoneFaults
   /// How the Control Point answers, from `faults` (by the rules without them).
   let controlPointPolicy: ControlPointPolicy
   /// Everything else `faults` changes (by the rules without them).
@@ -149,14 +156,24 @@ public final class Phone: Sendable {
   /// The media player's time (elapsed time within a track).
   let mediaClock: any EngineClock
   let logger: Logger
-  let state = Locked(State())
+  /// Everything that changes, on the phone's executor. Unchecked for exclusivity at run
+  /// time, as `ATTConnection`'s machine is: read or changed for every Control Point command
+  /// and every notification, in plain accesses (`withState`) with no callback inside that
+  /// could reach it again.
+  @exclusivity(unchecked) var state = State()
+  /// Seconds added to the wall clock (a scenario's or console's "time" step), readable from
+  /// anywhere: the Date attribute for "now" (`dateNow`) is asked for off the phone's executor.
+  let timeShift = Atomic<Int64>(0)
   private let hub = EventHub<PhoneEvent>()
   /// Where the links keep this phone's bonds, once told.
   private let bondBook = Locked<(any BondBook)?>(nil)
 
+  /// A phone; `apps` are registered from the start (identifier to display name), as
+  /// `register(app:name:)` does.
   public init(
     quirks: Quirks = Quirks(), faults: PhoneFaults = [], settings: PhoneSettings = PhoneSettings(),
-    wallClock: any WallClock = SystemWallClock(), mediaClock: any EngineClock = SystemClock(), logger: Logger = .none
+    wallClock: any WallClock = SystemWallClock(), mediaClock: any EngineClock = SystemClock(), logger: Logger = .none,
+    apps: [String: String] = [:]
   ) throws(DatabaseError) {
     self.quirks = quirks
     self.faults = faults
@@ -164,8 +181,10 @@ public final class Phone: Sendable {
     let policy = PhonePolicy(faults, settings: settings)
     self.policy = policy
     self.settings = settings
-    state.withLock { $0.sharingPolicy = settings.sharing }
-    state.withLock { $0.center.reusesRemovedUIDs = policy.reusesRemovedUIDs }
+    var state = State()
+    state.sharingPolicy = settings.sharing
+    state.center.reusesRemovedUIDs = policy.reusesRemovedUIDs
+    for (identifier, name) in apps { state.center.register(app: identifier, name: name) }
     self.wallClock = wallClock
     self.mediaClock = mediaClock
     self.logger = logger
@@ -173,10 +192,9 @@ public final class Phone: Sendable {
     server = try GATTServer(leading: iPhone ? [Self.genericAccessService(settings)] : [], services: [], logger: logger)
     if let flood = quirks.flood {
       // The flood is on the phone from the start: every session reports it as pre-existing.
-      state.withLock { state in
-        for index in 0..<flood { _ = state.center.post(Self.floodNotification(index)) }
-      }
+      for index in 0..<flood { _ = state.center.post(Self.floodNotification(index)) }
     }
+    self.state = state
     let currentTime = ServiceDefinition(
       uuid: Self.currentTimeService,
       characteristics: [
@@ -192,7 +210,7 @@ public final class Phone: Sendable {
         CharacteristicDefinition(
           uuid: 0x2A19, properties: [.read, .notify], security: policy.batterySecurity,
           refusal: iPhone ? .insufficientAuthentication : nil,
-          read: { [unowned self] _ in [state.withLock { $0.battery }] })
+          read: { [unowned self] session in onLoop { [$0.state.battery] } })
       ])
     let services =
       iPhone
@@ -202,7 +220,7 @@ public final class Phone: Sendable {
     for service in services { try server.add(service) }
   }
 
-  func ancsDefinition() -> ServiceDefinition {
+  nonisolated func ancsDefinition() -> ServiceDefinition {
     let source = CharacteristicDefinition(
       uuid: BluetoothUUID(ANCSUUID.notificationSource)!, properties: policy.sourceProperties,
       security: policy.sourceSecurity,
@@ -212,7 +230,7 @@ public final class Phone: Sendable {
       uuid: BluetoothUUID(policy.controlPointUUID)!, properties: policy.controlProperties,
       security: policy.controlSecurity,
       extendedProperties: settings.layout == .iPhone ? Self.reliableWrite : nil,
-      write: { [unowned self] session, bytes in controlPoint(session, bytes) })
+      write: { [unowned self] session, bytes in onLoop { $0.controlPoint(session, bytes) } })
     let data = CharacteristicDefinition(
       uuid: BluetoothUUID(ANCSUUID.dataSource)!, properties: policy.dataProperties, security: policy.dataSecurity)
     // An iPhone lists the Control Point first; the minimal layout keeps 1.0's order.
@@ -223,29 +241,46 @@ public final class Phone: Sendable {
   }
 
   /// Value handles of Notification Source, Control Point, Data Source as published now.
-  var ancsHandles: (source: UInt16, control: UInt16, data: UInt16)? {
+  nonisolated var ancsHandles: (source: UInt16, control: UInt16, data: UInt16)? {
     guard let handles = server.handles(of: Self.ancsService), handles.count == 3 else { return nil }
     if settings.layout == .iPhone { return (handles[1].value, handles[0].value, handles[2].value) }
     return (handles[0].value, handles[1].value, handles[2].value)
   }
 
+  /// Runs `body` isolated to the phone, from a characteristic's handler: the GATT session
+  /// that calls it runs on the phone's executor (`serve` makes every connection so).
+  /// `assumeIsolated` checks that (one comparison of executors) and traps otherwise: a
+  /// session of this phone's server on a connection that `serve` did not make.
+  nonisolated func onLoop<T: Sendable>(_ body: @Sendable (isolated Phone) -> T) -> T {
+    assumeIsolated { body($0) }
+  }
+
+  /// A GATT session of this phone, isolated: it runs on the phone's executor.
+  func on<T: Sendable>(_ gatt: GATTSession, _ body: @Sendable (isolated GATTSession) -> T) -> T {
+    gatt.assumeIsolated { body($0) }
+  }
+
+  /// The state, in place, for a step on the phone's executor.
+  @inline(__always)
+  func withState<T>(_ body: (inout State) -> T) -> T { body(&state) }
+
   // MARK: - Events
 
+  deinit { state.trackTimer?.cancel() }
+
   /// A stream of everything that happens from now on.
-  deinit { state.withLock { $0.trackTimer?.cancel() } }
+  public nonisolated func events() -> EventStream<PhoneEvent> { hub.stream() }
 
-  public func events() -> EventStream<PhoneEvent> { hub.stream() }
-
-  func emit(_ event: PhoneEvent) { hub.yield(event) }
+  nonisolated func emit(_ event: PhoneEvent) { hub.yield(event) }
 
   // MARK: - Connections
 
   /// Serves one watch over `bearer` until the link closes.
   public func serve(_ bearer: any ATTBearer, clock: any EngineClock = SystemClock()) async {
     let connection = ATTConnection(
-      bearer: bearer, clock: clock, options: .init(localMTU: settings.mtu), logger: logger)
+      bearer: bearer, clock: clock, options: .init(localMTU: settings.mtu), logger: logger, executorOf: self)
     let gatt = await server.attach(connection)
-    let id = state.withLock { state in
+    let id = withState { state in
       defer { state.nextSession += 1 }
       state.sessions[ObjectIdentifier(gatt)] = Session(
         id: state.nextSession, gatt: gatt, shared: state.sharingPolicy == .allow)
@@ -261,7 +296,7 @@ public final class Phone: Sendable {
       await connection.run()
     }
     server.detach(connection)
-    let started = state.withLock { $0.sessions.removeValue(forKey: ObjectIdentifier(gatt))?.started ?? false }
+    let started = withState { $0.sessions.removeValue(forKey: ObjectIdentifier(gatt))?.started ?? false }
     if started { emit(.sessionEnded(session: id)) }
     emit(.disconnected(session: id))
   }
@@ -295,15 +330,18 @@ public final class Phone: Sendable {
   }
 
   /// Number of connected watches.
-  public var connectionCount: Int { state.withLock { $0.sessions.count } }
+  public var connectionCount: Int { withState { $0.sessions.count } }
 
   // MARK: - The notification center
 
-  public var notifications: [PhoneNotification] { state.withLock { $0.center.notifications } }
-  public var apps: [String: String] { state.withLock { $0.center.apps } }
+  public var notifications: [PhoneNotification] { withState { $0.center.notifications } }
+  public var apps: [String: String] { withState { $0.center.apps } }
 
-  public func register(app identifier: String, name: String) {
-    state.withLock { $0.center.register(app: identifier, name: name) }
+  /// Registers an app (its identifier and display name); with `unlessKnown`, only if it is
+  /// not registered yet.
+  public func register(app identifier: String, name: String, unlessKnown: Bool = false) {
+    if unlessKnown && state.center.apps[identifier] != nil { return }
+    state.center.register(app: identifier, name: name)
   }
 
   /// Posts a notification and announces it to every session. Returns it with its UID.
@@ -311,7 +349,7 @@ public final class Phone: Sendable {
   public func post(_ notification: PhoneNotification) async -> PhoneNotification {
     let source = ancsHandles?.source
     if quirks.retractUID {
-      let (phantom, senders) = state.withLock { state -> (NotificationSourceEvent, [Sender]) in
+      let (phantom, senders) = withState { state -> (NotificationSourceEvent, [Sender]) in
         var ghost = notification
         ghost.title = "(retracted)"
         let posted = state.center.post(ghost)
@@ -323,7 +361,7 @@ public final class Phone: Sendable {
       emit(.quirk("retract-uid: announced UID \(phantom.notificationUID) and retracted it"))
       await deliver(senders)
     }
-    let (posted, senders) = state.withLock { state in
+    let (posted, senders) = withState { state in
       let posted = state.center.post(notification)
       let event = state.center.event(.added, for: posted, extraFlags: quirks.preExistingOnNew ? .preExisting : [])
       return (posted, announce(event, to: source, in: &state))
@@ -336,7 +374,7 @@ public final class Phone: Sendable {
   @discardableResult
   public func modify(_ uid: UInt32, _ change: @Sendable (inout PhoneNotification) -> Void) async -> PhoneNotification? {
     let source = ancsHandles?.source
-    let result = state.withLock { state -> (PhoneNotification, [Sender])? in
+    let result = withState { state -> (PhoneNotification, [Sender])? in
       guard let changed = state.center.modify(state.renamedUIDs[uid] ?? uid, change) else { return nil }
       return (changed, announce(state.center.event(.modified, for: changed), to: source, in: &state))
     }
@@ -349,7 +387,7 @@ public final class Phone: Sendable {
   @discardableResult
   public func remove(_ uid: UInt32) async -> Bool {
     let source = ancsHandles?.source
-    let senders = state.withLock { state -> [Sender]? in
+    let senders = withState { state -> [Sender]? in
       guard let removed = state.center.remove(state.renamedUIDs[uid] ?? uid) else { return nil }
       return quirks.loseRemoved ? [] : announce(state.center.event(.removed, for: removed), to: source, in: &state)
     }
@@ -367,7 +405,7 @@ public final class Phone: Sendable {
     let level = min(level, 100)
     let handle = server.handles(of: Self.batteryService)?.first?.value
     await deliver(
-      state.withLock { state in
+      withState { state in
         state.battery = level
         return handle.map {
           Self.enqueue([Outgoing(handle: $0, value: [level])], for: Self.everySession(state), in: &state)
@@ -375,13 +413,13 @@ public final class Phone: Sendable {
       })
   }
 
-  public var battery: UInt8 { state.withLock { $0.battery } }
+  public var battery: UInt8 { withState { $0.battery } }
 
   /// Sets the phone's local time (seconds since 1970-01-01 in local time) and notifies
   /// Current Time subscribers.
   public func setTime(localSecondsSinceEpoch seconds: Int64) async {
     let (now, offset) = wallClock.now()
-    state.withLock { $0.timeShift = seconds - (now + Int64(offset)) }
+    timeShift.store(seconds - (now + Int64(offset)), ordering: .releasing)
     await notifyTime()
   }
 
@@ -389,7 +427,7 @@ public final class Phone: Sendable {
 
   /// Keeps this phone's bonds in `book` (the links' keyring, or the Bluetooth host's bond
   /// store), reporting what happens to them as `.bond` events.
-  public func keepBonds(in book: any BondBook) {
+  public nonisolated func keepBonds(in book: any BondBook) {
     bondBook.withLock { $0 = book }
     book.observe { [weak self] event in self?.emit(.bond(event)) }
     // FAULT just-works-only: breaks "an accessory that asks for MITM protection gets it".
@@ -398,15 +436,15 @@ public final class Phone: Sendable {
 
   /// How this phone reacts when an accessory lacks the key of its bond: as an iPhone, it
   /// keeps the bond and drops the link (Protocol/iPhone.md, Pairing and bonds).
-  public var disconnectsOnKeyMissing: Bool { policy.disconnectsOnKeyMissing }
+  public nonisolated var disconnectsOnKeyMissing: Bool { policy.disconnectsOnKeyMissing }
 
   /// Where this phone's bonds are kept; nil when its links keep none.
-  public var bonds: (any BondBook)? { bondBook.withLock { $0 } }
+  public nonisolated var bonds: (any BondBook)? { bondBook.withLock { $0 } }
 
   /// Forgets the bond with `peer`, or every bond, as iOS's "Forget This Device" does, and
   /// drops the links of the accessories forgotten. Returns their addresses; nil when this
   /// phone keeps no bonds.
-  public func forget(_ peer: String?) throws(BondBookError) -> [String]? {
+  public nonisolated func forget(_ peer: String?) throws(BondBookError) -> [String]? {
     guard let book = bonds else { return nil }
     // Addresses are written in capitals; what was typed may not be.
     let forgotten = try book.forget(peer?.uppercased())
@@ -417,7 +455,7 @@ public final class Phone: Sendable {
   }
 
   /// Closes every watch's link (as walking out of radio range would).
-  public func disconnectAll() {
+  public nonisolated func disconnectAll() {
     for session in server.sessions { session.connection.close() }
   }
 
@@ -425,20 +463,18 @@ public final class Phone: Sendable {
   public func notifyTime() async {
     guard let handle = server.handles(of: Self.currentTimeService)?.first?.value else { return }
     await deliver(
-      state.withLock { state in
+      withState { state in
         Self.enqueue(
-          [Outgoing(handle: handle, value: currentTime(shift: state.timeShift))], for: Self.everySession(state),
+          [Outgoing(handle: handle, value: currentTime())], for: Self.everySession(state),
           in: &state)
       })
   }
 
-  /// Queues a live event for every session whose ANCS session has started, under the lock
-  /// that made the change (a session that starts later has the notification in its
-  /// pre-existing report instead, so nothing is announced twice); returns the sessions the
-  /// caller must now send (`deliver`), those nobody is sending yet.
-  /// `source` is the Notification Source's value handle, read before the lock: the GATT
-  /// server's lock is never taken under the phone's (a read handler runs under the server's
-  /// and takes the phone's).
+  /// Queues a live event for every session whose ANCS session has started, in the step that
+  /// made the change (a session that starts later has the notification in its pre-existing
+  /// report instead, so nothing is announced twice); returns the sessions the caller must
+  /// now send (`deliver`), those nobody is sending yet. `source` is the Notification
+  /// Source's value handle.
   func announce(
     _ event: NotificationSourceEvent, to source: UInt16?, in state: inout State, except skipped: ObjectIdentifier? = nil
   ) -> [Sender] {
@@ -474,7 +510,7 @@ public final class Phone: Sendable {
   func deliver(_ senders: [Sender]) async {
     for sender in senders {
       let key = sender.key
-      while let (next, gatt) = state.withLock({ state -> (Outgoing, GATTSession)? in
+      while let (next, gatt) = withState({ state -> (Outgoing, GATTSession)? in
         state.withSession(key) { session -> (Outgoing, GATTSession)? in
           // A session that ended is gone, and another may have taken its key since.
           guard session.id == sender.id else { return nil }
@@ -493,7 +529,7 @@ public final class Phone: Sendable {
   }
 
   /// An event as the quirks change it, on its way out (live and pre-existing alike).
-  func quirked(_ event: NotificationSourceEvent) -> NotificationSourceEvent {
+  nonisolated func quirked(_ event: NotificationSourceEvent) -> NotificationSourceEvent {
     guard quirks.reservedFlags else { return event }
     var event = event
     event.eventFlags.insert(Self.reservedFlagBit5)
@@ -506,7 +542,7 @@ public final class Phone: Sendable {
   /// Counts a Data Source answer; the quirks drop-subscriptions, revoke-sharing and
   /// silent-source act on the N-th.
   func answered(_ gatt: GATTSession) async {
-    let (drop, revoke, silence, id) = state.withLock { state -> (Bool, Bool, Bool, Int) in
+    let (drop, revoke, silence, id) = withState { state -> (Bool, Bool, Bool, Int) in
       state.withSession(ObjectIdentifier(gatt)) { session in
         session.answers += 1
         let silence = quirks.silentSourceAfter == session.answers
@@ -536,14 +572,14 @@ public final class Phone: Sendable {
     let key = ObjectIdentifier(gatt)
     // Writing the CCCD again is what brings a silent Notification Source back (quirk
     // silent-source; coredevices/PebbleOS#1348).
-    let revived = state.withLock { state -> Bool in
+    let revived = withState { state -> Bool in
       defer { state.sessions[key]?.silent = false }
       return state.sessions[key]?.silent ?? false
     }
     if revived { emit(.quirk("silent-source: the Notification Source CCCD was written again; events resume")) }
     guard value.contains(.notifications) else {
       let source = ancsHandles?.source
-      let (ended, id) = state.withLock { state -> (Bool, Int) in
+      let (ended, id) = withState { state -> (Bool, Int) in
         let ended = state.sessions[key]?.started ?? false
         state.sessions[key]?.stop(source: source)
         state.sessions[key]?.waitingForSharing = false
@@ -553,7 +589,7 @@ public final class Phone: Sendable {
       return
     }
     // Until the user allows sharing the subscription is taken and nothing is sent.
-    let (blocked, ask, id, name) = state.withLock { state -> (Bool, Bool, Int, String?) in
+    let (blocked, ask, id, name) = withState { state -> (Bool, Bool, Int, String?) in
       guard var session = state.sessions[key], !session.shared else { return (false, false, 0, nil) }
       session.waitingForSharing = true
       let ask = state.sharingPolicy == .ask && !session.asked
@@ -574,7 +610,7 @@ public final class Phone: Sendable {
   func startSession(_ gatt: GATTSession) async {
     let key = ObjectIdentifier(gatt)
     let source = ancsHandles?.source
-    let (id, count, renamed, senders) = state.withLock { state in
+    let (id, count, renamed, senders) = withState { state in
       let renamed = quirks.callNewUID ? Self.renameCalls(&state) : []
       // Other watches, whose sessions go on, see the old UID go and the new one come.
       var senders = renamed.flatMap {
@@ -627,5 +663,5 @@ public final class Phone: Sendable {
       date: ANCSDate(secondsSinceEpoch: 1_700_000_000 + Int64(index)).description)
   }
 
-  func sessionID(_ gatt: GATTSession) -> Int { state.withLock { $0.sessions[ObjectIdentifier(gatt)]?.id ?? 0 } }
+  func sessionID(_ gatt: GATTSession) -> Int { withState { $0.sessions[ObjectIdentifier(gatt)]?.id ?? 0 } }
 }

@@ -48,7 +48,7 @@ public struct ScenarioPlayer: Sendable {
   public func play(on phone: Phone, clock: any EngineClock, report: (Report) -> Void = { _ in })
     async throws(CancellationError)
   {
-    for app in scenario.apps { phone.register(app: app.id, name: app.name) }
+    for app in scenario.apps { await phone.register(app: app.id, name: app.name) }
     if !scenario.apps.isEmpty {
       let names = scenario.apps.map { "\($0.name) (\($0.id))" }.joined(separator: ", ")
       report(Report(round: 1, at: 0, step: nil, text: "apps: " + names))
@@ -66,7 +66,7 @@ public struct ScenarioPlayer: Sendable {
       let end = start + (loop ? roundLength : .milliseconds(Int64((scenario.duration * 1000).rounded())))
       try await clock.sleep(until: end)
       guard loop else { return }
-      let left = Set(phone.notifications.map(\.uid))
+      let left = Set(await phone.notifications.map(\.uid))
       var removed = 0
       for uid in own where left.contains(uid) {
         if await phone.remove(uid) { removed += 1 }
@@ -93,7 +93,7 @@ public struct ScenarioPlayer: Sendable {
       let notification = await phone.post(template.notification(date: template.date.value(on: phone)))
       posted[id, default: []].append(notification.uid)
       own.append(notification.uid)
-      return "posted \(id) as UID \(notification.uid): " + PhoneConsole.summary(of: notification, on: phone)
+      return "posted \(id) as UID \(notification.uid): " + (await PhoneConsole.summary(of: notification, on: phone))
     case .call(let caller, let id):
       let template = NotificationTemplate.incomingCall(from: caller)
       let notification = await phone.post(template.notification(date: template.date.value(on: phone)))
@@ -101,7 +101,7 @@ public struct ScenarioPlayer: Sendable {
       own.append(notification.uid)
       return "incoming call from \(caller): UID \(notification.uid)" + (id.map { " (\($0))" } ?? "")
     case .modify(let id, let change):
-      guard let uid = latest(id, posted: posted, on: phone) else {
+      guard let uid = await latest(id, posted: posted, on: phone) else {
         return "modify \(id): not on the phone any more (the watch may have removed it)"
       }
       let now = phone.dateNow()
@@ -109,9 +109,9 @@ public struct ScenarioPlayer: Sendable {
         return "modify \(id): UID \(uid) is gone"
       }
       return "modified \(id) (UID \(uid), \(change.fieldNames.joined(separator: ", "))): "
-        + PhoneConsole.summary(of: changed, on: phone)
+        + (await PhoneConsole.summary(of: changed, on: phone))
     case .remove(let id):
-      guard let uid = latest(id, posted: posted, on: phone) else {
+      guard let uid = await latest(id, posted: posted, on: phone) else {
         return "remove \(id): not on the phone any more (the watch may have removed it)"
       }
       posted[id]?.removeAll { $0 == uid }
@@ -124,7 +124,7 @@ public struct ScenarioPlayer: Sendable {
       await phone.setTime(localSecondsSinceEpoch: date.secondsSinceEpoch)
       return "clock set to " + PhoneConsole.readable(date)
     case .disconnect:
-      let count = phone.connectionCount
+      let count = await phone.connectionCount
       phone.disconnectAll()
       return "disconnected \(count) watch" + (count == 1 ? "" : "es")
     case .media(let command):
@@ -136,8 +136,8 @@ public struct ScenarioPlayer: Sendable {
   }
 
   /// The latest UID posted under `id` that is still on the phone.
-  func latest(_ id: String, posted: [String: [UInt32]], on phone: Phone) -> UInt32? {
-    let present = Set(phone.notifications.map(\.uid))
+  func latest(_ id: String, posted: [String: [UInt32]], on phone: Phone) async -> UInt32? {
+    let present = Set(await phone.notifications.map(\.uid))
     return posted[id]?.last { present.contains($0) }
   }
 }

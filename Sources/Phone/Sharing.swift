@@ -41,7 +41,7 @@ extension Phone {
 
   /// The sessions connected now and whether each may receive notifications, by session number.
   public var sharing: [Int: Bool] {
-    state.withLock { state in Dictionary(uniqueKeysWithValues: state.sessions.values.map { ($0.id, $0.shared) }) }
+    withState { state in Dictionary(uniqueKeysWithValues: state.sessions.values.map { ($0.id, $0.shared) }) }
   }
 
   /// Sets sharing and remembers it by the accessory's name; returns (session, GATT session,
@@ -49,7 +49,7 @@ extension Phone {
   private func setSharing(_ id: Int?, to allowed: Bool) -> [(Int, GATTSession, Bool)] {
     if !allowed && !policy.honoursRevocation { return [] }
     let source = ancsHandles?.source
-    return state.withLock { state in
+    return withState { state in
       if id == nil { state.sharingPolicy = allowed ? .allow : .deny }
       var changed: [(Int, GATTSession, Bool)] = []
       for (key, var session) in state.sessions where (id == nil || session.id == id) && session.shared != allowed {
@@ -71,7 +71,7 @@ extension Phone {
   /// The accessory of session `id` is named `name`: a decision the user made about it on an
   /// earlier connection applies again.
   func named(_ id: Int, _ name: String) async {
-    let decision = state.withLock { state -> Bool? in
+    let decision = withState { state -> Bool? in
       guard let key = state.sessions.first(where: { $0.value.id == id })?.key else { return nil }
       state.sessions[key]?.name = name
       return state.sharingDecisions[name]
@@ -81,6 +81,6 @@ extension Phone {
 
   /// Whether the Control Point may be used by this session now.
   func mayShare(_ gatt: GATTSession) -> Bool {
-    state.withLock { $0.sessions[ObjectIdentifier(gatt)]?.shared ?? false }
+    withState { $0.sessions[ObjectIdentifier(gatt)]?.shared ?? false }
   }
 }

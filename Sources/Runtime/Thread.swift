@@ -1,3 +1,5 @@
+import Dispatch
+
 #if canImport(Glibc)
   import Glibc
 #elseif canImport(Darwin)
@@ -42,4 +44,20 @@ package func runBlocking<T: Sendable>(_ body: @escaping @Sendable () -> T) async
       continuation.resume(returning: body())
     }
   }
+}
+
+/// Runs async work and blocks this thread until it returns: for a thread of the project's
+/// own (`spawnThread`: a terminal's, a line editor's) that must answer a synchronous call
+/// with what an actor holds. Never on a thread of Swift's cooperative pool, which it would
+/// hold while the work waits for one.
+package func waitOnThread<T: Sendable>(_ body: @escaping @Sendable () async -> T) -> T {
+  let result = Locked<T?>(nil)
+  let done = DispatchSemaphore(value: 0)
+  Task {
+    let value = await body()
+    result.withLock { $0 = value }
+    done.signal()
+  }
+  done.wait()
+  return result.withLock { $0 }!
 }

@@ -144,15 +144,7 @@ private final class Loop: @unchecked Sendable {
   /// The engine's state, read on the engine's loop while this thread (the face's own, never
   /// one a task runs on) waits for it: once per frame and per key.
   private func engineState() -> WatchState {
-    let read = Locked<WatchState?>(nil)
-    let done = DispatchSemaphore(value: 0)
-    Task { [engine] in
-      let state = await engine.state
-      read.withLock { $0 = state }
-      done.signal()
-    }
-    done.wait()
-    return read.withLock { $0 }!
+    waitOnThread { [engine] in await engine.state }
   }
 
   /// Carries out effects; true when one of them is quitting.

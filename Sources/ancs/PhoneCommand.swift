@@ -166,7 +166,7 @@ enum PhoneCommandLine {
       settings: PhoneSettings(
         layout: layout, profile: profile, sharing: sharing, ancsAfterEncryption: afterEncryption.map { $0 == "on" }),
       logger: logger)
-    registerCommonApps(phone)
+    await registerCommonApps(phone)
     // Every watch holds a descriptor: allow as many as the hard limit does (the soft limit
     // is often 1024, short of a fleet of a thousand watches).
     raiseOpenFileLimit(toAtLeast: .max)
@@ -184,7 +184,12 @@ enum PhoneCommandLine {
       // console says which it broke (the kernel's l2cap:hciN answers such requests itself).
       (host as? HCIHost)?.parameterJudge = HCIHost.ParameterJudge(
         rules: { phone.brokenConnectionRules(ConnectionParameterRequest($0)) },
-        report: { phone.judgedConnectionParameters(link: $0, ConnectionParameterRequest($1), broken: $2) })
+        report: { link, request, broken in
+          // From the host's loop: the phone names the session on its own executor.
+          Task {
+            await phone.judgedConnectionParameters(link: link, ConnectionParameterRequest(request), broken: broken)
+          }
+        })
       listener = CentralLinks(
         host: host, filter: peer.map { .address($0) } ?? .solicits(BluetoothCommandLine.solicited))
     } else if let address {
@@ -258,7 +263,10 @@ enum PhoneCommandLine {
     let editor =
       json || !LineEditor.isInteractive
       ? nil
-      : LineEditor.start(historyFile: LineEditor.defaultHistoryFile) { console.completion(of: $0, cursor: $1) }
+      : LineEditor.start(historyFile: LineEditor.defaultHistoryFile) { line, cursor in
+        // On the editor's own thread, which waits for the phone's apps and UIDs.
+        waitOnThread { await console.completion(of: line, cursor: cursor) }
+      }
     var quitRequested = false
     for await line in editor?.1 ?? standardInputLines() {
       guard let output = json ? await console.run(jsonLine: line) : await console.run(line: line) else { continue }
@@ -287,13 +295,13 @@ enum PhoneCommandLine {
   }
 
   /// Apps a console user can name by their short name (`post chat ...`) without a scenario.
-  static func registerCommonApps(_ phone: Phone) {
+  static func registerCommonApps(_ phone: Phone) async {
     for (identifier, name) in [
       ("com.example.chat", "Chat"), ("com.apple.MobileSMS", "Messages"), ("com.apple.mobilemail", "Mail"),
       ("com.apple.mobilephone", "Phone"), ("com.apple.mobilecal", "Calendar"), ("com.apple.reminders", "Reminders"),
       ("com.apple.Health", "Health"), ("com.apple.news", "News"),
     ] {
-      phone.register(app: identifier, name: name)
+      await phone.register(app: identifier, name: name)
     }
   }
 

@@ -34,8 +34,8 @@ func notPassed(_ results: [CaseResult]) -> Comment {
 /// The project's phone, in process, reached over memory links; its console is the stimulus.
 /// `faults` turns on fault switches (FaultSwitchTests).
 func ownPhone(faults: PhoneFaults = [], settings: PhoneSettings = PhoneSettings()) throws -> (Phone, PhoneUnderTest) {
-  let phone = try Phone(faults: faults, settings: settings)
-  phone.register(app: StimulusNotification.defaultApp, name: StimulusNotification.defaultAppName)
+  let phone = try Phone(
+    faults: faults, settings: settings, apps: [StimulusNotification.defaultApp: StimulusNotification.defaultAppName])
   let console = PhoneConsole(phone: phone)
   let stimulus = JSONLineStimulus(
     channel: ClosureLineChannel { line throws(StimulusError) in

@@ -122,7 +122,7 @@ import Wire
 @Suite(.timeLimit(scaledMinutes(1))) struct RefusalEchoTests {
   @Test func theEchoGoesOutBeforeTheErrorResponse() async throws {
     let phone = try Phone(faults: .dataAfterError, settings: PhoneSettings(sharing: .allow))
-    phone.register(app: "com.example.chat", name: "Chat")
+    await phone.register(app: "com.example.chat", name: "Chat")
     let watch = try await SharingTests.Subscribed(phone)
     let seen = Locked<[String]>([])
     let (answered, done) = AsyncStream<Void>.makeStream()

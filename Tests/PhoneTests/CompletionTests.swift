@@ -116,11 +116,10 @@ import Wire
     }
   }
 
-  @Test func theConsoleUsesItsPhone() throws {
-    let phone = try Phone(wallClock: FixedWallClock(seconds: 1_796_040_000))
-    phone.register(app: "com.example.weather", name: "Weather")
+  @Test func theConsoleUsesItsPhone() async throws {
+    let phone = try Phone(wallClock: FixedWallClock(seconds: 1_796_040_000), apps: ["com.example.weather": "Weather"])
     let console = PhoneConsole(phone: phone)
-    #expect(console.completion(of: "post we", cursor: 7).candidates == ["weather"])
-    #expect(console.completion(of: "remove ", cursor: 7).candidates == [])
+    #expect(await console.completion(of: "post we", cursor: 7).candidates == ["weather"])
+    #expect(await console.completion(of: "remove ", cursor: 7).candidates == [])
   }
 }

@@ -286,9 +286,8 @@ private func jsonRefusal(_ line: String) -> String {
 
 @Suite(.timeLimit(scaledMinutes(2))) struct PhoneConsoleTests {
   func console() throws -> PhoneConsole {
-    let phone = try Phone(wallClock: FixedWallClock(seconds: 1_796_040_000))
-    phone.register(app: "com.example.chat", name: "Chat")
-    phone.register(app: "com.example.mail", name: "Mail")
+    let phone = try Phone(
+      wallClock: FixedWallClock(seconds: 1_796_040_000), apps: ["com.example.chat": "Chat", "com.example.mail": "Mail"])
     return PhoneConsole(phone: phone)
   }
 
@@ -300,7 +299,7 @@ private func jsonRefusal(_ line: String) -> String {
     #expect(posted.ok)
     #expect(posted.lines == ["posted UID 1: Chat — Hello there"])
     #expect(posted.json.description == #"{"ok":true,"cmd":"post","uid":1}"#)
-    let notification = try #require(console.phone.notifications.first)
+    let notification = try #require(await console.phone.notifications.first)
     #expect(notification.appIdentifier == "com.example.chat")
     #expect(notification.date == "20261130T120000")
     #expect(notification.eventFlags == [.important, .positiveAction])
@@ -309,11 +308,13 @@ private func jsonRefusal(_ line: String) -> String {
     _ = await console.run(line: #"post com.example.mail "Zoë" "日本語 😀""#)
     _ = await console.run(line: #"post MAIL "" "Only a message""#)
     #expect(
-      console.phone.notifications.map(\.appIdentifier) == ["com.example.chat", "com.example.mail", "com.example.mail"])
+      await console.phone.notifications.map(\.appIdentifier) == [
+        "com.example.chat", "com.example.mail", "com.example.mail",
+      ])
 
     let modified = try #require(await console.run(line: #"modify 1 title="Hi" positive="""#))
     #expect(modified.lines == ["modified UID 1 (title, positiveAction): Chat — Hi"])
-    #expect(console.phone.notifications.first?.positiveAction == nil)
+    #expect(await console.phone.notifications.first?.positiveAction == nil)
 
     let list = try #require(await console.run(line: "list"))
     #expect(
@@ -331,7 +332,7 @@ private func jsonRefusal(_ line: String) -> String {
 
     let removed = try #require(await console.run(line: "remove 2"))
     #expect(removed.lines == ["removed UID 2: Mail — Zoë"])
-    #expect(console.phone.notifications.map(\.uid) == [1, 3])
+    #expect(await console.phone.notifications.map(\.uid) == [1, 3])
   }
 
   @Test func wideCharactersKeepTheTableAligned() async throws {
@@ -364,7 +365,7 @@ private func jsonRefusal(_ line: String) -> String {
     #expect(await console.run(jsonLine: "") == nil)
     // An unregistered id with a dot is taken as it is.
     #expect(await console.run(line: "post org.other.app hi")?.ok == true)
-    #expect(console.phone.notifications.last?.appIdentifier == "org.other.app")
+    #expect(await console.phone.notifications.last?.appIdentifier == "org.other.app")
   }
 
   @Test func callBatteryTimeDisconnectHelpQuit() async throws {
@@ -372,13 +373,13 @@ private func jsonRefusal(_ line: String) -> String {
     let call = try #require(await console.run(jsonLine: #"{"cmd":"call","caller":"Alice"}"#))
     #expect(call.lines == [#"incoming call from Alice: UID 1 (type "remove 1" to hang up)"#])
     #expect(call.json.description == #"{"ok":true,"cmd":"call","uid":1}"#)
-    let ringing = try #require(console.phone.notifications.first)
+    let ringing = try #require(await console.phone.notifications.first)
     #expect(ringing.category == .incomingCall && ringing.appIdentifier == "com.apple.mobilephone" && ringing.date == "")
     #expect(ringing.positiveAction == "Answer" && ringing.negativeAction == "Decline")
-    #expect(console.phone.apps["com.apple.mobilephone"] == "Phone")
+    #expect(await console.phone.apps["com.apple.mobilephone"] == "Phone")
 
     #expect(await console.run(line: "battery 42")?.lines == ["battery 42%"])
-    #expect(console.phone.battery == 42)
+    #expect(await console.phone.battery == 42)
     #expect(await console.run(line: "time 20270101T000000")?.lines == ["clock set to 2027-01-01 00:00:00"])
     #expect(console.phone.dateNow() == "20270101T000000")
     #expect(await console.run(line: "disconnect")?.lines == ["disconnected 0 watches"])

@@ -126,7 +126,7 @@ struct Accessory {
       #expect(error.errorCode == .insufficientAuthentication)
     }
     _ = try await accessory.link.pair(.encrypted)
-    #expect(try await accessory.client.read(level) == [phone.battery])
+    #expect(try await accessory.client.read(level) == [await phone.battery])
     await accessory.close()
   }
 

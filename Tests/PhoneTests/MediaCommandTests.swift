@@ -153,7 +153,7 @@ import Wire
         == #"{"ok":true,"cmd":"seek","media":{"app":"Music","state":"paused","elapsed":10,"title":"Tall Bird","#
         + #""artist":"Bartlebeats","album":"Frequency","duration":215,"index":0,"count":1,"volume":0.4,"#
         + #""shuffle":"off","repeat":"off"}}"#)
-    #expect(console.phone.mediaPlayer.elapsed(at: 80) == 10)
+    #expect(await console.phone.mediaPlayer.elapsed(at: 80) == 10)
   }
 
   @Test func aTrackPlayedToItsEndGivesWayToTheNextAndTheConsoleIsTold() async throws {
@@ -164,14 +164,14 @@ import Wire
     _ = await console.run(line: #"play "Second" duration=0:20"#)
     _ = await console.run(line: "previous")
     _ = await console.run(line: "play")
-    #expect(console.phone.mediaPlayer.track?.title == "First")
+    #expect(await console.phone.mediaPlayer.track?.title == "First")
     await clock.waitForSleepers()
     clock.advance(by: .seconds(12))
     #expect(await events.next(isolation: nil) == .trackEnded(now: #"playing "Second", 0:02 of 0:20, track 2 of 2"#))
     await clock.waitForSleepers()
     clock.advance(by: .seconds(18))
     #expect(await events.next(isolation: nil) == .trackEnded(now: #"paused at "Second", 0:00 of 0:20, track 2 of 2"#))
-    #expect(console.phone.mediaPlayer.state == .paused)
+    #expect(await console.phone.mediaPlayer.state == .paused)
   }
 
   @Test func aScenarioPlaysMusic() async throws {

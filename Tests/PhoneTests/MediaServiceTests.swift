@@ -76,7 +76,7 @@ import Testing
     // The accessory pauses: PlaybackInfo changes, the title does not.
     #expect(await remote.write(remote.remoteCommand, [RemoteCommandID.pause.rawValue]) == nil)
     #expect(try Self.update(await updates.next(isolation: nil)).text == "0,0.0,30.0")
-    #expect(phone.mediaPlayer.state == .paused)
+    #expect(await phone.mediaPlayer.state == .paused)
     // A new track: the title and artist are told again (PlaybackInfo too: a new track starts at 0).
     await phone.changeMedia { player, now in
       player.play(MediaPlayer.Track(title: "Next", artist: "Someone", duration: 60), at: now)
@@ -139,7 +139,7 @@ import Testing
     #expect(await remote.write(remote.remoteCommand, [0, 1]) == invalidCommand)
     // No track: no command is offered, and one written changes nothing.
     #expect(await remote.write(remote.remoteCommand, [RemoteCommandID.play.rawValue]) == nil)
-    #expect(phone.mediaPlayer.state == .paused)
+    #expect(await phone.mediaPlayer.state == .paused)
     await remote.accessory.close()
   }
 

@@ -378,7 +378,7 @@ private final class PlayerRig: Sendable {
   /// Waits until the player sleeps on the clock.
   func settle() async { await clock.waitForSleepers(1) }
 
-  var titles: [String] { phone.notifications.map(\.title) }
+  var titles: [String] { get async { await phone.notifications.map(\.title) } }
   var log: [String] { reports.lines.withLock { $0 } }
 }
 
@@ -386,12 +386,12 @@ private final class PlayerRig: Sendable {
   @Test func stepsRunInOrderAtTheirTimes() async throws {
     let rig = try PlayerRig(try Scenario(parsing: example, file: "example.json"))
     await rig.settle()
-    #expect(rig.phone.apps == ["com.example.chat": "Chat"])
-    #expect(rig.phone.notifications.isEmpty)
+    #expect(await rig.phone.apps == ["com.example.chat": "Chat"])
+    #expect(await rig.phone.notifications.isEmpty)
     await rig.advance(0.499)
-    #expect(rig.phone.notifications.isEmpty)
+    #expect(await rig.phone.notifications.isEmpty)
     await rig.advance(0.001)
-    let posted = try #require(rig.phone.notifications.first)
+    let posted = try #require(await rig.phone.notifications.first)
     #expect(
       posted
         == PhoneNotification(
@@ -399,17 +399,17 @@ private final class PlayerRig: Sendable {
           subtitle: "sub", message: "How are you?", date: "20261129T120000", positiveAction: "Reply",
           negativeAction: "Dismiss"))
     await rig.advance(1.4)
-    #expect(rig.phone.notifications.first?.message == "How are you?")
+    #expect(await rig.phone.notifications.first?.message == "How are you?")
     await rig.advance(0.1)
-    #expect(rig.phone.notifications.first?.message == "Changed")
-    #expect(rig.phone.notifications.first?.uid == posted.uid)
-    #expect(rig.phone.battery == 80)
+    #expect(await rig.phone.notifications.first?.message == "Changed")
+    #expect(await rig.phone.notifications.first?.uid == posted.uid)
+    #expect(await rig.phone.battery == 80)
     await rig.advance(1)
-    #expect(rig.phone.notifications.isEmpty)
-    #expect(rig.phone.battery == 80)
+    #expect(await rig.phone.notifications.isEmpty)
+    #expect(await rig.phone.battery == 80)
     rig.clock.advance(by: .seconds(1))
     try await rig.task.value
-    #expect(rig.phone.battery == 42)
+    #expect(await rig.phone.battery == 42)
     #expect(
       rig.log == [
         "[   0.0s] apps: Chat (com.example.chat)",
@@ -431,22 +431,22 @@ private final class PlayerRig: Sendable {
     let rig = try PlayerRig(try Scenario(parsing: text, file: "f"))
     await rig.settle()
     // "now" is the phone's clock: 1_796_040_000 is 2026-11-30 12:00:00 UTC.
-    #expect(rig.phone.notifications.map(\.date) == ["20261130T120000", ""])
+    #expect(await rig.phone.notifications.map(\.date) == ["20261130T120000", ""])
     await rig.advance(1)
-    let call = try #require(rig.phone.notifications.last)
+    let call = try #require(await rig.phone.notifications.last)
     #expect(call.category == .incomingCall)
     #expect(call.appIdentifier == "com.apple.mobilephone")
     #expect(call.title == "Alice")
     #expect(call.date == "")
     #expect(call.positiveAction == "Answer" && call.negativeAction == "Decline")
-    #expect(rig.phone.apps["com.apple.mobilephone"] == "Phone")
+    #expect(await rig.phone.apps["com.apple.mobilephone"] == "Phone")
     await rig.advance(1)
     #expect(rig.phone.dateNow() == "20270101T000000")
     await rig.advance(1)
-    #expect(rig.phone.notifications.last?.date == "20270101T000001")
+    #expect(await rig.phone.notifications.last?.date == "20270101T000001")
     #expect(rig.phone.dateNow() == "20270101T000001")
     await rig.advance(1)
-    #expect(!rig.phone.notifications.contains { $0.category == .incomingCall })
+    #expect(await !rig.phone.notifications.contains { $0.category == .incomingCall })
     rig.clock.advance(by: .seconds(1))
     try await rig.task.value
     #expect(
@@ -470,16 +470,16 @@ private final class PlayerRig: Sendable {
         """#)
     let rig = try PlayerRig(try Scenario(parsing: text, file: "f"))
     await rig.settle()
-    #expect(rig.phone.notifications.map(\.uid) == [1, 2])
+    #expect(await rig.phone.notifications.map(\.uid) == [1, 2])
     await rig.advance(1)
-    #expect(rig.titles == ["Hi", "second"])
+    #expect(await rig.titles == ["Hi", "second"])
     await rig.advance(1)
-    #expect(rig.phone.notifications.map(\.uid) == [1])
+    #expect(await rig.phone.notifications.map(\.uid) == [1])
     await rig.advance(1)
-    #expect(rig.titles == ["first"])
+    #expect(await rig.titles == ["first"])
     rig.clock.advance(by: .seconds(1))
     try await rig.task.value
-    #expect(rig.phone.notifications.isEmpty)
+    #expect(await rig.phone.notifications.isEmpty)
   }
 
   @Test func aNotificationRemovedMeanwhileIsReported() async throws {
@@ -508,18 +508,18 @@ private final class PlayerRig: Sendable {
     // Someone else's notification survives the cleanup.
     let other = await rig.phone.post(PhoneNotification(appIdentifier: "com.example.chat", title: "mine"))
     await rig.advance(4)
-    #expect(rig.titles == ["mine", "B"])
+    #expect(await rig.titles == ["mine", "B"])
     await rig.advance(5.999)
-    #expect(rig.titles == ["mine", "B"])
+    #expect(await rig.titles == ["mine", "B"])
     await rig.advance(0.001)
-    #expect(rig.titles == ["mine"])
+    #expect(await rig.titles == ["mine"])
     await rig.advance(1)
-    #expect(rig.titles == ["mine", "A"])
+    #expect(await rig.titles == ["mine", "A"])
     await rig.advance(1)
-    #expect(rig.titles == ["mine", "A", "B"])
+    #expect(await rig.titles == ["mine", "A", "B"])
     rig.task.cancel()
     await #expect(throws: CancellationError.self) { try await rig.task.value }
-    #expect(rig.phone.notifications.first?.uid == other.uid)
+    #expect(await rig.phone.notifications.first?.uid == other.uid)
     #expect(
       Array(rig.log.suffix(3)) == [
         "[  10.0s] round over: removed 1 notification",
@@ -531,13 +531,14 @@ private final class PlayerRig: Sendable {
   @Test func theDemoPlaysToTheEnd() async throws {
     let rig = try PlayerRig(BuiltInScenarios.demo)
     await rig.settle()
-    #expect(rig.phone.battery == 87)
+    #expect(await rig.phone.battery == 87)
     for _ in 0..<85 { await rig.advance(1) }
-    #expect(rig.phone.battery == 22)
-    #expect(rig.phone.notifications.contains { $0.title == "Maya" && $0.date == "20270101T000000" })
-    #expect(!rig.phone.notifications.contains { $0.category == .incomingCall })
-    #expect(rig.phone.notifications.first { $0.title == "Maya" }?.message.hasSuffix("ten minutes late, sorry!") == true)
-    let update = try #require(rig.phone.notifications.first { $0.title == "Software Update" })
+    #expect(await rig.phone.battery == 22)
+    #expect(await rig.phone.notifications.contains { $0.title == "Maya" && $0.date == "20270101T000000" })
+    #expect(await !rig.phone.notifications.contains { $0.category == .incomingCall })
+    #expect(
+      await rig.phone.notifications.first { $0.title == "Maya" }?.message.hasSuffix("ten minutes late, sorry!") == true)
+    let update = try #require(await rig.phone.notifications.first { $0.title == "Software Update" })
     #expect(update.positiveAction == nil && update.negativeAction == "Cancel" && update.flags == .silent)
     rig.clock.advance(by: .seconds(1))
     try await rig.task.value

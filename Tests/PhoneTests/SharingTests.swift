@@ -51,8 +51,7 @@ import Wire
   }
 
   static func phone(_ sharing: SharingPolicy) throws -> Phone {
-    let phone = try Phone(settings: PhoneSettings(sharing: sharing))
-    phone.register(app: "com.example.chat", name: "Chat")
+    let phone = try Phone(settings: PhoneSettings(sharing: sharing), apps: ["com.example.chat": "Chat"])
     return phone
   }
 
@@ -76,7 +75,7 @@ import Wire
       if case .refused(_, _, let code) = event, code == 0x03 { break }
     }
     #expect(asked == 1)
-    #expect(phone.sharing == [1: false])
+    #expect(await phone.sharing == [1: false])
     // Allowed: the session starts with the pre-existing report, and commands work.
     #expect(await phone.allowSharing(session: 1) == [1])
     var iterator = watch.events.makeAsyncIterator()
@@ -107,7 +106,8 @@ import Wire
       #expect(event.eventFlags.contains(.preExisting))
       titles.append(event.notificationUID)
     }
-    #expect(titles == phone.notifications.map(\.uid))
+    let uids = await phone.notifications.map(\.uid)
+    #expect(titles == uids)
     await watch.accessory.close()
   }
 

@@ -9,8 +9,7 @@ import Wire
 /// each side sees, and how the watch comes back.
 @Suite struct BondEngineTests {
   func rig() throws -> (Rig, phone: Keyring, watch: Keyring) {
-    let phone = try Phone(wallClock: FixedWallClock(seconds: 1_796_040_000))
-    phone.register(app: "com.example.chat", name: "Chat")
+    let phone = try Phone(wallClock: FixedWallClock(seconds: 1_796_040_000), apps: ["com.example.chat": "Chat"])
     let keyrings = (phone: Keyring(), watch: Keyring())
     return (Rig(phone: phone, keyrings: keyrings), keyrings.phone, keyrings.watch)
   }

@@ -59,7 +59,7 @@ import Watch
     options.mtu = 23
     let rig = try Rig(options: options)
     let app = "com.example.a-very-long-application-identifier"
-    rig.phone.register(app: app, name: "Long App")
+    await rig.phone.register(app: app, name: "Long App")
     try await rig.connected()
     var notification = chat("Long")
     notification.appIdentifier = app
@@ -101,7 +101,7 @@ import Watch
         break
       }
     }
-    #expect(rig.phone.notifications.isEmpty)
+    #expect(await rig.phone.notifications.isEmpty)
     await rig.stop()
   }
 
@@ -118,12 +118,12 @@ import Watch
     await rig.phone.post(chat("while away"))
     try await rig.connected()
     _ = try await rig.added("while away")
-    let titles = Set(rig.phone.notifications.map(\.title))
+    let titles = Set(await rig.phone.notifications.map(\.title))
     // Every pre-existing notification is fetched again; wait for the last of them.
     while await Set(rig.watch.state.notifications.filter(\.fetched).map(\.title)) != titles {
       _ = await rig.next()
     }
-    #expect(await Set(rig.watch.state.notifications.map(\.uid)) == Set(rig.phone.notifications.map(\.uid)))
+    #expect(await Set(rig.watch.state.notifications.map(\.uid)) == Set(await rig.phone.notifications.map(\.uid)))
     await rig.stop()
   }
 }

@@ -47,8 +47,8 @@ import Wire
   /// `cut` cuts the first link.
   static func run(cut: (Int, CuttingBearer.Direction)?) async throws -> Outcome {
     let phone = try Phone(wallClock: FixedWallClock(seconds: 1_796_040_000))
-    phone.register(app: "com.example.chat", name: "Chat")
-    phone.register(app: "com.example.mail", name: "Mail")
+    await phone.register(app: "com.example.chat", name: "Chat")
+    await phone.register(app: "com.example.mail", name: "Mail")
     var uids: [UInt32] = []
     for index in 0..<25 { uids.append(await phone.post(notification(index)).uid) }
     let sockets = Sockets()
@@ -73,7 +73,7 @@ import Wire
     let running = Task { await watch.run() }
 
     func sets() async -> (want: Set<String>, have: Set<String>, listed: Int) {
-      let want = phone.notifications.map { "\($0.uid) \($0.title) \($0.message) \($0.positiveAction ?? "-")" }
+      let want = await phone.notifications.map { "\($0.uid) \($0.title) \($0.message) \($0.positiveAction ?? "-")" }
       let listed = await watch.state.notifications
       let have = listed.filter(\.fetched).map {
         "\($0.uid) \($0.title) \($0.message) \($0.positiveActionLabel.isEmpty ? "-" : $0.positiveActionLabel)"
@@ -155,8 +155,9 @@ import Wire
       // pre-existing ones) leaves its list without a `removed` event: gone from both sides
       // is removed too.
       let listed = await watch.state.notifications
+      let onPhone = await phone.notifications
       removalDue = removalDue.filter { uid in
-        listed.contains { $0.uid == uid } || phone.notifications.contains { $0.uid == uid }
+        listed.contains { $0.uid == uid } || onPhone.contains { $0.uid == uid }
       }
       return unresolved.isEmpty && removalDue.isEmpty
     }

@@ -39,10 +39,10 @@ import Watch
     try await rig.until("playing") {
       if case .media(.playbackInfo, let value, _) = $0 { value.hasPrefix("1,") } else { false }
     }
-    #expect(phone.mediaPlayer.state == .playing)
+    #expect(await phone.mediaPlayer.state == .playing)
     rig.watch.media(.nextTrack)
     try await media(rig, .title, "Second")
-    #expect(phone.mediaPlayer.track?.title == "Second")
+    #expect(await phone.mediaPlayer.track?.title == "Second")
     #expect(await rig.watch.state.nowPlaying.artist == "", "the second track has no artist")
     await rig.stop()
   }

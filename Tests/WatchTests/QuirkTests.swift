@@ -12,7 +12,7 @@ extension Rig {
   /// with its title (compared by UID and title).
   func synced() async throws {
     func matches() async -> Bool {
-      let want = Set(phone.notifications.map { "\($0.uid) \($0.title)" })
+      let want = Set(await phone.notifications.map { "\($0.uid) \($0.title)" })
       let listed = await watch.state.notifications
       let have = Set(listed.filter(\.fetched).map { "\($0.uid) \($0.title)" })
       return want == have && listed.count == want.count
@@ -49,7 +49,7 @@ extension Rig {
     }
     try await rig.synced()
     for notification in await rig.watch.state.notifications {
-      let phone = try #require(rig.phone.notifications.first { $0.uid == notification.uid })
+      let phone = try #require(await rig.phone.notifications.first { $0.uid == notification.uid })
       #expect(notification.message == phone.message, "\(quirk): message of \(notification.title)")
       #expect(notification.appName == "Chat" || phone.appIdentifier != "com.example.chat")
     }
@@ -166,7 +166,7 @@ extension Rig {
     var q = Quirks()
     try q.enable(quirk)
     let phone = try Phone(quirks: q, wallClock: FixedWallClock(seconds: 1_796_040_000))
-    phone.register(app: "com.example.chat", name: "Chat")
+    await phone.register(app: "com.example.chat", name: "Chat")
     let rig = Rig(phone: phone, clock: clock)
     try await rig.ready()
     return (phone, rig, clock)
@@ -211,7 +211,8 @@ extension Rig {
     try await Self.tick(rig, clock, untilAnErrorSays: "not answered within")
     _ = try await rig.added("after")
     let listed = await rig.watch.state.notifications
-    let lost = try #require(listed.first { $0.uid == phone.notifications[1].uid })
+    let second = await phone.notifications[1].uid
+    let lost = try #require(listed.first { $0.uid == second })
     #expect(!lost.fetched)
     await rig.stop()
   }
@@ -268,7 +269,7 @@ extension Rig {
     var q = Quirks()
     try q.enable("call-new-uid")
     let phone = try Phone(quirks: q, wallClock: FixedWallClock(seconds: 1_796_040_000))
-    phone.register(app: "com.example.chat", name: "Chat")
+    await phone.register(app: "com.example.chat", name: "Chat")
     await phone.post(chat("old mail"))
     let ringing = await phone.post(
       PhoneNotification(
@@ -280,7 +281,7 @@ extension Rig {
     var phoneEvents = phone.events().makeAsyncIterator()
     let call = try await rig.added("Bob")
     #expect(call.uid != ringing.uid, "the call came back under a new UID")
-    #expect(phone.notifications.contains { $0.uid == call.uid && $0.title == "Bob" })
+    #expect(await phone.notifications.contains { $0.uid == call.uid && $0.title == "Bob" })
     #expect(await rig.watch.state.notifications.first { $0.title.isEmpty }?.fetched == false, "the old mail is listed")
     rig.watch.perform(.positive, on: call.uid)
     await Self.until(&phoneEvents) { if case .action(_, let uid, _, _, _) = $0 { uid == call.uid } else { false } }

@@ -53,8 +53,8 @@ final class Rig {
   convenience init(quirks: [String] = [], options: WatchOptions = WatchOptions()) throws {
     var q = Quirks()
     for name in quirks { try q.enable(name) }
-    let phone = try Phone(quirks: q, wallClock: FixedWallClock(seconds: 1_796_040_000))
-    phone.register(app: "com.example.chat", name: "Chat")
+    let phone = try Phone(
+      quirks: q, wallClock: FixedWallClock(seconds: 1_796_040_000), apps: ["com.example.chat": "Chat"])
     self.init(phone: phone, options: options)
   }
 

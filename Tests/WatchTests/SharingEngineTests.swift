@@ -13,7 +13,7 @@ import Wire
   @Test func theWatchWaitsForTheUserToAllowIt() async throws {
     let clock = ManualClock()
     let phone = try Phone(settings: PhoneSettings(sharing: .ask), wallClock: FixedWallClock(seconds: 1_796_040_000))
-    phone.register(app: "com.example.chat", name: "Chat")
+    await phone.register(app: "com.example.chat", name: "Chat")
     await phone.post(chat("Waiting"))
     let rig = Rig(phone: phone, clock: clock)
     try await rig.ready()
@@ -51,7 +51,7 @@ import Wire
   @Test func revokedWhileConnectedAndAllowedAgain() async throws {
     let clock = ManualClock()
     let phone = try Phone(settings: PhoneSettings(sharing: .allow), wallClock: FixedWallClock(seconds: 1_796_040_000))
-    phone.register(app: "com.example.chat", name: "Chat")
+    await phone.register(app: "com.example.chat", name: "Chat")
     let rig = Rig(phone: phone, clock: clock)
     try await rig.ready()
     await phone.post(chat("Before"))
