@@ -77,7 +77,7 @@ extension Phone {
     case .success(nil):
       return .accepted(then: { [self] in await afterCommand(count) })
     case .success(let answer?):
-      guard let handles = ancsHandles, on(gatt, { $0.cccd(for: handles.data) }).contains(.notifications) else {
+      guard let handles = ancsHandles, cccd(gatt, handles.data).contains(.notifications) else {
         // Without a Data Source subscription the answer could not be delivered.
         emit(.refused(session: id, command: name, code: ATTErrorCode.cccdImproperlyConfigured.rawValue))
         return .refused(.cccdImproperlyConfigured)
@@ -133,7 +133,7 @@ extension Phone {
   /// Data Source for that command").
   private func echoAfterError(_ gatt: GATTSession, _ bytes: [UInt8]) {
     guard controlPointPolicy.echoesRefusedCommand, let handles = ancsHandles else { return }
-    on(gatt) { _ = try? $0.notifyNow(handles.data, [bytes]) }
+    _ = notifyNow(gatt, handles.data, [bytes])
   }
 
   /// The quirk service-changed: after the N-th command, unpublish and republish ANCS.

@@ -28,7 +28,9 @@ extension Phone {
         CharacteristicDefinition(
           uuid: IPhoneUUID.remoteCommand, properties: policy.remoteCommandProperties, security: policy.mediaSecurity,
           extendedProperties: Self.reliableWrite,
-          write: { [unowned self] session, bytes in onLoop { $0.remoteCommand(session, bytes) } },
+          write: { [unowned self] session, bytes in
+            assumeIsolated(passing: (session, bytes)) { $0.remoteCommand($1.0, $1.1) }
+          },
           subscribed: { [unowned self] session, value in
             guard value.contains(.notifications) else { return }
             await remoteCommandSubscribed(session)
@@ -36,12 +38,16 @@ extension Phone {
         CharacteristicDefinition(
           uuid: IPhoneUUID.entityUpdate, properties: [.write, .notify], security: policy.mediaSecurity,
           extendedProperties: Self.reliableWrite,
-          write: { [unowned self] session, bytes in onLoop { $0.entityUpdate(session, bytes) } }),
+          write: { [unowned self] session, bytes in
+            assumeIsolated(passing: (session, bytes)) { $0.entityUpdate($1.0, $1.1) }
+          }),
         CharacteristicDefinition(
           uuid: IPhoneUUID.entityAttribute, properties: [.read, .write], security: policy.mediaSecurity,
           extendedProperties: Self.reliableWrite,
-          read: { [unowned self] session in onLoop { $0.entityAttribute(session) } },
-          write: { [unowned self] session, bytes in onLoop { $0.selectEntityAttribute(session, bytes) } }),
+          read: { [unowned self] session in assumeIsolated(passing: session) { $0.entityAttribute($1) } },
+          write: { [unowned self] session, bytes in
+            assumeIsolated(passing: (session, bytes)) { $0.selectEntityAttribute($1.0, $1.1) }
+          }),
       ])
   }
 
@@ -51,7 +57,7 @@ extension Phone {
   /// The accessory subscribed to Remote Command: the commands the player takes now.
   private func remoteCommandSubscribed(_ gatt: GATTSession) async {
     let handles = mediaHandles
-    await deliver(withState { queueCommands(handles, in: &$0, only: ObjectIdentifier(gatt)) })
+    deliver(withState { queueCommands(handles, in: &$0, only: ObjectIdentifier(gatt)) })
   }
 
   /// Value handles of Remote Command and Entity Update, when AMS is published.
@@ -92,7 +98,7 @@ extension Phone {
   @discardableResult
   public func changeMedia<T>(_ change: (inout MediaPlayer, _ now: Double) -> T) async -> T {
     let handles = mediaHandles
-    let (result, senders) = withState { state -> (T, [Sender]) in
+    let (result, senders) = withState { state -> (T, [Delivery]) in
       // Read in the step: changes take their times in the order they are made, and what
       // they change is queued for each accessory in that order too.
       let now = mediaNow
@@ -102,7 +108,7 @@ extension Phone {
       let after = state.player.values(at: now)
       let changed = Set(EntityAttribute.all.filter { before[$0] != after[$0] })
       let keys = state.sessions.sorted { $0.value.id < $1.value.id }.map(\.key)
-      var senders: [Sender] = []
+      var senders: [Delivery] = []
       for key in keys {
         guard let attributes = state.sessions[key]?.media.registered(among: changed), !attributes.isEmpty else {
           continue
@@ -113,7 +119,7 @@ extension Phone {
       scheduleTrackEnd(&state)
       return (result, senders)
     }
-    await deliver(senders)
+    deliver(senders)
     return result
   }
 
@@ -187,7 +193,7 @@ extension Phone {
   private func register(_ registration: EntityRegistration, from gatt: GATTSession) async {
     let key = ObjectIdentifier(gatt)
     let handles = mediaHandles
-    await deliver(
+    deliver(
       withState { state in
         state.sessions[key]?.media.registrations[registration.entity] = registration.pairs.map(\.attribute)
         return policy.tellsCurrentValues
@@ -209,7 +215,7 @@ extension Phone {
     take: (T) -> WriteOutcome
   ) -> WriteOutcome {
     guard let handles = mediaHandles,
-      on(gatt, { $0.cccd(for: handles.entityUpdate) }).contains(.notifications) || !policy.mediaNeedsSubscription
+      cccd(gatt, handles.entityUpdate).contains(.notifications) || !policy.mediaNeedsSubscription
     else {
       return .refused(ATTErrorCode(rawValue: AMSErrorCode.invalidState.rawValue))
     }
@@ -238,7 +244,7 @@ extension Phone {
   private func queueValues(
     _ attributes: [EntityAttribute], _ handles: MediaHandles?, for key: ObjectIdentifier, at now: Double,
     in state: inout State
-  ) -> [Sender] {
+  ) -> [Delivery] {
     guard let handles, let gatt = state.sessions[key]?.gatt else { return [] }
     let capacity = gatt.connection.mtu - 3
     let updates = attributes.map { attribute in
@@ -252,7 +258,7 @@ extension Phone {
   /// Queues the commands the player takes now for every accessory, or `only` one (sent to
   /// those subscribed to Remote Command), in the step. Returns those the caller must send.
   private func queueCommands(_ handles: MediaHandles?, in state: inout State, only key: ObjectIdentifier? = nil)
-    -> [Sender]
+    -> [Delivery]
   {
     guard let handles else { return [] }
     let commands = Outgoing(

@@ -61,14 +61,6 @@ public actor Phone {
     var id: Int
     var gatt: GATTSession
     var started = false
-    /// Notifications for this session (Notification Source events, AMS values and commands),
-    /// in the order the changes they tell were made (the pre-existing report before what
-    /// follows it), not yet sent: they are queued in the step that makes the change, so
-    /// nothing overtakes what was decided before it.
-    var outbox = FIFO<Outgoing>()
-    /// Someone is sending this session's outbox (`deliver`); whoever queues and finds nobody
-    /// sending sends it.
-    var sending = false
     var answers = 0
     var commands = 0
     /// The user allowed this accessory to receive notifications (Sharing.swift).
@@ -84,29 +76,22 @@ public actor Phone {
     /// What this accessory asked of the Apple Media Service.
     var media = MediaSession()
 
-    /// The ANCS session stops (sharing revoked, Notification Source unsubscribed): the
-    /// Notification Source events queued and not sent yet are dropped, so a session that
-    /// starts again begins with its pre-existing report, not with events told before it;
-    /// the rest of the outbox (AMS, battery, time) still goes.
-    mutating func stop(source: UInt16?) {
-      started = false
-      var kept = FIFO<Outgoing>()
-      while let next = outbox.popFirst() { if next.handle != source { kept.append(next) } }
-      outbox = kept
-    }
+    /// The ANCS session stops (sharing revoked, Notification Source unsubscribed). Nothing
+    /// of it waits in the phone: what a step decided went out in that step (`deliver`), so
+    /// a session that starts again begins with its pre-existing report.
+    mutating func stop() { started = false }
   }
 
-  /// One notification waiting in a session's outbox.
+  /// One notification to send.
   struct Outgoing {
     var handle: UInt16
     var value: [UInt8]
   }
 
-  /// A session whose outbox the caller must send (`deliver`): nobody was sending it.
-  struct Sender: Sendable {
-    var key: ObjectIdentifier
-    /// The session's number: the key alone may name a later session.
-    var id: Int
+  /// Notifications for one session, decided in a step and sent before it ends (`deliver`).
+  struct Delivery {
+    var gatt: GATTSession
+    var notifications: [Outgoing]
   }
 
   struct State {
@@ -210,7 +195,7 @@ public actor Phone {
         CharacteristicDefinition(
           uuid: 0x2A19, properties: [.read, .notify], security: policy.batterySecurity,
           refusal: iPhone ? .insufficientAuthentication : nil,
-          read: { [unowned self] session in onLoop { [$0.state.battery] } })
+          read: { [unowned self] _ in assumeIsolated(passing: ()) { phone, _ in [phone.state.battery] } })
       ])
     let services =
       iPhone
@@ -230,7 +215,9 @@ public actor Phone {
       uuid: BluetoothUUID(policy.controlPointUUID)!, properties: policy.controlProperties,
       security: policy.controlSecurity,
       extendedProperties: settings.layout == .iPhone ? Self.reliableWrite : nil,
-      write: { [unowned self] session, bytes in onLoop { $0.controlPoint(session, bytes) } })
+      write: { [unowned self] session, bytes in
+        assumeIsolated(passing: (session, bytes)) { $0.controlPoint($1.0, $1.1) }
+      })
     let data = CharacteristicDefinition(
       uuid: BluetoothUUID(ANCSUUID.dataSource)!, properties: policy.dataProperties, security: policy.dataSecurity)
     // An iPhone lists the Control Point first; the minimal layout keeps 1.0's order.
@@ -247,17 +234,23 @@ public actor Phone {
     return (handles[0].value, handles[1].value, handles[2].value)
   }
 
-  /// Runs `body` isolated to the phone, from a characteristic's handler: the GATT session
-  /// that calls it runs on the phone's executor (`serve` makes every connection so).
-  /// `assumeIsolated` checks that (one comparison of executors) and traps otherwise: a
-  /// session of this phone's server on a connection that `serve` did not make.
-  nonisolated func onLoop<T: Sendable>(_ body: @Sendable (isolated Phone) -> T) -> T {
-    assumeIsolated { body($0) }
+  /// A characteristic's handler enters the phone with `assumeIsolated(passing:)`
+  /// (Sources/Runtime): the GATT session that calls it runs on the phone's executor (`serve`
+  /// makes every connection so), which the call checks, trapping otherwise (a session of
+  /// this phone's server on a connection `serve` did not make), with no allocation.
+  /// The phone reaches a session of its own the same way: `cccd`, `notifyNow`.
+
+  /// This client's configuration for the characteristic at `valueHandle`.
+  func cccd(_ gatt: GATTSession, _ valueHandle: UInt16) -> CCCDValue {
+    gatt.assumeIsolated(passing: valueHandle) { $0.cccd(for: $1) }
   }
 
-  /// A GATT session of this phone, isolated: it runs on the phone's executor.
-  func on<T: Sendable>(_ gatt: GATTSession, _ body: @Sendable (isolated GATTSession) -> T) -> T {
-    gatt.assumeIsolated { body($0) }
+  /// Sends notifications of `values` on `gatt` now, or queued by its connection
+  /// (`GATTSession.notifyNow`).
+  func notifyNow(_ gatt: GATTSession, _ valueHandle: UInt16, _ values: [[UInt8]]) -> Result<Bool, ATTError> {
+    gatt.assumeIsolated(passing: (valueHandle, values)) { gatt, notification in
+      Result { () throws(ATTError) in try gatt.notifyNow(notification.0, notification.1) }
+    }
   }
 
   /// The state, in place, for a step on the phone's executor.
@@ -349,7 +342,7 @@ public actor Phone {
   public func post(_ notification: PhoneNotification) async -> PhoneNotification {
     let source = ancsHandles?.source
     if quirks.retractUID {
-      let (phantom, senders) = withState { state -> (NotificationSourceEvent, [Sender]) in
+      let (phantom, senders) = withState { state -> (NotificationSourceEvent, [Delivery]) in
         var ghost = notification
         ghost.title = "(retracted)"
         let posted = state.center.post(ghost)
@@ -359,14 +352,14 @@ public actor Phone {
         return (event, announce(event, to: source, in: &state))
       }
       emit(.quirk("retract-uid: announced UID \(phantom.notificationUID) and retracted it"))
-      await deliver(senders)
+      deliver(senders)
     }
     let (posted, senders) = withState { state in
       let posted = state.center.post(notification)
       let event = state.center.event(.added, for: posted, extraFlags: quirks.preExistingOnNew ? .preExisting : [])
       return (posted, announce(event, to: source, in: &state))
     }
-    await deliver(senders)
+    deliver(senders)
     return posted
   }
 
@@ -374,12 +367,12 @@ public actor Phone {
   @discardableResult
   public func modify(_ uid: UInt32, _ change: @Sendable (inout PhoneNotification) -> Void) async -> PhoneNotification? {
     let source = ancsHandles?.source
-    let result = withState { state -> (PhoneNotification, [Sender])? in
+    let result = withState { state -> (PhoneNotification, [Delivery])? in
       guard let changed = state.center.modify(state.renamedUIDs[uid] ?? uid, change) else { return nil }
       return (changed, announce(state.center.event(.modified, for: changed), to: source, in: &state))
     }
     guard let (changed, senders) = result else { return nil }
-    await deliver(senders)
+    deliver(senders)
     return changed
   }
 
@@ -387,7 +380,7 @@ public actor Phone {
   @discardableResult
   public func remove(_ uid: UInt32) async -> Bool {
     let source = ancsHandles?.source
-    let senders = withState { state -> [Sender]? in
+    let senders = withState { state -> [Delivery]? in
       guard let removed = state.center.remove(state.renamedUIDs[uid] ?? uid) else { return nil }
       return quirks.loseRemoved ? [] : announce(state.center.event(.removed, for: removed), to: source, in: &state)
     }
@@ -396,7 +389,7 @@ public actor Phone {
       emit(.quirk("lose-removed: Removed event for UID \(uid) not sent"))
       return true
     }
-    await deliver(senders)
+    deliver(senders)
     return true
   }
 
@@ -404,7 +397,7 @@ public actor Phone {
   public func setBattery(_ level: UInt8) async {
     let level = min(level, 100)
     let handle = server.handles(of: Self.batteryService)?.first?.value
-    await deliver(
+    deliver(
       withState { state in
         state.battery = level
         return handle.map {
@@ -462,7 +455,7 @@ public actor Phone {
   /// Sends the current time to Current Time subscribers.
   public func notifyTime() async {
     guard let handle = server.handles(of: Self.currentTimeService)?.first?.value else { return }
-    await deliver(
+    deliver(
       withState { state in
         Self.enqueue(
           [Outgoing(handle: handle, value: currentTime())], for: Self.everySession(state),
@@ -470,34 +463,23 @@ public actor Phone {
       })
   }
 
-  /// Queues a live event for every session whose ANCS session has started, in the step that
-  /// made the change (a session that starts later has the notification in its pre-existing
-  /// report instead, so nothing is announced twice); returns the sessions the caller must
-  /// now send (`deliver`), those nobody is sending yet. `source` is the Notification
-  /// Source's value handle.
+  /// A live event for every session whose ANCS session has started, decided in the step
+  /// that made the change (a session that starts later has the notification in its
+  /// pre-existing report instead, so nothing is announced twice), for the caller to send
+  /// (`deliver`). `source` is the Notification Source's value handle.
   func announce(
     _ event: NotificationSourceEvent, to source: UInt16?, in state: inout State, except skipped: ObjectIdentifier? = nil
-  ) -> [Sender] {
+  ) -> [Delivery] {
     guard let source else { return [] }
     let event = Outgoing(handle: source, value: quirked(policy.live(event)).encoded())
     let keys = state.sessions.filter { $0.value.started && !$0.value.silent && $0.key != skipped }.map(\.key)
     return Self.enqueue([event], for: keys, in: &state)
   }
 
-  /// Queues notifications for each session of `keys`, in that order; returns those the
-  /// caller must send (nobody is). Nothing to queue makes nobody the sender: an empty report
-  /// must not make the caller (a handler on the receive loop) send what others queue
-  /// meanwhile. The keys are taken before: writing the sessions while iterating them would
-  /// copy each outbox.
-  static func enqueue(_ notifications: [Outgoing], for keys: [ObjectIdentifier], in state: inout State) -> [Sender] {
+  /// `notifications` for each session of `keys`, in that order, for the caller to send.
+  static func enqueue(_ notifications: [Outgoing], for keys: [ObjectIdentifier], in state: inout State) -> [Delivery] {
     guard !notifications.isEmpty else { return [] }
-    return keys.compactMap { key in
-      state.withSession(key) { session in
-        for notification in notifications { session.outbox.append(notification) }
-        defer { session.sending = true }
-        return session.sending ? nil : Sender(key: key, id: session.id)
-      } ?? nil
-    }
+    return keys.compactMap { key in state.sessions[key].map { Delivery(gatt: $0.gatt, notifications: notifications) } }
   }
 
   /// Every session's key, in session order.
@@ -505,23 +487,15 @@ public actor Phone {
     state.sessions.sorted { $0.value.id < $1.value.id }.map(\.key)
   }
 
-  /// Sends what the sessions' outboxes hold, each in order, until each is empty; what others
-  /// queue meanwhile goes too. A subscription dropped meanwhile sends nothing.
-  func deliver(_ senders: [Sender]) async {
-    for sender in senders {
-      let key = sender.key
-      while let (next, gatt) = withState({ state -> (Outgoing, GATTSession)? in
-        state.withSession(key) { session -> (Outgoing, GATTSession)? in
-          // A session that ended is gone, and another may have taken its key since.
-          guard session.id == sender.id else { return nil }
-          guard let next = session.outbox.popFirst() else {
-            session.sending = false
-            return nil
-          }
-          return (next, session.gatt)
-        } ?? nil
-      }) {
-        do { try await gatt.notify(next.handle, next.value) } catch {
+  /// Sends what a step decided, before the step ends: each notification is put on its
+  /// link now, or queued by its connection behind what waits there, in order
+  /// (`GATTSession.notifyNow`, which sends only where the client subscribed). With no
+  /// suspension between a change and its notifications, nothing decided later can overtake
+  /// them, and the phone keeps no queue of its own.
+  func deliver(_ deliveries: [Delivery]) {
+    for delivery in deliveries {
+      for next in delivery.notifications {
+        if case .failure(let error) = notifyNow(delivery.gatt, next.handle, [next.value]) {
           logger.info("notification on handle \(next.handle) not delivered: \(error)")
         }
       }
@@ -578,10 +552,9 @@ public actor Phone {
     }
     if revived { emit(.quirk("silent-source: the Notification Source CCCD was written again; events resume")) }
     guard value.contains(.notifications) else {
-      let source = ancsHandles?.source
       let (ended, id) = withState { state -> (Bool, Int) in
         let ended = state.sessions[key]?.started ?? false
-        state.sessions[key]?.stop(source: source)
+        state.sessions[key]?.stop()
         state.sessions[key]?.waitingForSharing = false
         return (ended, state.sessions[key]?.id ?? 0)
       }
@@ -632,7 +605,7 @@ public actor Phone {
         .quirk("call-new-uid: the ongoing call UID \(removed.notificationUID) is now UID \(added.notificationUID)"))
     }
     emit(.sessionStarted(session: id, preExisting: count))
-    await deliver(senders)
+    deliver(senders)
   }
 
   /// Quirk call-new-uid: every incoming call is posted again under a new UID (as iOS does

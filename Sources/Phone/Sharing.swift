@@ -48,7 +48,6 @@ extension Phone {
   /// subscribed while blocked) for each one changed.
   private func setSharing(_ id: Int?, to allowed: Bool) -> [(Int, GATTSession, Bool)] {
     if !allowed && !policy.honoursRevocation { return [] }
-    let source = ancsHandles?.source
     return withState { state in
       if id == nil { state.sharingPolicy = allowed ? .allow : .deny }
       var changed: [(Int, GATTSession, Bool)] = []
@@ -58,7 +57,7 @@ extension Phone {
         if !allowed {
           // The session stops; a subscription still in place waits for sharing again.
           session.waitingForSharing = session.started || session.waitingForSharing
-          session.stop(source: source)
+          session.stop()
         }
         if let name = session.name { state.sharingDecisions[name] = allowed }
         state.sessions[key] = session

@@ -61,13 +61,15 @@ import Wire
 }
 
 @Suite(.timeLimit(scaledMinutes(1))) struct SessionRestartTests {
-  /// Events queued for a session that then unsubscribed are not sent when it subscribes again:
-  /// the new session begins with its pre-existing report, which already has them.
-  @Test func eventsQueuedBeforeAnUnsubscribeAreDroppedNotToldAfterTheNewReport() async throws {
+  /// Events the phone decided for a session that then unsubscribed, still waiting on a slow
+  /// link, reach the watch before the unsubscribe is answered, and never after the new
+  /// session's report: the phone hands each to the link in the step that decided it, and
+  /// the link keeps its order. The new session then begins with its pre-existing report.
+  @Test func eventsDecidedBeforeAnUnsubscribeGoBeforeItNeverAfterTheNewReport() async throws {
     let phone = try SharingTests.phone(.allow)
     var phoneEvents = phone.events().makeAsyncIterator()
     let (central, peripheral) = MemoryLink.pair()
-    // Notification Source notifications are held: the phone's outbox fills behind the one
+    // Notification Source notifications are held: the connection's queue fills behind the one
     // being sent.
     let held = HoldingBearer(central) { pdu in
       pdu.count >= 3 && pdu[0] == 0x1B && UInt16(pdu[1]) | UInt16(pdu[2]) << 8 == SharingTests.sourceValue
@@ -84,7 +86,7 @@ import Wire
       if case .sessionStarted = event { break }
     }
 
-    // The first event is held in the sending; the next two wait in the outbox behind it.
+    // The first event is held in the sending; the next two wait in the link's queue behind it.
     let first = Task { await phone.post(SharingTests.note("1")) }
     while held.held < 1 { await Task.yield() }
     await phone.post(SharingTests.note("2"))
@@ -105,14 +107,18 @@ import Wire
 
     var iterator = events.makeAsyncIterator()
     var told: [NotificationSourceEvent] = []
-    while told.count < 4, let bytes = await iterator.next(isolation: nil) {
+    while told.count < 6, let bytes = await iterator.next(isolation: nil) {
       told.append(try NotificationSourceEvent(decoding: bytes))
     }
-    try #require(told.count == 4)
-    // The held one was on its way; after it, only the new session's report of all three.
-    #expect(!told[0].eventFlags.contains(.preExisting))
-    #expect(told.dropFirst().allSatisfy { $0.eventFlags.contains(.preExisting) })
-    #expect(told.dropFirst().map(\.notificationUID).sorted() == told.dropFirst().map(\.notificationUID))
+    try #require(told.count == 6)
+    // The three live events, in the order posted; after them only the new session's report
+    // of all three.
+    let live = told.prefix(3)
+    let report = told.dropFirst(3)
+    #expect(live.allSatisfy { !$0.eventFlags.contains(.preExisting) && $0.eventID == .added })
+    #expect(live.map(\.notificationUID) == live.map(\.notificationUID).sorted())
+    #expect(report.allSatisfy { $0.eventFlags.contains(.preExisting) })
+    #expect(report.map(\.notificationUID) == live.map(\.notificationUID))
     await accessory.close()
   }
 }
