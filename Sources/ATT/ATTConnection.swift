@@ -93,7 +93,7 @@ public actor ATTConnection {
   /// synchronous, as `Answer` is (a client there takes the value in a plain call).
   public typealias ValueHandler = @Sendable (isolated ATTConnection, ATTValueEvent) -> Void
   /// Each transaction's waiter is the callback that takes its answer; a caller that awaits
-  /// one has its callback hand it over (`Answered`).
+  /// one has its callback resume it (`awaitAnswer`).
   typealias Machine = ATTMachine<Answer>
 
   /// ATT_MTU before any exchange (LE).
@@ -307,8 +307,8 @@ public actor ATTConnection {
     case log
     /// The machine: the request or indication it started (its `number`) fails.
     case transaction(indication: Bool, number: Int)
-    /// A caller that awaits the send (`send`, `notify`).
-    case waiter(Answered<Result<Void, ATTError>>)
+    /// A caller that awaits the send (`send`, `notify`), resumed on this executor.
+    case waiter(CheckedContinuation<Result<Void, ATTError>, Never>)
   }
 
   private struct Outgoing {
@@ -357,7 +357,7 @@ public actor ATTConnection {
       if logger.enabled(.trace) { logger.trace("\(bearer.name) > \(Hex.encode(next.bytes))") }
       do {
         try await bearer.send(next.bytes)
-        if case .waiter(let waiter) = next.failure { waiter.take(.success(())) }
+        if case .waiter(let waiter) = next.failure { waiter.resume(returning: .success(())) }
       } catch {
         failed(next.failure, next.bytes)
       }
@@ -371,7 +371,7 @@ public actor ATTConnection {
     case .log: logger.info("\(bearer.name): could not send \(ATTOpcode(rawValue: bytes.first ?? 0))")
     case .transaction(let indication, let number):
       perform(step { machine, now in machine.sendFailed(indication: indication, number: number, now: now()) })
-    case .waiter(let waiter): waiter.take(.failure(.disconnected))
+    case .waiter(let waiter): waiter.resume(returning: .failure(.disconnected))
     }
   }
 
@@ -379,9 +379,7 @@ public actor ATTConnection {
   /// otherwise after what waits before them.
   private func sendAwaiting(_ bytes: [UInt8]) async throws(ATTError) {
     if try sendAtOnce(bytes) { return }
-    let sent = Answered<Result<Void, ATTError>>()
-    queue(Outgoing(bytes: bytes, failure: .waiter(sent)))
-    try await sent.value.get()
+    try await withCheckedContinuation { queue(Outgoing(bytes: bytes, failure: .waiter($0))) }.get()
   }
 
   /// Sends a request, or queues it behind the one outstanding, and returns. `onAnswer` runs
@@ -396,9 +394,19 @@ public actor ATTConnection {
   /// Sends a request and returns the peer's answer. An Error Response throws
   /// `.errorResponse`; an answer of the wrong kind throws `.invalidResponse`.
   public func request(_ pdu: ATTPDU) async throws(ATTError) -> ATTPDU {
-    let answer = Answered<Result<ATTPDU, ATTError>>()
-    request(pdu) { answer.take($1) }
-    return try await answer.value.get()
+    try await awaitAnswer { connection, answer in connection.request(pdu, onAnswer: answer) }
+  }
+
+  /// Starts a transaction whose `Answer` resumes the caller, here on the connection's
+  /// executor, where the answer arrives: no lock between them. The machine calls every
+  /// transaction's answer exactly once (its answer, a failure, or the link's end), so the
+  /// wait always ends, once `run()` is running. It cannot be cancelled, for the same reason.
+  private func awaitAnswer(_ start: (isolated ATTConnection, @escaping Answer) -> Void) async throws(ATTError)
+    -> ATTPDU
+  {
+    try await withCheckedContinuation { continuation in
+      start(self) { _, result in continuation.resume(returning: result) }
+    }.get()
   }
 
   /// Sends a Handle Value Notification, the value cut to ATT_MTU - 3 bytes.
@@ -428,9 +436,9 @@ public actor ATTConnection {
   /// Sends a Handle Value Indication and awaits its confirmation. Never from the receive
   /// loop (a server handler, a value handler): the confirmation comes through it.
   public func indicate(handle: UInt16, value: [UInt8]) async throws(ATTError) {
-    let answer = Answered<Result<ATTPDU, ATTError>>()
-    indicate(handle: handle, value: value) { answer.take($1) }
-    _ = try await answer.value.get()
+    _ = try await awaitAnswer { connection, answer in
+      connection.indicate(handle: handle, value: value, onConfirmation: answer)
+    }
   }
 
   /// Client side of Exchange MTU: offers `options.localMTU`; returns the ATT_MTU in force.

@@ -14,7 +14,14 @@ public final class CapturingBearer: ATTBearer {
   public let writer: BtsnoopWriter
   /// This link's connection handle in the capture.
   public let handle: UInt16
-  private let ended = Locked(false)
+  private struct State {
+    /// The link has ended: nothing more is recorded.
+    var ended = false
+    /// PDUs recorded by `sendNow` that the inner bearer could not send at once: the `send`
+    /// that follows with them records nothing again.
+    var recordedAhead: [[UInt8]] = []
+  }
+  private let state = Locked(State())
 
   /// `role` is this end's: the phone is the central, the watch the peripheral.
   public init(_ inner: any ATTBearer, writer: BtsnoopWriter, role: Btsnoop.Connection.Role = .central) {
@@ -24,9 +31,9 @@ public final class CapturingBearer: ATTBearer {
   }
 
   private func end(reason: UInt8) {
-    let first = ended.withLock { ended in
-      defer { ended = true }
-      return !ended
+    let first = state.withLock { state in
+      defer { state.ended = true }
+      return !state.ended
     }
     if first { writer.closeConnection(handle, reason: reason) }
     writer.flush()
@@ -40,8 +47,29 @@ public final class CapturingBearer: ATTBearer {
   /// on a link after its end: a PDU sent then never reaches the peer, and one this end still
   /// takes from the link's buffer after closing it is left out.
   public func send(_ pdu: [UInt8]) async throws(BearerError) {
-    record(pdu, .sent)
+    let recorded = state.withLock { state in
+      guard state.recordedAhead.first == pdu else { return false }
+      state.recordedAhead.removeFirst()
+      return true
+    }
+    if !recorded { record(pdu, .sent) }
     try await inner.send(pdu)
+  }
+
+  /// As `send`, when the inner bearer sends without suspending; recorded first all the same.
+  /// When it cannot, the record stands for the `send` that follows with these bytes.
+  public func sendNow(_ pdu: [UInt8]) throws(BearerError) -> Bool {
+    record(pdu, .sent)
+    if try inner.sendNow(pdu) { return true }
+    state.withLock { $0.recordedAhead.append(pdu) }
+    return false
+  }
+
+  /// As `receive`, when the inner bearer has a PDU queued.
+  public func receiveIfReady() -> [UInt8]? {
+    guard let pdu = inner.receiveIfReady() else { return nil }
+    record(pdu, .received)
+    return pdu
   }
 
   nonisolated(nonsending) public func receive() async throws(BearerError) -> [UInt8]? {
@@ -55,8 +83,8 @@ public final class CapturingBearer: ATTBearer {
 
   /// Under the flag `end` sets, so no record follows the link's end.
   private func record(_ pdu: [UInt8], _ direction: Btsnoop.Direction) {
-    ended.withLock { ended in
-      if !ended { writer.record(pdu, direction: direction, handle: handle) }
+    state.withLock { state in
+      if !state.ended { writer.record(pdu, direction: direction, handle: handle) }
     }
   }
 

@@ -36,24 +36,50 @@ public final class CuttingBearer: ATTBearer {
 
   public func send(_ pdu: [UInt8]) async throws(BearerError) {
     if isCut { throw .disconnected }
-    let count = counts.withLock { counts -> Int in
-      counts.sent += 1
-      return counts.sent
-    }
+    let count = counted(.sent)
     try await inner.send(pdu)
-    if direction == .sent && count == cutAfter { inner.close() }
+    cut(.sent, at: count)
+  }
+
+  /// As `send`, when the inner bearer sends without suspending.
+  public func sendNow(_ pdu: [UInt8]) throws(BearerError) -> Bool {
+    if isCut { throw .disconnected }
+    guard try inner.sendNow(pdu) else { return false }
+    cut(.sent, at: counted(.sent))
+    return true
   }
 
   /// After the cut, nil: what the link had queued is lost with it.
   nonisolated(nonsending) public func receive() async throws(BearerError) -> [UInt8]? {
     if isCut { return nil }
     guard let pdu = try await inner.receive() else { return nil }
-    let count = counts.withLock { counts -> Int in
+    cut(.received, at: counted(.received))
+    return pdu
+  }
+
+  /// As `receive`, when the inner bearer has a PDU queued.
+  public func receiveIfReady() -> [UInt8]? {
+    if isCut { return nil }
+    guard let pdu = inner.receiveIfReady() else { return nil }
+    cut(.received, at: counted(.received))
+    return pdu
+  }
+
+  /// Counts one more PDU in `direction`; returns the count.
+  private func counted(_ direction: Direction) -> Int {
+    counts.withLock { counts -> Int in
+      if direction == .sent {
+        counts.sent += 1
+        return counts.sent
+      }
       counts.received += 1
       return counts.received
     }
-    if direction == .received && count == cutAfter { inner.close() }
-    return pdu
+  }
+
+  /// Closes the link when the `count`-th PDU in `direction` is the one to cut after.
+  private func cut(_ direction: Direction, at count: Int) {
+    if direction == self.direction && count == cutAfter { inner.close() }
   }
 
   public var securityLevel: SecurityLevel { inner.securityLevel }
