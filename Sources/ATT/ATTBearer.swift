@@ -46,8 +46,10 @@ public protocol ATTBearer: AnyObject, Sendable {
   /// Sends one PDU. Never blocks on the peer: a link queues what the peer has not yet read.
   func send(_ pdu: [UInt8]) async throws(BearerError)
   /// Sends one PDU as `send` would, if the link can without suspending: true once sent,
-  /// false (nothing done) when only `send` can. Lets an engine send without an async call
-  /// per PDU. Optional: the default is always false.
+  /// false (nothing sent) when only `send` can, and the caller then sends that PDU with
+  /// `send` before any other (as `ATTConnection` does; a capture that recorded it already
+  /// records it once). Lets an engine send without an async call per PDU. Optional: the
+  /// default is always false.
   func sendNow(_ pdu: [UInt8]) throws(BearerError) -> Bool
   /// The next PDU from the peer, or nil once the link is closed (by either side). The
   /// project's links also return nil when the waiting task is cancelled; the link stays up

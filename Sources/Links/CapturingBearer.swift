@@ -32,7 +32,10 @@ public final class CapturingBearer: ATTBearer {
 
   private func end(reason: UInt8) {
     let first = state.withLock { state in
-      defer { state.ended = true }
+      defer {
+        state.ended = true
+        state.recordedAhead = []
+      }
       return !state.ended
     }
     if first { writer.closeConnection(handle, reason: reason) }
@@ -48,9 +51,11 @@ public final class CapturingBearer: ATTBearer {
   /// takes from the link's buffer after closing it is left out.
   public func send(_ pdu: [UInt8]) async throws(BearerError) {
     let recorded = state.withLock { state in
-      guard state.recordedAhead.first == pdu else { return false }
+      guard let ahead = state.recordedAhead.first else { return false }
       state.recordedAhead.removeFirst()
-      return true
+      // Another PDU than the one declined: a caller that broke `sendNow`'s contract; the
+      // note is stale.
+      return ahead == pdu
     }
     if !recorded { record(pdu, .sent) }
     try await inner.send(pdu)

@@ -102,10 +102,11 @@ extension Phone {
 
   /// Tells the console and the JSON events that the accessory on the link named `link` asked
   /// for `request`, and which rules it broke (empty: accepted).
-  public func judgedConnectionParameters(link: String, _ request: ConnectionParameterRequest, broken: [String]) {
-    let session = withState { state in
-      state.sessions.values.first { $0.gatt.connection.bearer.name == link }?.id
-    }
+  /// Called from the Bluetooth host's loop, at once, in the order the requests came.
+  public nonisolated func judgedConnectionParameters(
+    link: String, _ request: ConnectionParameterRequest, broken: [String]
+  ) {
+    let session = linkSessions.withLock { $0[link] }
     emit(.connectionParameters(session: session, link: link, request: request, broken: broken))
   }
 }

@@ -147,8 +147,11 @@ extension Phone {
     // On the connection's receive loop, after the Write Response: the two Service Changed
     // indications are queued, never awaited (their confirmations come through this loop).
     let end = server.database.attributes.last?.handle ?? 0x20
+    // The handles are looked up again after each change of the database.
     await server.unpublish(Self.ancsService)
+    state.handles = nil
     _ = try? await server.publish(ancsDefinition(), startingAt: end + 0x10)
+    state.handles = nil
     emit(.quirk("service-changed: ANCS republished at handle \(end + 0x10)"))
   }
 

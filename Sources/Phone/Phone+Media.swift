@@ -61,10 +61,7 @@ extension Phone {
   }
 
   /// Value handles of Remote Command and Entity Update, when AMS is published.
-  nonisolated var mediaHandles: MediaHandles? {
-    guard let handles = server.handles(of: IPhoneUUID.ams), handles.count == 3 else { return nil }
-    return (handles[0].value, handles[1].value)
-  }
+  var mediaHandles: MediaHandles? { handles.media }
 
   /// Seconds on the media clock.
   nonisolated var mediaNow: Double {
@@ -238,9 +235,9 @@ extension Phone {
 
   // MARK: Notifying
 
-  /// Queues Entity Update notifications for `attributes` to one accessory, their values as
-  /// they are at `now`, each cut to one notification (an absent value is sent empty); under
-  /// the step. Returns the accessory when the caller must send them (`deliver`).
+  /// Entity Update notifications for `attributes` to one accessory, their values as they are
+  /// at `now`, each cut to one notification (an absent value is sent empty), for the caller
+  /// to send (`deliver`) in the same step.
   private func queueValues(
     _ attributes: [EntityAttribute], _ handles: MediaHandles?, for key: ObjectIdentifier, at now: Double,
     in state: inout State
@@ -252,17 +249,17 @@ extension Phone {
       if !policy.flagsTruncated { update.flags.remove(.truncated) }
       return Outgoing(handle: handles.entityUpdate, value: update.encoded())
     }
-    return Self.enqueue(updates, for: [key], in: &state)
+    return Self.enqueue(updates, for: [key], in: state)
   }
 
-  /// Queues the commands the player takes now for every accessory, or `only` one (sent to
-  /// those subscribed to Remote Command), in the step. Returns those the caller must send.
+  /// The commands the player takes now, for every accessory or `only` one (sent to those
+  /// subscribed to Remote Command), for the caller to send (`deliver`) in the same step.
   private func queueCommands(_ handles: MediaHandles?, in state: inout State, only key: ObjectIdentifier? = nil)
     -> [Delivery]
   {
     guard let handles else { return [] }
     let commands = Outgoing(
       handle: handles.remoteCommand, value: SupportedCommands(state.player.supportedCommands).encoded())
-    return Self.enqueue([commands], for: key.map { [$0] } ?? Self.everySession(state), in: &state)
+    return Self.enqueue([commands], for: key.map { [$0] } ?? Self.everySession(state), in: state)
   }
 }

@@ -48,7 +48,8 @@ public enum PhoneEvent: Hashable, Sendable {
 /// One loop: the phone is an actor, and every connection it serves runs on its executor
 /// (`ATTConnection(executorOf:)`), with the GATT sessions on them. A request from any watch,
 /// a change from the console or a scenario, and a timer all reach the phone's state there,
-/// one at a time, in a plain call: no lock on the path of a PDU. The characteristics'
+/// one at a time, in a plain call: the phone takes no lock on the path of a PDU (what it
+/// reports to its observers, `events()`, goes through the event hub's). The characteristics'
 /// handlers, which the GATT session calls isolated to itself, are on that executor too and
 /// enter the phone with `assumeIsolated`. Whoever is elsewhere (the console, a scenario, a
 /// test) reaches it with `await`.
@@ -113,6 +114,8 @@ public actor Phone {
     var renamedUIDs: [UInt32: UInt32] = [:]
     /// The media player the Apple Media Service shows.
     var player = MediaPlayer()
+    /// The published ANCS and AMS value handles, once looked up (nil: to look up again).
+    var handles: Handles?
     /// When the current track ends, and the task that finishes it then (Phone+Media.swift).
     var trackEnd: Double?
     var trackTimer: Task<Void, Never>?
@@ -143,8 +146,9 @@ public actor Phone {
   let logger: Logger
   /// Everything that changes, on the phone's executor. Unchecked for exclusivity at run
   /// time, as `ATTConnection`'s machine is: read or changed for every Control Point command
-  /// and every notification, in plain accesses (`withState`) with no callback inside that
-  /// could reach it again.
+  /// and every notification, in plain accesses (`withState`). Nothing inside such an access
+  /// reaches the state again: the closures run in it (`modify`'s and `changeMedia`'s
+  /// `change`) are given the notification or the player, never the phone.
   @exclusivity(unchecked) var state = State()
   /// Seconds added to the wall clock (a scenario's or console's "time" step), readable from
   /// anywhere: the Date attribute for "now" (`dateNow`) is asked for off the phone's executor.
@@ -152,6 +156,10 @@ public actor Phone {
   private let hub = EventHub<PhoneEvent>()
   /// Where the links keep this phone's bonds, once told.
   private let bondBook = Locked<(any BondBook)?>(nil)
+  /// Each connected link's session number, by the link's name, for what the Bluetooth host
+  /// reports from its own loop (`judgedConnectionParameters`): changed only when a watch
+  /// connects or goes.
+  let linkSessions = Locked<[String: Int]>([:])
 
   /// A phone; `apps` are registered from the start (identifier to display name), as
   /// `register(app:name:)` does.
@@ -228,17 +236,48 @@ public actor Phone {
   }
 
   /// Value handles of Notification Source, Control Point, Data Source as published now.
-  nonisolated var ancsHandles: (source: UInt16, control: UInt16, data: UInt16)? {
-    guard let handles = server.handles(of: Self.ancsService), handles.count == 3 else { return nil }
-    if settings.layout == .iPhone { return (handles[1].value, handles[0].value, handles[2].value) }
-    return (handles[0].value, handles[1].value, handles[2].value)
+  var ancsHandles: ANCSHandles? { handles.ancs }
+
+  /// The published handles, looked up in the server's database the first time after a
+  /// change, then kept.
+  var handles: Handles {
+    if let known = state.handles { return known }
+    let found = publishedHandles()
+    state.handles = found
+    return found
   }
 
-  /// A characteristic's handler enters the phone with `assumeIsolated(passing:)`
-  /// (Sources/Runtime): the GATT session that calls it runs on the phone's executor (`serve`
-  /// makes every connection so), which the call checks, trapping otherwise (a session of
-  /// this phone's server on a connection `serve` did not make), with no allocation.
-  /// The phone reaches a session of its own the same way: `cccd`, `notifyNow`.
+  /// The published handles. Only this phone changes its server's database (when the quirk
+  /// service-changed republishes ANCS, which forgets them), so they are kept in the state:
+  /// a command or a change does not take the server's lock to find them.
+  struct Handles {
+    var ancs: ANCSHandles?
+    var media: MediaHandles?
+  }
+
+  /// Value handles of Notification Source, Control Point, Data Source.
+  typealias ANCSHandles = (source: UInt16, control: UInt16, data: UInt16)
+
+  /// The handles as the server publishes them now.
+  nonisolated func publishedHandles() -> Handles {
+    var found = Handles()
+    if let handles = server.handles(of: Self.ancsService), handles.count == 3 {
+      found.ancs =
+        settings.layout == .iPhone
+        ? (handles[1].value, handles[0].value, handles[2].value)
+        : (handles[0].value, handles[1].value, handles[2].value)
+    }
+    if let handles = server.handles(of: IPhoneUUID.ams), handles.count == 3 {
+      found.media = (handles[0].value, handles[1].value)
+    }
+    return found
+  }
+
+  // A characteristic's handler enters the phone with `assumeIsolated(passing:)`
+  // (Sources/Runtime): the GATT session that calls it runs on the phone's executor (`serve`
+  // makes every connection so), which the call checks, trapping otherwise (a session of
+  // this phone's server on a connection `serve` did not make), with no allocation.
+  // The phone reaches a session of its own the same way: `cccd`, `notifyNow`.
 
   /// This client's configuration for the characteristic at `valueHandle`.
   func cccd(_ gatt: GATTSession, _ valueHandle: UInt16) -> CCCDValue {
@@ -279,7 +318,9 @@ public actor Phone {
         id: state.nextSession, gatt: gatt, shared: state.sharingPolicy == .allow)
       return state.nextSession
     }
-    emit(.connected(session: id, link: bearer.name))
+    let link = bearer.name
+    linkSessions.withLock { $0[link] = id }
+    emit(.connected(session: id, link: link))
     if settings.layout == .iPhone {
       await withTaskGroup(of: Void.self) { group in
         group.addTask { await connection.run() }
@@ -289,6 +330,7 @@ public actor Phone {
       await connection.run()
     }
     server.detach(connection)
+    linkSessions.withLock { if $0[link] == id { $0[link] = nil } }
     let started = withState { $0.sessions.removeValue(forKey: ObjectIdentifier(gatt))?.started ?? false }
     if started { emit(.sessionEnded(session: id)) }
     emit(.disconnected(session: id))
@@ -349,7 +391,7 @@ public actor Phone {
         let event = state.center.event(.added, for: posted)
         _ = state.center.remove(posted.uid)
         state.retracted.insert(posted.uid)
-        return (event, announce(event, to: source, in: &state))
+        return (event, announce(event, to: source, in: state))
       }
       emit(.quirk("retract-uid: announced UID \(phantom.notificationUID) and retracted it"))
       deliver(senders)
@@ -357,7 +399,7 @@ public actor Phone {
     let (posted, senders) = withState { state in
       let posted = state.center.post(notification)
       let event = state.center.event(.added, for: posted, extraFlags: quirks.preExistingOnNew ? .preExisting : [])
-      return (posted, announce(event, to: source, in: &state))
+      return (posted, announce(event, to: source, in: state))
     }
     deliver(senders)
     return posted
@@ -369,7 +411,7 @@ public actor Phone {
     let source = ancsHandles?.source
     let result = withState { state -> (PhoneNotification, [Delivery])? in
       guard let changed = state.center.modify(state.renamedUIDs[uid] ?? uid, change) else { return nil }
-      return (changed, announce(state.center.event(.modified, for: changed), to: source, in: &state))
+      return (changed, announce(state.center.event(.modified, for: changed), to: source, in: state))
     }
     guard let (changed, senders) = result else { return nil }
     deliver(senders)
@@ -382,7 +424,7 @@ public actor Phone {
     let source = ancsHandles?.source
     let senders = withState { state -> [Delivery]? in
       guard let removed = state.center.remove(state.renamedUIDs[uid] ?? uid) else { return nil }
-      return quirks.loseRemoved ? [] : announce(state.center.event(.removed, for: removed), to: source, in: &state)
+      return quirks.loseRemoved ? [] : announce(state.center.event(.removed, for: removed), to: source, in: state)
     }
     guard let senders else { return false }
     if quirks.loseRemoved {
@@ -401,7 +443,7 @@ public actor Phone {
       withState { state in
         state.battery = level
         return handle.map {
-          Self.enqueue([Outgoing(handle: $0, value: [level])], for: Self.everySession(state), in: &state)
+          Self.enqueue([Outgoing(handle: $0, value: [level])], for: Self.everySession(state), in: state)
         } ?? []
       })
   }
@@ -459,7 +501,7 @@ public actor Phone {
       withState { state in
         Self.enqueue(
           [Outgoing(handle: handle, value: currentTime())], for: Self.everySession(state),
-          in: &state)
+          in: state)
       })
   }
 
@@ -468,18 +510,22 @@ public actor Phone {
   /// pre-existing report instead, so nothing is announced twice), for the caller to send
   /// (`deliver`). `source` is the Notification Source's value handle.
   func announce(
-    _ event: NotificationSourceEvent, to source: UInt16?, in state: inout State, except skipped: ObjectIdentifier? = nil
+    _ event: NotificationSourceEvent, to source: UInt16?, in state: State, except skipped: ObjectIdentifier? = nil
   ) -> [Delivery] {
     guard let source else { return [] }
     let event = Outgoing(handle: source, value: quirked(policy.live(event)).encoded())
     let keys = state.sessions.filter { $0.value.started && !$0.value.silent && $0.key != skipped }.map(\.key)
-    return Self.enqueue([event], for: keys, in: &state)
+    return Self.enqueue([event], for: keys, in: state)
   }
 
   /// `notifications` for each session of `keys`, in that order, for the caller to send.
-  static func enqueue(_ notifications: [Outgoing], for keys: [ObjectIdentifier], in state: inout State) -> [Delivery] {
+  static func enqueue(_ notifications: [Outgoing], for keys: [ObjectIdentifier], in state: State) -> [Delivery] {
     guard !notifications.isEmpty else { return [] }
-    return keys.compactMap { key in state.sessions[key].map { Delivery(gatt: $0.gatt, notifications: notifications) } }
+    return keys.compactMap { key in
+      state.sessions.index(forKey: key).map {
+        Delivery(gatt: state.sessions.values[$0].gatt, notifications: notifications)
+      }
+    }
   }
 
   /// Every session's key, in session order.
@@ -587,8 +633,8 @@ public actor Phone {
       let renamed = quirks.callNewUID ? Self.renameCalls(&state) : []
       // Other watches, whose sessions go on, see the old UID go and the new one come.
       var senders = renamed.flatMap {
-        announce($0.removed, to: source, in: &state, except: key)
-          + announce($0.added, to: source, in: &state, except: key)
+        announce($0.removed, to: source, in: state, except: key)
+          + announce($0.added, to: source, in: state, except: key)
       }
       state.sessions[key]?.started = true
       state.sessions[key]?.waitingForSharing = false
@@ -596,7 +642,7 @@ public actor Phone {
         quirked(state.center.event(.added, for: $0, extraFlags: policy.preExistingFlag)).encoded()
       }
       if let source {
-        senders += Self.enqueue(report.map { Outgoing(handle: source, value: $0) }, for: [key], in: &state)
+        senders += Self.enqueue(report.map { Outgoing(handle: source, value: $0) }, for: [key], in: state)
       }
       return (state.sessions[key]?.id ?? 0, report.count, renamed, senders)
     }

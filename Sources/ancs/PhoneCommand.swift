@@ -184,12 +184,7 @@ enum PhoneCommandLine {
       // console says which it broke (the kernel's l2cap:hciN answers such requests itself).
       (host as? HCIHost)?.parameterJudge = HCIHost.ParameterJudge(
         rules: { phone.brokenConnectionRules(ConnectionParameterRequest($0)) },
-        report: { link, request, broken in
-          // From the host's loop: the phone names the session on its own executor.
-          Task {
-            await phone.judgedConnectionParameters(link: link, ConnectionParameterRequest(request), broken: broken)
-          }
-        })
+        report: { phone.judgedConnectionParameters(link: $0, ConnectionParameterRequest($1), broken: $2) })
       listener = CentralLinks(
         host: host, filter: peer.map { .address($0) } ?? .solicits(BluetoothCommandLine.solicited))
     } else if let address {

@@ -25,48 +25,56 @@ private final class AsyncOnlyBearer: ATTBearer {
 struct WrappingBearerTests {
   static func pdu(_ index: Int) -> [UInt8] { [0x1B, UInt8(index & 0xFF), UInt8(index >> 8)] }
 
+  /// A memory link whose central end is captured, `wrap` put between the two.
+  struct Captured {
+    let directory = TemporaryDirectory()
+    let path: String
+    let writer: BtsnoopWriter
+    let captured: CapturingBearer
+    let peripheral: MemoryBearer
+
+    init(wrap: (MemoryBearer) -> any ATTBearer = { $0 }) throws {
+      path = directory.file("capture.btsnoop")
+      writer = try BtsnoopWriter(path: path, clock: StepClock().clock)
+      let (central, peripheral) = MemoryLink.pair()
+      captured = CapturingBearer(wrap(central), writer: writer)
+      self.peripheral = peripheral
+    }
+
+    /// Closes the link and the capture; the ATT PDUs recorded between the link's
+    /// Connection Complete and Disconnection Complete, each with its direction flag.
+    func recorded() throws -> [(pdu: [UInt8], flags: UInt32)] {
+      captured.close()
+      writer.close()
+      let file = try #require(readSnoop(try readFile(path)))
+      try #require(file.records.count >= 2)
+      return file.records.dropFirst().dropLast().map { (Array($0.packet[9...]), $0.flags) }
+    }
+  }
+
   @Test("a capture sends now and takes what is queued, and records each PDU once, in order")
   func captureWithoutSuspending() async throws {
-    let directory = TemporaryDirectory()
-    let path = directory.file("now.btsnoop")
-    let writer = try BtsnoopWriter(path: path, clock: StepClock().clock)
-    let (central, peripheral) = MemoryLink.pair()
-    let captured = CapturingBearer(central, writer: writer)
-    for index in 0..<3 { #expect(try captured.sendNow(Self.pdu(index))) }
-    for index in 0..<3 { #expect(peripheral.receiveIfReady() == Self.pdu(index)) }
-    for index in 3..<6 { try await peripheral.send(Self.pdu(index)) }
-    for index in 3..<6 { #expect(captured.receiveIfReady() == Self.pdu(index)) }
-    #expect(captured.receiveIfReady() == nil)
-    captured.close()
-
-    let file = try #require(readSnoop(try readFile(path)))
-    // Connection Complete, six PDUs, Disconnection Complete.
-    try #require(file.records.count == 8)
-    let pdus = file.records.dropFirst().dropLast()
-    #expect(pdus.map { Array($0.packet[9...]) } == (0..<6).map(Self.pdu))
-    #expect(pdus.map(\.flags) == [0, 0, 0, 1, 1, 1], "sent by the host, then received")
-    writer.close()
+    let link = try Captured()
+    for index in 0..<3 { #expect(try link.captured.sendNow(Self.pdu(index))) }
+    for index in 0..<3 { #expect(link.peripheral.receiveIfReady() == Self.pdu(index)) }
+    for index in 3..<6 { try await link.peripheral.send(Self.pdu(index)) }
+    for index in 3..<6 { #expect(link.captured.receiveIfReady() == Self.pdu(index)) }
+    #expect(link.captured.receiveIfReady() == nil)
+    let recorded = try link.recorded()
+    #expect(recorded.map(\.pdu) == (0..<6).map(Self.pdu))
+    #expect(recorded.map(\.flags) == [0, 0, 0, 1, 1, 1], "sent by the host, then received")
   }
 
   @Test("over a bearer that cannot send now, a capture declines and the send that follows records nothing again")
   func captureOverAnAsyncOnlyBearer() async throws {
-    let directory = TemporaryDirectory()
-    let path = directory.file("later.btsnoop")
-    let writer = try BtsnoopWriter(path: path, clock: StepClock().clock)
-    let (central, peripheral) = MemoryLink.pair()
-    let captured = CapturingBearer(AsyncOnlyBearer(central), writer: writer)
-    #expect(try !captured.sendNow(Self.pdu(0)))
-    #expect(peripheral.receiveIfReady() == nil, "nothing was sent")
-    try await captured.send(Self.pdu(0))
-    try await captured.send(Self.pdu(1))
-    #expect(try await peripheral.receive() == Self.pdu(0))
-    #expect(try await peripheral.receive() == Self.pdu(1))
-    captured.close()
-
-    let file = try #require(readSnoop(try readFile(path)))
-    try #require(file.records.count == 4)
-    #expect(file.records.dropFirst().dropLast().map { Array($0.packet[9...]) } == [Self.pdu(0), Self.pdu(1)])
-    writer.close()
+    let link = try Captured { AsyncOnlyBearer($0) }
+    #expect(try !link.captured.sendNow(Self.pdu(0)))
+    #expect(link.peripheral.receiveIfReady() == nil, "nothing was sent")
+    try await link.captured.send(Self.pdu(0))
+    try await link.captured.send(Self.pdu(1))
+    #expect(try await link.peripheral.receive() == Self.pdu(0))
+    #expect(try await link.peripheral.receive() == Self.pdu(1))
+    #expect(try link.recorded().map(\.pdu) == [Self.pdu(0), Self.pdu(1)])
   }
 
   @Test("a cut counts PDUs sent now and taken without waiting, and closes the link after the k-th")

@@ -77,7 +77,13 @@ import Wire
     let connection = ATTConnection(bearer: peripheral)
     let accessory = await Accessory(phone, central: held, peripheral: peripheral, connection: connection)
     let (events, sink) = AsyncStream<[UInt8]>.makeStream()
-    await accessory.client.onValue(SharingTests.sourceValue) { sink.yield($1.value) }
+    // What the accessory saw, in order: "event" for each Notification Source value, and the
+    // answer to its unsubscribe.
+    let seen = Locked<[String]>([])
+    await accessory.client.onValue(SharingTests.sourceValue) {
+      seen.withLock { $0.append("event") }
+      sink.yield($1.value)
+    }
     _ = try await peripheral.pair(.encrypted)
     try await accessory.client.configure(cccd: SharingTests.dataCCCD, .notifications)
     try await accessory.client.configure(cccd: SharingTests.sourceCCCD, .notifications)
@@ -96,6 +102,7 @@ import Wire
     // phone has taken the unsubscribe in.
     let rewritten = Task {
       try await accessory.client.configure(cccd: SharingTests.sourceCCCD, [])
+      seen.withLock { $0.append("unsubscribed") }
       try await accessory.client.configure(cccd: SharingTests.sourceCCCD, .notifications)
     }
     while let event = await phoneEvents.next(isolation: nil) {
@@ -119,6 +126,10 @@ import Wire
     #expect(live.map(\.notificationUID) == live.map(\.notificationUID).sorted())
     #expect(report.allSatisfy { $0.eventFlags.contains(.preExisting) })
     #expect(report.map(\.notificationUID) == live.map(\.notificationUID))
+    // The three live events came before the unsubscribe was answered; the report after it.
+    #expect(
+      seen.withLock { $0 } == Array(repeating: "event", count: 3) + ["unsubscribed"]
+        + Array(repeating: "event", count: 3))
     await accessory.close()
   }
 }
