@@ -95,7 +95,7 @@ extension Phone {
   @discardableResult
   public func changeMedia<T>(_ change: (inout MediaPlayer, _ now: Double) -> T) async -> T {
     let handles = mediaHandles
-    let (result, senders) = withState { state -> (T, [Delivery]) in
+    let (result, deliveries) = withState { state -> (T, [Delivery]) in
       // Read in the step: changes take their times in the order they are made, and what
       // they change is queued for each accessory in that order too.
       let now = mediaNow
@@ -105,18 +105,18 @@ extension Phone {
       let after = state.player.values(at: now)
       let changed = Set(EntityAttribute.all.filter { before[$0] != after[$0] })
       let keys = state.sessions.sorted { $0.value.id < $1.value.id }.map(\.key)
-      var senders: [Delivery] = []
+      var deliveries: [Delivery] = []
       for key in keys {
         guard let attributes = state.sessions[key]?.media.registered(among: changed), !attributes.isEmpty else {
           continue
         }
-        senders += queueValues(attributes, handles, for: key, at: now, in: &state)
+        deliveries += queueValues(attributes, handles, for: key, at: now, in: &state)
       }
-      if commandsBefore != state.player.supportedCommands { senders += queueCommands(handles, in: &state) }
+      if commandsBefore != state.player.supportedCommands { deliveries += queueCommands(handles, in: &state) }
       scheduleTrackEnd(&state)
-      return (result, senders)
+      return (result, deliveries)
     }
-    deliver(senders)
+    deliver(deliveries)
     return result
   }
 
@@ -249,7 +249,7 @@ extension Phone {
       if !policy.flagsTruncated { update.flags.remove(.truncated) }
       return Outgoing(handle: handles.entityUpdate, value: update.encoded())
     }
-    return Self.enqueue(updates, for: [key], in: state)
+    return Self.deliveries(updates, for: [key], in: state)
   }
 
   /// The commands the player takes now, for every accessory or `only` one (sent to those
@@ -260,6 +260,6 @@ extension Phone {
     guard let handles else { return [] }
     let commands = Outgoing(
       handle: handles.remoteCommand, value: SupportedCommands(state.player.supportedCommands).encoded())
-    return Self.enqueue([commands], for: key.map { [$0] } ?? Self.everySession(state), in: state)
+    return Self.deliveries([commands], for: key.map { [$0] } ?? Self.everySession(state), in: state)
   }
 }

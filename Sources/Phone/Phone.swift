@@ -253,6 +253,9 @@ public actor Phone {
   struct Handles {
     var ancs: ANCSHandles?
     var media: MediaHandles?
+    /// Battery Level's and Current Time's value handles.
+    var battery: UInt16?
+    var time: UInt16?
   }
 
   /// Value handles of Notification Source, Control Point, Data Source.
@@ -270,6 +273,8 @@ public actor Phone {
     if let handles = server.handles(of: IPhoneUUID.ams), handles.count == 3 {
       found.media = (handles[0].value, handles[1].value)
     }
+    found.battery = server.handles(of: Self.batteryService)?.first?.value
+    found.time = server.handles(of: Self.currentTimeService)?.first?.value
     return found
   }
 
@@ -384,7 +389,7 @@ public actor Phone {
   public func post(_ notification: PhoneNotification) async -> PhoneNotification {
     let source = ancsHandles?.source
     if quirks.retractUID {
-      let (phantom, senders) = withState { state -> (NotificationSourceEvent, [Delivery]) in
+      let (phantom, deliveries) = withState { state -> (NotificationSourceEvent, [Delivery]) in
         var ghost = notification
         ghost.title = "(retracted)"
         let posted = state.center.post(ghost)
@@ -394,14 +399,14 @@ public actor Phone {
         return (event, announce(event, to: source, in: state))
       }
       emit(.quirk("retract-uid: announced UID \(phantom.notificationUID) and retracted it"))
-      deliver(senders)
+      deliver(deliveries)
     }
-    let (posted, senders) = withState { state in
+    let (posted, deliveries) = withState { state in
       let posted = state.center.post(notification)
       let event = state.center.event(.added, for: posted, extraFlags: quirks.preExistingOnNew ? .preExisting : [])
       return (posted, announce(event, to: source, in: state))
     }
-    deliver(senders)
+    deliver(deliveries)
     return posted
   }
 
@@ -413,8 +418,8 @@ public actor Phone {
       guard let changed = state.center.modify(state.renamedUIDs[uid] ?? uid, change) else { return nil }
       return (changed, announce(state.center.event(.modified, for: changed), to: source, in: state))
     }
-    guard let (changed, senders) = result else { return nil }
-    deliver(senders)
+    guard let (changed, deliveries) = result else { return nil }
+    deliver(deliveries)
     return changed
   }
 
@@ -422,28 +427,28 @@ public actor Phone {
   @discardableResult
   public func remove(_ uid: UInt32) async -> Bool {
     let source = ancsHandles?.source
-    let senders = withState { state -> [Delivery]? in
+    let deliveries = withState { state -> [Delivery]? in
       guard let removed = state.center.remove(state.renamedUIDs[uid] ?? uid) else { return nil }
       return quirks.loseRemoved ? [] : announce(state.center.event(.removed, for: removed), to: source, in: state)
     }
-    guard let senders else { return false }
+    guard let deliveries else { return false }
     if quirks.loseRemoved {
       emit(.quirk("lose-removed: Removed event for UID \(uid) not sent"))
       return true
     }
-    deliver(senders)
+    deliver(deliveries)
     return true
   }
 
   /// Sets the battery level (0-100) and notifies subscribers.
   public func setBattery(_ level: UInt8) async {
     let level = min(level, 100)
-    let handle = server.handles(of: Self.batteryService)?.first?.value
+    let handle = handles.battery
     deliver(
       withState { state in
         state.battery = level
         return handle.map {
-          Self.enqueue([Outgoing(handle: $0, value: [level])], for: Self.everySession(state), in: state)
+          Self.deliveries([Outgoing(handle: $0, value: [level])], for: Self.everySession(state), in: state)
         } ?? []
       })
   }
@@ -496,10 +501,10 @@ public actor Phone {
 
   /// Sends the current time to Current Time subscribers.
   public func notifyTime() async {
-    guard let handle = server.handles(of: Self.currentTimeService)?.first?.value else { return }
+    guard let handle = handles.time else { return }
     deliver(
       withState { state in
-        Self.enqueue(
+        Self.deliveries(
           [Outgoing(handle: handle, value: currentTime())], for: Self.everySession(state),
           in: state)
       })
@@ -515,11 +520,11 @@ public actor Phone {
     guard let source else { return [] }
     let event = Outgoing(handle: source, value: quirked(policy.live(event)).encoded())
     let keys = state.sessions.filter { $0.value.started && !$0.value.silent && $0.key != skipped }.map(\.key)
-    return Self.enqueue([event], for: keys, in: state)
+    return Self.deliveries([event], for: keys, in: state)
   }
 
   /// `notifications` for each session of `keys`, in that order, for the caller to send.
-  static func enqueue(_ notifications: [Outgoing], for keys: [ObjectIdentifier], in state: State) -> [Delivery] {
+  static func deliveries(_ notifications: [Outgoing], for keys: [ObjectIdentifier], in state: State) -> [Delivery] {
     guard !notifications.isEmpty else { return [] }
     return keys.compactMap { key in
       state.sessions.index(forKey: key).map {
@@ -629,10 +634,10 @@ public actor Phone {
   func startSession(_ gatt: GATTSession) async {
     let key = ObjectIdentifier(gatt)
     let source = ancsHandles?.source
-    let (id, count, renamed, senders) = withState { state in
+    let (id, count, renamed, deliveries) = withState { state in
       let renamed = quirks.callNewUID ? Self.renameCalls(&state) : []
       // Other watches, whose sessions go on, see the old UID go and the new one come.
-      var senders = renamed.flatMap {
+      var deliveries = renamed.flatMap {
         announce($0.removed, to: source, in: state, except: key)
           + announce($0.added, to: source, in: state, except: key)
       }
@@ -642,16 +647,16 @@ public actor Phone {
         quirked(state.center.event(.added, for: $0, extraFlags: policy.preExistingFlag)).encoded()
       }
       if let source {
-        senders += Self.enqueue(report.map { Outgoing(handle: source, value: $0) }, for: [key], in: state)
+        deliveries += Self.deliveries(report.map { Outgoing(handle: source, value: $0) }, for: [key], in: state)
       }
-      return (state.sessions[key]?.id ?? 0, report.count, renamed, senders)
+      return (state.sessions[key]?.id ?? 0, report.count, renamed, deliveries)
     }
     for (removed, added) in renamed {
       emit(
         .quirk("call-new-uid: the ongoing call UID \(removed.notificationUID) is now UID \(added.notificationUID)"))
     }
     emit(.sessionStarted(session: id, preExisting: count))
-    deliver(senders)
+    deliver(deliveries)
   }
 
   /// Quirk call-new-uid: every incoming call is posted again under a new UID (as iOS does
