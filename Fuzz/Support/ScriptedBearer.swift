@@ -29,20 +29,12 @@ final class ScriptedBearer: ATTBearer {
     self.willReceive = willReceive
   }
 
-  func send(_ pdu: [UInt8]) async throws(BearerError) {
-    _ = try sendNow(pdu)
-  }
-
-  /// Records the PDU at once, against the scripted PDUs received so far. Without it the
-  /// connection would queue its replies for a task of its own, which runs only when the
-  /// receive loop waits; this script never makes it wait, so every reply would land after
-  /// the last PDU.
-  func sendNow(_ pdu: [UInt8]) throws(BearerError) -> Bool {
+  /// Records the PDU at once, against the scripted PDUs received so far.
+  func send(_ pdu: [UInt8]) throws(BearerError) {
     try state.withLock { (state) throws(BearerError) in
       if state.closed { throw .disconnected }
       state.sent.append((state.received, pdu))
     }
-    return true
   }
 
   nonisolated(nonsending) func receive() async throws(BearerError) -> [UInt8]? {

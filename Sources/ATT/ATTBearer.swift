@@ -43,14 +43,11 @@ public enum BearerError: Error, Hashable, Sendable, CustomStringConvertible {
 /// `receive` is one PDU, as on an L2CAP channel (CID 4). Links implement it; engines use it
 /// and never see a concrete link.
 public protocol ATTBearer: AnyObject, Sendable {
-  /// Sends one PDU. Never blocks on the peer: a link queues what the peer has not yet read.
-  func send(_ pdu: [UInt8]) async throws(BearerError)
-  /// Sends one PDU as `send` would, if the link can without suspending: true once sent,
-  /// false (nothing sent) when only `send` can, and the caller then sends that PDU with
-  /// `send` before any other (as `ATTConnection` does; a capture that recorded it already
-  /// records it once). Lets an engine send without an async call per PDU. Optional: the
-  /// default is always false.
-  func sendNow(_ pdu: [UInt8]) throws(BearerError) -> Bool
+  /// Sends one PDU, at once: never blocks and never suspends, so an engine sends in the step
+  /// that decided to, with no task and no queue of its own. A link puts the PDU on the wire
+  /// or queues it behind what the peer has not yet read, in order; throws `.disconnected`
+  /// once the link is down (nothing is sent), `.tooLarge` for a PDU it cannot carry.
+  func send(_ pdu: [UInt8]) throws(BearerError)
   /// The next PDU from the peer, or nil once the link is closed (by either side). The
   /// project's links also return nil when the waiting task is cancelled; the link stays up
   /// and what arrives meanwhile is kept for the next call. It runs on the caller's executor
@@ -75,9 +72,6 @@ public protocol ATTBearer: AnyObject, Sendable {
 }
 
 extension ATTBearer {
-  /// Everything goes through `send`: links whose sending never suspends say otherwise.
-  public func sendNow(_ pdu: [UInt8]) throws(BearerError) -> Bool { false }
-
   /// Nothing is ever ready without `receive()`: links that queue what they receive say
   /// otherwise.
   public func receiveIfReady() -> [UInt8]? { nil }

@@ -37,9 +37,8 @@ public enum ATTError: Error, Hashable, Sendable, CustomStringConvertible {
 public struct ATTServerReply: Sendable {
   /// The answer to send; nil for commands, which are never answered.
   public var response: ATTPDU?
-  /// Runs after the answer has been sent, or queued behind what waits on a link that sends
-  /// with an async call (for example Data Source notifications that must follow the Control
-  /// Point's Write Response: they go out after it either way).
+  /// Runs after the answer has been put on the link (for example Data Source notifications
+  /// that must follow the Control Point's Write Response).
   public var afterResponse: (@Sendable () async -> Void)?
 
   public init(_ response: ATTPDU?, afterResponse: (@Sendable () async -> Void)? = nil) {
@@ -116,11 +115,6 @@ public actor ATTConnection {
   private nonisolated let agreedMTU: Atomic<Int>
   /// `run()` has returned.
   private var ended = false
-  /// What waits to be sent by `drain()`, in order, while the bearer can send only with an
-  /// async call (it does not `sendNow`) or such a send is under way.
-  @exclusivity(unchecked) private var outbox = FIFO<Outgoing>()
-  /// `drain()` is sending: what is sent meanwhile queues behind it.
-  @exclusivity(unchecked) private var draining = false
   /// Tells the machine the time at each of its deadlines.
   private let watchdog: OwnedTimer
   /// The actor whose serial executor the connection runs on (its owner, or one of its own),
@@ -223,9 +217,15 @@ public actor ATTConnection {
   /// Performs one effect; returns, instead of serving it, a PDU for the server.
   private func perform(_ effect: Machine.Effect) -> ATTPDU? {
     switch effect {
-    case .send(let bytes): put(bytes, .log)
+    case .send(let bytes):
+      do throws(ATTError) { try put(bytes) } catch {
+        logger.info("\(bearer.name): could not send \(ATTOpcode(rawValue: bytes.first ?? 0))")
+      }
     case .start(let bytes, let indication, _, let number):
-      put(bytes, .transaction(indication: indication, number: number))
+      do throws(ATTError) { try put(bytes) } catch {
+        // The request or indication just started fails, before anything else happens.
+        perform(step { machine, now in machine.sendFailed(indication: indication, number: number, now: now()) })
+      }
     case .complete(let answer, let result): answer(self, result)
     case .serve(let pdu): return pdu
     case .deliver(let event): onValue?(self, event)
@@ -284,102 +284,21 @@ public actor ATTConnection {
   // MARK: - Sending
 
   /// Sends a PDU that is no transaction (a command, a notification) after checking it
-  /// against the state and ATT_MTU; returns once the bearer has taken it.
-  public func send(_ pdu: ATTPDU) async throws(ATTError) {
-    try await sendAwaiting(withMachine { $0.encode(pdu) }.get())
+  /// against the state and ATT_MTU: put on the bearer now, in the caller's step. Throws what
+  /// the machine refuses, or `.disconnected` when the bearer refused it.
+  public func send(_ pdu: ATTPDU) throws(ATTError) {
+    try put(withMachine { $0.encode(pdu) }.get())
   }
 
-  /// Sends a PDU that is no transaction as `send` does, without waiting: put on the bearer
-  /// now, or queued behind what waits. Throws what the machine refuses, or `.disconnected`
-  /// when the bearer refused it now; a later failure is logged.
-  public func sendNow(_ pdu: ATTPDU) throws(ATTError) {
-    try putNow(withMachine { $0.encode(pdu) }.get())
-  }
-
-  /// Puts checked bytes on the bearer now, or queues them; a later failure is logged.
-  private func putNow(_ bytes: [UInt8]) throws(ATTError) {
-    if try !sendAtOnce(bytes) { queue(Outgoing(bytes: bytes, failure: .log)) }
-  }
-
-  /// Who hears that a queued PDU could not be sent.
-  private enum SendFailure {
-    /// Nobody: it is logged.
-    case log
-    /// The machine: the request or indication it started (its `number`) fails.
-    case transaction(indication: Bool, number: Int)
-    /// A caller that awaits the send (`send`, `notify`), resumed on this executor.
-    case waiter(CheckedContinuation<Result<Void, ATTError>, Never>)
-  }
-
-  private struct Outgoing {
-    var bytes: [UInt8]
-    var failure: SendFailure
-  }
-
-  /// Sends bytes the machine has checked, or queues them: at once when nothing waits before
-  /// them and the bearer sends without suspending (`sendNow`, the project's links), so no
-  /// async call and no task is needed; otherwise behind what waits, for `drain()`.
-  private func put(_ bytes: [UInt8], _ failure: SendFailure) {
+  /// Puts checked bytes on the bearer, which never suspends (it queues what the peer has
+  /// not read): there is no queue here, and no task to send it.
+  private func put(_ bytes: [UInt8]) throws(ATTError) {
     do {
-      if try sendAtOnce(bytes) { return }
-    } catch {
-      return failed(failure, bytes)
-    }
-    queue(Outgoing(bytes: bytes, failure: failure))
-  }
-
-  /// Sends `bytes` now if nothing waits before them and the bearer can; false when they
-  /// must queue. Throws `.disconnected` when the bearer refused them.
-  private func sendAtOnce(_ bytes: [UInt8]) throws(ATTError) -> Bool {
-    guard outbox.isEmpty && !draining else { return false }
-    let sent: Bool
-    do {
-      sent = try bearer.sendNow(bytes)
+      try bearer.send(bytes)
     } catch {
       throw .disconnected
     }
-    // Logged once, where it goes: here, or in `drain()`.
-    if sent && logger.enabled(.trace) { logger.trace("\(bearer.name) > \(Hex.encode(bytes))") }
-    return sent
-  }
-
-  /// Queues a PDU for `drain()`, starting it when it is not running.
-  private func queue(_ outgoing: consuming Outgoing) {
-    outbox.append(outgoing)
-    guard !draining else { return }
-    draining = true
-    Task { await drain() }
-  }
-
-  /// Sends what waits, in order, with the bearer's async `send`, until nothing does.
-  private func drain() async {
-    while let next = outbox.popFirst() {
-      if logger.enabled(.trace) { logger.trace("\(bearer.name) > \(Hex.encode(next.bytes))") }
-      do {
-        try await bearer.send(next.bytes)
-        if case .waiter(let waiter) = next.failure { waiter.resume(returning: .success(())) }
-      } catch {
-        failed(next.failure, next.bytes)
-      }
-    }
-    draining = false
-  }
-
-  /// Tells whoever hears of it that `bytes` could not be sent.
-  private func failed(_ failure: SendFailure, _ bytes: [UInt8]) {
-    switch failure {
-    case .log: logger.info("\(bearer.name): could not send \(ATTOpcode(rawValue: bytes.first ?? 0))")
-    case .transaction(let indication, let number):
-      perform(step { machine, now in machine.sendFailed(indication: indication, number: number, now: now()) })
-    case .waiter(let waiter): waiter.resume(returning: .failure(.disconnected))
-    }
-  }
-
-  /// Sends checked bytes and returns once the bearer has taken them: at once when it can,
-  /// otherwise after what waits before them.
-  private func sendAwaiting(_ bytes: [UInt8]) async throws(ATTError) {
-    if try sendAtOnce(bytes) { return }
-    try await withCheckedContinuation { queue(Outgoing(bytes: bytes, failure: .waiter($0))) }.get()
+    if logger.enabled(.trace) { logger.trace("\(bearer.name) > \(Hex.encode(bytes))") }
   }
 
   /// Sends a request, or queues it behind the one outstanding, and returns. `onAnswer` runs
@@ -409,16 +328,9 @@ public actor ATTConnection {
     }.get()
   }
 
-  /// Sends a Handle Value Notification, the value cut to ATT_MTU - 3 bytes.
-  public func notify(handle: UInt16, value: [UInt8]) async throws(ATTError) {
-    try await sendAwaiting(withMachine { $0.notification(handle: handle, value: value) }.get())
-  }
-
-  /// Sends a Handle Value Notification as `notify` does, without waiting: put on the bearer
-  /// now, or queued behind what waits. Throws what the machine refuses, or `.disconnected`
-  /// when the bearer refused it now; a later failure is logged.
-  public func notifyNow(handle: UInt16, value: [UInt8]) throws(ATTError) {
-    try putNow(withMachine { $0.notification(handle: handle, value: value) }.get())
+  /// Sends a Handle Value Notification, the value cut to ATT_MTU - 3 bytes, as `send` does.
+  public func notify(handle: UInt16, value: [UInt8]) throws(ATTError) {
+    try put(withMachine { $0.notification(handle: handle, value: value) }.get())
   }
 
   /// Sends a Handle Value Indication, or queues it behind the one unconfirmed, and returns

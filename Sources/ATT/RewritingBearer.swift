@@ -18,9 +18,7 @@ public final class RewritingBearer: ATTBearer {
   public var securityLevel: SecurityLevel { inner.securityLevel }
   public var peerAddress: String? { inner.peerAddress }
 
-  public func send(_ pdu: [UInt8]) async throws(BearerError) { try await inner.send(outgoing?(pdu) ?? pdu) }
-
-  public func sendNow(_ pdu: [UInt8]) throws(BearerError) -> Bool { try inner.sendNow(outgoing?(pdu) ?? pdu) }
+  public func send(_ pdu: [UInt8]) throws(BearerError) { try inner.send(outgoing?(pdu) ?? pdu) }
 
   nonisolated(nonsending) public func receive() async throws(BearerError) -> [UInt8]? {
     try await inner.receive().map { incoming?($0) ?? $0 }

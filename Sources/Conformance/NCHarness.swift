@@ -587,8 +587,7 @@ final class RecordingBearer: ATTBearer {
     self.record = record
   }
   var name: String { inner.name }
-  func send(_ pdu: [UInt8]) async throws(BearerError) { try await inner.send(pdu) }
-  func sendNow(_ pdu: [UInt8]) throws(BearerError) -> Bool { try inner.sendNow(pdu) }
+  func send(_ pdu: [UInt8]) throws(BearerError) { try inner.send(pdu) }
   nonisolated(nonsending) func receive() async throws(BearerError) -> [UInt8]? {
     let pdu = try await inner.receive()
     if let pdu, let decoded = try? ATTPDU(decoding: pdu) { record(decoded) }

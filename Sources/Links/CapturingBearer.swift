@@ -14,14 +14,8 @@ public final class CapturingBearer: ATTBearer {
   public let writer: BtsnoopWriter
   /// This link's connection handle in the capture.
   public let handle: UInt16
-  private struct State {
-    /// The link has ended: nothing more is recorded.
-    var ended = false
-    /// PDUs recorded by `sendNow` that the inner bearer could not send at once: the `send`
-    /// that follows with them records nothing again.
-    var recordedAhead: [[UInt8]] = []
-  }
-  private let state = Locked(State())
+  /// The link has ended: nothing more is recorded.
+  private let ended = Locked(false)
 
   /// `role` is this end's: the phone is the central, the watch the peripheral.
   public init(_ inner: any ATTBearer, writer: BtsnoopWriter, role: Btsnoop.Connection.Role = .central) {
@@ -31,12 +25,9 @@ public final class CapturingBearer: ATTBearer {
   }
 
   private func end(reason: UInt8) {
-    let first = state.withLock { state in
-      defer {
-        state.ended = true
-        state.recordedAhead = []
-      }
-      return !state.ended
+    let first = ended.withLock { ended in
+      defer { ended = true }
+      return !ended
     }
     if first { writer.closeConnection(handle, reason: reason) }
     writer.flush()
@@ -49,25 +40,9 @@ public final class CapturingBearer: ATTBearer {
   /// Complete is in the capture) nothing more is recorded on it, as a capture shows no packet
   /// on a link after its end: a PDU sent then never reaches the peer, and one this end still
   /// takes from the link's buffer after closing it is left out.
-  public func send(_ pdu: [UInt8]) async throws(BearerError) {
-    let recorded = state.withLock { state in
-      guard let ahead = state.recordedAhead.first else { return false }
-      state.recordedAhead.removeFirst()
-      // Another PDU than the one declined: a caller that broke `sendNow`'s contract; the
-      // note is stale.
-      return ahead == pdu
-    }
-    if !recorded { record(pdu, .sent) }
-    try await inner.send(pdu)
-  }
-
-  /// As `send`, when the inner bearer sends without suspending; recorded first all the same.
-  /// When it cannot, the record stands for the `send` that follows with these bytes.
-  public func sendNow(_ pdu: [UInt8]) throws(BearerError) -> Bool {
+  public func send(_ pdu: [UInt8]) throws(BearerError) {
     record(pdu, .sent)
-    if try inner.sendNow(pdu) { return true }
-    state.withLock { $0.recordedAhead.append(pdu) }
-    return false
+    try inner.send(pdu)
   }
 
   /// As `receive`, when the inner bearer has a PDU queued.
@@ -88,8 +63,8 @@ public final class CapturingBearer: ATTBearer {
 
   /// Under the flag `end` sets, so no record follows the link's end.
   private func record(_ pdu: [UInt8], _ direction: Btsnoop.Direction) {
-    state.withLock { state in
-      if !state.ended { writer.record(pdu, direction: direction, handle: handle) }
+    ended.withLock { ended in
+      if !ended { writer.record(pdu, direction: direction, handle: handle) }
     }
   }
 

@@ -34,19 +34,10 @@ public final class CuttingBearer: ATTBearer {
   /// Whether the cut has happened.
   public var isCut: Bool { (direction == .sent ? sent : received) >= cutAfter }
 
-  public func send(_ pdu: [UInt8]) async throws(BearerError) {
+  public func send(_ pdu: [UInt8]) throws(BearerError) {
     if isCut { throw .disconnected }
-    let count = counted(.sent)
-    try await inner.send(pdu)
-    cut(.sent, at: count)
-  }
-
-  /// As `send`, when the inner bearer sends without suspending.
-  public func sendNow(_ pdu: [UInt8]) throws(BearerError) -> Bool {
-    if isCut { throw .disconnected }
-    guard try inner.sendNow(pdu) else { return false }
+    try inner.send(pdu)
     cut(.sent, at: counted(.sent))
-    return true
   }
 
   /// After the cut, nil: what the link had queued is lost with it.

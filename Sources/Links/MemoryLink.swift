@@ -80,15 +80,10 @@ public final class MemoryBearer: ATTBearer {
     self.end = end
   }
 
-  public func send(_ pdu: [UInt8]) async throws(BearerError) {
-    _ = try sendNow(pdu)
-  }
-
   /// Queues the PDU for the peer; never waits.
-  public func sendNow(_ pdu: [UInt8]) throws(BearerError) -> Bool {
+  public func send(_ pdu: [UInt8]) throws(BearerError) {
     // `push` refuses (false) once the outbox is closed.
     if !outbox.push(pdu) { throw .disconnected }
-    return true
   }
 
   nonisolated(nonsending) public func receive() async throws(BearerError) -> [UInt8]? {
@@ -100,6 +95,9 @@ public final class MemoryBearer: ATTBearer {
   public var securityLevel: SecurityLevel { shared.level }
   /// The peer's address once it named itself in a bonded exchange.
   public var peerAddress: String? { bonds?.withLock { $0.exchanges[end].peer } }
+
+  /// True once either end closed the link.
+  public var isClosed: Bool { outbox.isClosed }
 
   /// PDUs the peer has sent that this end has not yet received.
   public var queuedCount: Int { inbox.count }

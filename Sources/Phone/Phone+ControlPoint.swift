@@ -92,9 +92,8 @@ extension Phone {
       }
       return .accepted(then: { [self] in
         do {
-          // All on the link's executor at once, in order: put on the link, or queued for it
-          // on one that sends only with an async call (a later failure there is logged).
-          try await gatt.notifyNow(handles.data, fragments)
+          // All on the link's executor at once, in order, put on the link.
+          try await gatt.notify(handles.data, values: fragments)
         } catch {
           logger.info("session \(id): Data Source answer not delivered: \(error)")
           return
@@ -133,7 +132,7 @@ extension Phone {
   /// Data Source for that command").
   private func echoAfterError(_ gatt: GATTSession, _ bytes: [UInt8]) {
     guard controlPointPolicy.echoesRefusedCommand, let handles = ancsHandles else { return }
-    _ = notifyNow(gatt, handles.data, [bytes])
+    _ = notify(gatt, handles.data, [bytes])
   }
 
   /// The quirk service-changed: after the N-th command, unpublish and republish ANCS.

@@ -282,18 +282,17 @@ public actor Phone {
   // (Sources/Runtime): the GATT session that calls it runs on the phone's executor (`serve`
   // makes every connection so), which the call checks, trapping otherwise (a session of
   // this phone's server on a connection `serve` did not make), with no allocation.
-  // The phone reaches a session of its own the same way: `cccd`, `notifyNow`.
+  // The phone reaches a session of its own the same way: `cccd`, `notify`.
 
   /// This client's configuration for the characteristic at `valueHandle`.
   func cccd(_ gatt: GATTSession, _ valueHandle: UInt16) -> CCCDValue {
     gatt.assumeIsolated(passing: valueHandle) { $0.cccd(for: $1) }
   }
 
-  /// Sends notifications of `values` on `gatt` now, or queued by its connection
-  /// (`GATTSession.notifyNow`).
-  func notifyNow(_ gatt: GATTSession, _ valueHandle: UInt16, _ values: [[UInt8]]) -> Result<Bool, ATTError> {
+  /// Sends notifications of `values` on `gatt`, put on its link now (`GATTSession.notify`).
+  func notify(_ gatt: GATTSession, _ valueHandle: UInt16, _ values: [[UInt8]]) -> Result<Bool, ATTError> {
     gatt.assumeIsolated(passing: (valueHandle, values)) { gatt, notification in
-      Result { () throws(ATTError) in try gatt.notifyNow(notification.0, notification.1) }
+      Result { () throws(ATTError) in try gatt.notify(notification.0, values: notification.1) }
     }
   }
 
@@ -539,14 +538,14 @@ public actor Phone {
   }
 
   /// Sends what a step decided, before the step ends: each notification is put on its
-  /// link now, or queued by its connection behind what waits there, in order
-  /// (`GATTSession.notifyNow`, which sends only where the client subscribed). With no
+  /// link now, in order (`GATTSession.notify`, which sends only where the client
+  /// subscribed). With no
   /// suspension between a change and its notifications, nothing decided later can overtake
   /// them, and the phone keeps no queue of its own.
   func deliver(_ deliveries: [Delivery]) {
     for delivery in deliveries {
       for next in delivery.notifications {
-        if case .failure(let error) = notifyNow(delivery.gatt, next.handle, [next.value]) {
+        if case .failure(let error) = notify(delivery.gatt, next.handle, [next.value]) {
           logger.info("notification on handle \(next.handle) not delivered: \(error)")
         }
       }

@@ -27,17 +27,12 @@ public final class SocketBearer: ATTBearer {
 
   public var name: String { core.name }
 
-  public func send(_ pdu: [UInt8]) async throws(BearerError) {
-    _ = try sendNow(pdu)
-  }
-
-  /// Frames the PDU and writes it to the socket, as `send` always did; never suspends.
-  public func sendNow(_ pdu: [UInt8]) throws(BearerError) -> Bool {
+  /// Frames the PDU and writes it to the socket; never suspends.
+  public func send(_ pdu: [UInt8]) throws(BearerError) {
     guard pdu.count <= LinkFraming.maxPDUSize else {
       throw .tooLarge(size: pdu.count, limit: LinkFraming.maxPDUSize)
     }
     try core.sendFrame(channel: LinkFraming.attChannel, pdu)
-    return true
   }
 
   nonisolated(nonsending) public func receive() async throws(BearerError) -> [UInt8]? {

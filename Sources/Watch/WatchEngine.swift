@@ -860,7 +860,7 @@ public final class WatchEngine: Sendable {
       // request sent after it.
       let write = { (handle: UInt16, value: [UInt8], then: @escaping GATTClient.Answer<Void>) in
         guard media.commandOnly.contains(handle) else { return client.startWrite(handle, value, onAnswer: then) }
-        then(client, client.writeWithoutResponseNow(handle, value))
+        then(client, Result { () throws(ATTError) in try client.writeWithoutResponse(handle, value) })
       }
       switch request {
       case .register(let registration):

@@ -58,7 +58,7 @@ private func same(_ a: UnownedSerialExecutor, _ b: UnownedSerialExecutor) -> Boo
     let h = Harness()
     async let answer = h.connection.request(readRequest)
     #expect(try await h.next() == [0x0A, 0x03, 0x00])
-    try await h.peer.send([0x0B, 0x2A])
+    try h.peer.send([0x0B, 0x2A])
     #expect(try await answer == .readResponse(ReadResponse(value: [0x2A])))
     h.connection.close()
     await h.task.value
@@ -68,7 +68,7 @@ private func same(_ a: UnownedSerialExecutor, _ b: UnownedSerialExecutor) -> Boo
     let h = Harness()
     let answer = Task { try await h.connection.request(readRequest) }
     _ = try await h.next()
-    try await h.peer.send([0x01, 0x0A, 0x03, 0x00, 0x0F])
+    try h.peer.send([0x01, 0x0A, 0x03, 0x00, 0x0F])
     let expected = ErrorResponse(requestOpcode: .readRequest, handle: 3, errorCode: .insufficientEncryption)
     await #expect(throws: ATTError.errorResponse(expected)) { try await answer.value }
     h.connection.close()
@@ -78,7 +78,7 @@ private func same(_ a: UnownedSerialExecutor, _ b: UnownedSerialExecutor) -> Boo
     let h = Harness()
     async let answer = h.connection.request(readRequest)
     _ = try await h.next()
-    try await h.peer.send([0x13])  // a Write Response to a Read Request
+    try h.peer.send([0x13])  // a Write Response to a Read Request
     do {
       _ = try await answer
       Issue.record("expected invalidResponse")
@@ -88,7 +88,7 @@ private func same(_ a: UnownedSerialExecutor, _ b: UnownedSerialExecutor) -> Boo
     // A malformed answer too.
     async let second = h.connection.request(readRequest)
     _ = try await h.next()
-    try await h.peer.send([0x01, 0x0A])
+    try h.peer.send([0x01, 0x0A])
     do {
       _ = try await second
       Issue.record("expected invalidResponse")
@@ -121,13 +121,13 @@ private func same(_ a: UnownedSerialExecutor, _ b: UnownedSerialExecutor) -> Boo
     _ = try await h.next()
     await h.clock.waitForSleepers(1)
     h.clock.advance(by: .seconds(29))
-    try await h.peer.send([0x0B, 0x01])
+    try h.peer.send([0x0B, 0x01])
     _ = try await request.value
     h.clock.advance(by: .seconds(5))
     // A second request after the first completed has its own 30 s.
     let second = Task { try await h.connection.request(readRequest) }
     _ = try await h.next()
-    try await h.peer.send([0x0B, 0x02])
+    try h.peer.send([0x0B, 0x02])
     #expect(try await second.value == .readResponse(ReadResponse(value: [2])))
     #expect(await h.connection.closedReason == nil)
     h.connection.close()
@@ -147,7 +147,7 @@ private func same(_ a: UnownedSerialExecutor, _ b: UnownedSerialExecutor) -> Boo
       #expect(h.peer.queuedCount == 0, "a second request was sent before the first was answered")
       let handle = UInt16(request[1]) | UInt16(request[2]) << 8
       seen.append(handle)
-      try await h.peer.send([0x0B, UInt8(handle)])
+      try h.peer.send([0x0B, UInt8(handle)])
     }
     for (index, task) in tasks.enumerated() {
       #expect(try await task.value == .readResponse(ReadResponse(value: [UInt8(index + 1)])))
@@ -160,7 +160,7 @@ private func same(_ a: UnownedSerialExecutor, _ b: UnownedSerialExecutor) -> Boo
     let h = Harness(localMTU: 100)
     async let mtu = h.connection.exchangeMTU()
     #expect(try await h.next() == [0x02, 100, 0])
-    try await h.peer.send([0x03, 0xF7, 0x00])  // the peer offers 247
+    try h.peer.send([0x03, 0xF7, 0x00])  // the peer offers 247
     #expect(try await mtu == 100)
     // Notifications are cut to ATT_MTU - 3.
     try await h.connection.notify(handle: 9, value: Array(repeating: 7, count: 200))
@@ -179,21 +179,21 @@ private func same(_ a: UnownedSerialExecutor, _ b: UnownedSerialExecutor) -> Boo
     let events = AsyncStream<ATTValueEvent>.makeStream()
     await h.connection.setValueHandler { events.continuation.yield($1) }
     let big = (0..<200).map { UInt8(truncatingIfNeeded: $0) }
-    try await h.peer.send([0x1B, 0x05, 0x00] + big)  // a 203-byte notification at ATT_MTU 23
+    try h.peer.send([0x1B, 0x05, 0x00] + big)  // a 203-byte notification at ATT_MTU 23
     var iterator = events.stream.makeAsyncIterator()
     #expect(await iterator.next() == ATTValueEvent(handle: 5, value: big, isIndication: false))
-    try await h.peer.send([0x12, 0x01, 0x00] + big)  // a 203-byte Write Request: answered
+    try h.peer.send([0x12, 0x01, 0x00] + big)  // a 203-byte Write Request: answered
     #expect(try await h.next() == [0x01, 0x12, 0x00, 0x00, 0x06])
     let request = Task { try await h.connection.request(readRequest) }
     #expect(try await h.next() == [0x0A, 0x03, 0x00])
-    try await h.peer.send([0x0B] + big)  // a 201-byte Read Response
+    try h.peer.send([0x0B] + big)  // a 201-byte Read Response
     #expect(try await request.value == .readResponse(ReadResponse(value: big)))
     h.connection.close()
   }
 
   @Test func serverSideExchangeMTUNeverBelow23() async throws {
     let h = Harness()
-    try await h.peer.send([0x02, 0x10, 0x00])  // the peer offers 16
+    try h.peer.send([0x02, 0x10, 0x00])  // the peer offers 16
     #expect(try await h.next() == [0x03, 0x05, 0x02])
     try await h.connection.notify(handle: 1, value: Array(repeating: 0, count: 40))
     #expect(try await h.next().count == 23)
@@ -204,8 +204,8 @@ private func same(_ a: UnownedSerialExecutor, _ b: UnownedSerialExecutor) -> Boo
     let h = Harness()
     let events = AsyncStream<ATTValueEvent>.makeStream()
     await h.connection.setValueHandler { events.continuation.yield($1) }
-    try await h.peer.send([0x1B, 0x05, 0x00, 0xAA])
-    try await h.peer.send([0x1D, 0x06, 0x00, 0xBB, 0xCC])
+    try h.peer.send([0x1B, 0x05, 0x00, 0xAA])
+    try h.peer.send([0x1D, 0x06, 0x00, 0xBB, 0xCC])
     var iterator = events.stream.makeAsyncIterator()
     #expect(await iterator.next() == ATTValueEvent(handle: 5, value: [0xAA], isIndication: false))
     #expect(await iterator.next() == ATTValueEvent(handle: 6, value: [0xBB, 0xCC], isIndication: true))
@@ -217,7 +217,7 @@ private func same(_ a: UnownedSerialExecutor, _ b: UnownedSerialExecutor) -> Boo
     let h = Harness()
     async let confirmed: Void = h.connection.indicate(handle: 3, value: [1, 2])
     #expect(try await h.next() == [0x1D, 0x03, 0x00, 0x01, 0x02])
-    try await h.peer.send([0x1E])
+    try h.peer.send([0x1E])
     try await confirmed
     let unconfirmed = Task { try await h.connection.indicate(handle: 3, value: [3]) }
     _ = try await h.next()
@@ -238,10 +238,10 @@ private func same(_ a: UnownedSerialExecutor, _ b: UnownedSerialExecutor) -> Boo
           connection.indicate(handle: 7, value: [value]) { confirmations.continuation.yield($1) }
         }
       })
-    try await h.peer.send([0x12, 0x03, 0x00, 0xAA])
+    try h.peer.send([0x12, 0x03, 0x00, 0xAA])
     #expect(try await h.next() == [0x1D, 0x07, 0x00, 0x01], "the first indication, sent from the handler")
     #expect(try await h.next() == [0x13], "then the Write Response: the handler did not wait")
-    try await h.peer.send([0x1E])
+    try h.peer.send([0x1E])
     #expect(try await h.next() == [0x1D, 0x07, 0x00, 0x02], "the second, once the first is confirmed")
     var iterator = confirmations.stream.makeAsyncIterator()
     #expect(try await iterator.next()?.get() == .handleValueConfirmation(HandleValueConfirmation()))
@@ -294,14 +294,14 @@ private func same(_ a: UnownedSerialExecutor, _ b: UnownedSerialExecutor) -> Boo
 
   @Test func requestsWithoutServerAreRefused() async throws {
     let h = Harness()
-    try await h.peer.send([0x0A, 0x01, 0x00])
+    try h.peer.send([0x0A, 0x01, 0x00])
     #expect(try await h.next() == [0x01, 0x0A, 0x00, 0x00, 0x06])
-    try await h.peer.send([0x52, 0x01, 0x00, 0x01])  // a command: no answer
-    try await h.peer.send([0x0A, 0x01])  // malformed request: Invalid PDU
+    try h.peer.send([0x52, 0x01, 0x00, 0x01])  // a command: no answer
+    try h.peer.send([0x0A, 0x01])  // malformed request: Invalid PDU
     #expect(try await h.next() == [0x01, 0x0A, 0x00, 0x00, 0x04])
-    try await h.peer.send([])  // empty PDU: ignored
-    try await h.peer.send([0x13])  // a response nobody asked for: ignored
-    try await h.peer.send([0x04, 0x01, 0x00, 0xFF, 0xFF])
+    try h.peer.send([])  // empty PDU: ignored
+    try h.peer.send([0x13])  // a response nobody asked for: ignored
+    try h.peer.send([0x04, 0x01, 0x00, 0xFF, 0xFF])
     #expect(try await h.next() == [0x01, 0x04, 0x00, 0x00, 0x06])
     h.connection.close()
   }
@@ -317,12 +317,11 @@ private struct IndicatingServer: ATTServerHandler {
   }
 }
 
-/// A memory link's end that sends only with an async call, and refuses every PDU there; it
-/// receives as the link does.
+/// A memory link's end that refuses every PDU sent on it; it receives as the link does.
 private final class RefusingBearer: ATTBearer {
   let inner: MemoryBearer
   init(_ inner: MemoryBearer) { self.inner = inner }
-  func send(_ pdu: [UInt8]) async throws(BearerError) { throw .io("refused") }
+  func send(_ pdu: [UInt8]) throws(BearerError) { throw .io("refused") }
   nonisolated(nonsending) func receive() async throws(BearerError) -> [UInt8]? { try await inner.receive() }
   var securityLevel: SecurityLevel { inner.securityLevel }
   func pair(_ level: SecurityLevel) async throws(BearerError) -> SecurityLevel { try await inner.pair(level) }
@@ -331,30 +330,40 @@ private final class RefusingBearer: ATTBearer {
 }
 
 @Suite(.timeLimit(scaledMinutes(1))) struct ATTSendOrderTests {
-  /// A link carries PDUs in order: a request made while a notification's send is held (the
-  /// link cannot take it yet) goes after that notification, not past it.
-  @Test func noPDUOvertakesOneWhoseSendIsHeld() async throws {
+  /// The connection keeps no queue: each PDU is on the link when the call that decided it
+  /// returns, so the link's order is the order of the calls, even while the link holds back
+  /// what it cannot take yet (a request made then goes after the held notification).
+  @Test func eachPDUIsOnTheLinkWhenItsCallReturns() async throws {
     let (a, peer) = MemoryLink.pair()
-    // Notifications are held.
-    let gate = HoldingBearer(a) { $0.first == 0x1B }
-    let connection = ATTConnection(bearer: gate)
+    let connection = ATTConnection(bearer: a)
     let running = Task { await connection.run() }
-    let notified = Task { try await connection.notify(handle: 7, value: [1]) }
-    while gate.held < 1 { await Task.yield() }
-    // Returns once the request is sent or queued.
+    try await connection.notify(handle: 7, value: [1])
+    #expect(peer.receiveIfReady() == [0x1B, 0x07, 0x00, 0x01])
     await connection.request(readRequest) { _, _ in }
-    gate.release()
-    try await notified.value
-    #expect(try await peer.receive() == [0x1B, 0x07, 0x00, 0x01])
-    #expect(try await peer.receive() == [0x0A, 0x03, 0x00])
+    #expect(peer.receiveIfReady() == [0x0A, 0x03, 0x00])
     connection.close()
     await running.value
+
+    let (b, other) = MemoryLink.pair()
+    // Notifications are held, and what follows them.
+    let gate = HoldingBearer(b) { $0.first == 0x1B }
+    let held = ATTConnection(bearer: gate)
+    let heldRunning = Task { await held.run() }
+    try await held.notify(handle: 7, value: [1])
+    #expect(gate.held == 1)
+    await held.request(readRequest) { _, _ in }
+    #expect(other.receiveIfReady() == nil)
+    gate.release()
+    #expect(try await other.receive() == [0x1B, 0x07, 0x00, 0x01])
+    #expect(try await other.receive() == [0x0A, 0x03, 0x00])
+    held.close()
+    await heldRunning.value
   }
 
-  /// On a link that sends only with an async call, a PDU whose send fails is told as one the
-  /// link refused at once: the request fails with `disconnected` (not after its 30 s), a
-  /// notification's sender hears it, and the next request is not held up by the one before.
-  @Test func aQueuedSendThatFailsFailsItsRequest() async throws {
+  /// A PDU the link refuses fails at once: the request with `disconnected` (not after its
+  /// 30 s), a notification's sender hears it, and the next request is not held up by the one
+  /// before.
+  @Test func aSendTheLinkRefusesFailsItsRequest() async throws {
     let (a, peer) = MemoryLink.pair()
     let connection = ATTConnection(bearer: RefusingBearer(a))
     let running = Task { await connection.run() }

@@ -70,7 +70,7 @@ func faultyPhone(_ makeRewrite: (Phone) -> @Sendable ([UInt8]) -> [UInt8]) throw
 final class SilentBearer: ATTBearer {
   private let inbox = Inbox<[UInt8]>()
   var name: String { "silent" }
-  func send(_ pdu: [UInt8]) async throws(BearerError) {}
+  func send(_ pdu: [UInt8]) throws(BearerError) {}
   nonisolated(nonsending) func receive() async throws(BearerError) -> [UInt8]? { await inbox.next() }
   var securityLevel: SecurityLevel { .encrypted }
   func pair(_ level: SecurityLevel) async throws(BearerError) -> SecurityLevel { .encrypted }

@@ -36,8 +36,8 @@ private let seeds: [[UInt8]] = [
         : random.mutate(seeds[Int(random.next() % UInt64(seeds.count))])
       // Keep the MTU at 23 so every answer is checked at one size.
       if pdu.first == 0x02 { continue }
-      try await served.peer.send(pdu)
-      try await served.peer.send(probe)
+      try served.peer.send(pdu)
+      try served.peer.send(probe)
       // Read answers until the probe's; anything before it answers the fuzz PDU.
       var before: [[UInt8]] = []
       while true {
@@ -83,8 +83,8 @@ private let seeds: [[UInt8]] = [
         if request.first == 0x1E || request.first == 0x52 { continue }
         // The garbage, then a proper Error Response, so a request whose garbage answer is
         // ignored (a notification, say) still completes and nothing waits for a timeout.
-        try? await peripheral.send(answers[index % answers.count])
-        try? await peripheral.send([0x01, request[0], 0x00, 0x00, 0x0A])
+        try? peripheral.send(answers[index % answers.count])
+        try? peripheral.send([0x01, request[0], 0x00, 0x00, 0x0A])
         index += 1
       }
     }

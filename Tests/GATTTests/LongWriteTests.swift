@@ -46,14 +46,14 @@ import Wire
       }
       #expect(part.handle == 0x0010 && Int(part.offset) == offset)
       #expect(part.value == Array(value[offset..<min(value.count, offset + 18)]), "ATT_MTU 23 - 5 bytes a part")
-      try await server.send(
+      try server.send(
         ATTPDU.prepareWriteResponse(PrepareWriteResponse(handle: part.handle, offset: part.offset, value: part.value))
           .encoded())
       offset += part.value.count
     }
     #expect(try await request(from: server) == .executeWriteRequest(ExecuteWriteRequest(write: true)))
     #expect(answers.inbox.count == 0, "no answer before the Execute Write's")
-    try await server.send(ATTPDU.executeWriteResponse(ExecuteWriteResponse()).encoded())
+    try server.send(ATTPDU.executeWriteResponse(ExecuteWriteResponse()).encoded())
     #expect(await answers.inbox.next() == "ok")
     client.connection.close()
     await task.value
@@ -63,14 +63,14 @@ import Wire
     let (client, server, answers, task) = await start()
     for _ in 0..<3 {
       guard case .prepareWriteRequest(let part) = try await request(from: server) else { break }
-      try await server.send(
+      try server.send(
         ATTPDU.prepareWriteResponse(.init(handle: part.handle, offset: part.offset, value: part.value)).encoded())
     }
     #expect(try await request(from: server) == .executeWriteRequest(ExecuteWriteRequest(write: true)))
     // An ANCS refusal (0xA1, Unknown Command) comes as the Execute Write's Error Response.
     let refusal = ErrorResponse(
       requestOpcode: .executeWriteRequest, handle: 0x0010, errorCode: ATTErrorCode(rawValue: 0xA1))
-    try await server.send(ATTPDU.errorResponse(refusal).encoded())
+    try server.send(ATTPDU.errorResponse(refusal).encoded())
     #expect(await answers.inbox.next() == "\(ATTError.errorResponse(refusal))")
     client.connection.close()
     await task.value
@@ -86,11 +86,11 @@ import Wire
     let expected: String
     if refused {
       let error = ErrorResponse(requestOpcode: .prepareWriteRequest, handle: 0x0010, errorCode: .prepareQueueFull)
-      try await server.send(ATTPDU.errorResponse(error).encoded())
+      try server.send(ATTPDU.errorResponse(error).encoded())
       expected = "\(ATTError.errorResponse(error))"
     } else {
       // An echo that is not the part sent.
-      try await server.send(
+      try server.send(
         ATTPDU.prepareWriteResponse(.init(handle: part.handle, offset: part.offset, value: [0xFF])).encoded())
       expected = "\(ATTError.invalidResponse("Prepare Write Response does not echo the part sent at offset 0"))"
     }

@@ -51,7 +51,7 @@ func play(_ script: Script, on bearer: any ATTBearer, sourceLocation: SourceLoca
     switch step {
     case .send(_, let hex):
       let bytes = try #require(Hex.decode(hex), "\(label): bad hex in script", sourceLocation: sourceLocation)
-      try await bearer.send(bytes)
+      try bearer.send(bytes)
     case .expect(_, let hex):
       let wanted = try #require(Hex.decode(hex), "\(label): bad hex in script", sourceLocation: sourceLocation)
       let got = try await bearer.receive()

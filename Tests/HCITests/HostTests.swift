@@ -220,7 +220,7 @@ struct HostConnectionTests {
   func fragmentationAndFlowControl() async throws {
     let (fake, host, connection) = try await connectedHost(role: .peripheral)
     let pdu = [0x1B, 0x03, 0x00] + (0..<97).map { UInt8($0) }  // a 100-byte notification
-    try await connection.send(pdu)
+    try connection.send(pdu)
     #expect(host.aclBacklog == (queued: 2, outstanding: 2))
     var packets: [ACLPacket] = []
     for _ in 0..<2 { if let packet = await fake.acl.next() { packets.append(packet) } }
@@ -346,7 +346,7 @@ struct HostConnectionTests {
   @Test("disconnect: HCI_Disconnect with the reason, then receive is nil and send throws")
   func disconnect() async throws {
     let (fake, host, connection) = try await connectedHost(role: .central)
-    try await connection.send([0x02, 0x00, 0x02])
+    try connection.send([0x02, 0x00, 0x02])
     let reason = try await connection.disconnect(reason: .remoteDeviceTerminatedPowerOff)
     #expect(reason == .connectionTerminatedByLocalHost)
     let command = try #require(await fake.nextCommand())

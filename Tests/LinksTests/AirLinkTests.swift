@@ -20,12 +20,12 @@ struct AirLinkTests {
   func writeRoundTrip() async throws {
     let clock = DeadlineClock()
     let (phone, watch) = AirLink.pair(Self.air, clock: clock, initialLevel: .encrypted)
-    try await watch.send(Self.writeRequest)
+    try watch.send(Self.writeRequest)
     // The phone's empty packet (44 µs), T_IFS, then the 15 + 4 bytes of the request (120 µs).
     let request = try await clock.receive(phone)
     #expect(request.pdu == Self.writeRequest)
     #expect(request.at == .microseconds(314))
-    try await phone.send(Self.writeResponse)
+    try phone.send(Self.writeResponse)
     // Handed over during event 0, so out at the next anchor: 30 ms, plus 5 + 4 bytes (80 µs).
     let response = try await clock.receive(watch)
     #expect(response.pdu == Self.writeResponse)
@@ -44,26 +44,26 @@ struct AirLinkTests {
   func cancelAndClose() async throws {
     let clock = DeadlineClock()
     let (phone, watch) = AirLink.pair(Self.air, clock: clock)
-    try await phone.send([0x1B, 0x10, 0x00, 1])
+    try phone.send([0x1B, 0x10, 0x00, 1])
     let waiting = Task { try await watch.receive() }
     await clock.manual.waitForSleepers(1)
     waiting.cancel()
     #expect(try await waiting.value == nil)
     #expect(try await clock.receive(watch).pdu == [0x1B, 0x10, 0x00, 1])
 
-    try await phone.send([0x1B, 0x10, 0x00, 2])
+    try phone.send([0x1B, 0x10, 0x00, 2])
     let lost = Task { try await watch.receive() }
     await clock.manual.waitForSleepers(1)
     phone.close()
     #expect(try await lost.value == nil)
-    await #expect(throws: BearerError.disconnected) { try await watch.send(Self.writeResponse) }
+    #expect(throws: BearerError.disconnected) { try watch.send(Self.writeResponse) }
   }
 
   @Test("a PDU larger than the link's ATT_MTU is refused")
   func overMTU() async {
     let (phone, _) = AirLink.pair(Self.air, clock: ManualClock())
-    await #expect(throws: BearerError.tooLarge(size: 186, limit: 185)) {
-      try await phone.send([0x1B] + [UInt8](repeating: 0, count: 185))
+    #expect(throws: BearerError.tooLarge(size: 186, limit: 185)) {
+      try phone.send([0x1B] + [UInt8](repeating: 0, count: 185))
     }
   }
 

@@ -172,7 +172,7 @@ struct BondTests {
         .peerLostKey(peer: watch.address), .bonded(peer: watch.address, level: .encrypted, again: false),
       ])
     // The link stays up.
-    try await phoneEnd.send([0x1B, 0x03, 0x00])
+    try phoneEnd.send([0x1B, 0x03, 0x00])
     #expect(try await watchEnd.receive() == [0x1B, 0x03, 0x00])
     #expect(phone.bond(with: watch.address)?.key == watch.bond(with: phone.address)?.key)
     watchEnd.close()

@@ -110,10 +110,10 @@ struct BtsnoopTests {
     for (direction, pdu) in exchange {
       switch direction {
       case .sent:
-        try await captured.send(pdu)
+        try captured.send(pdu)
         #expect(try await peripheral.receive() == pdu)
       case .received:
-        try await peripheral.send(pdu)
+        try peripheral.send(pdu)
         #expect(try await captured.receive() == pdu)
       }
     }
@@ -164,15 +164,15 @@ struct BtsnoopTests {
     let second = CapturingBearer(b, writer: writer, role: .peripheral)
     #expect(first.handle == 0x0040)
     #expect(second.handle == 0x0041)
-    try await first.send([0x0A, 0x01, 0x00])
-    try await second.send([0x0A, 0x02, 0x00])
+    try first.send([0x0A, 0x01, 0x00])
+    try second.send([0x0A, 0x02, 0x00])
     aPeer.close()  // the peer ends the first link
     #expect(try await first.receive() == nil)
     second.close()  // this end ends the second
     bPeer.close()
     // A PDU sent after its link's end never reaches the peer: it is not in the capture.
-    try? await first.send([0x1B, 0x03, 0x00])
-    try? await second.send([0x1B, 0x03, 0x00])
+    try? first.send([0x1B, 0x03, 0x00])
+    try? second.send([0x1B, 0x03, 0x00])
     writer.close()
     let records = try #require(readSnoop(try readFile(path))).records.map(\.packet)
     #expect(
@@ -258,12 +258,12 @@ struct BtsnoopTests {
       [0x01, 0x0A, 0x03, 0x00, 0x05],
     ]
     for (request, response) in zip(requests, responses) {
-      try await phone.send(request)
+      try phone.send(request)
       #expect(try await peripheral.receive() == request)
-      try await peripheral.send(response)
+      try peripheral.send(response)
       #expect(try await phone.receive() == response)
     }
-    try await peripheral.send([0x1B, 0x12, 0x00, 0x00, 0x10, 0x02, 0x01, 0x2A, 0x00, 0x00, 0x00])
+    try peripheral.send([0x1B, 0x12, 0x00, 0x00, 0x10, 0x02, 0x01, 0x2A, 0x00, 0x00, 0x00])
     #expect(try await phone.receive() != nil)
     phone.close()
     writer.close()

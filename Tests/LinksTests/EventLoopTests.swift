@@ -79,7 +79,7 @@ struct EventLoopTests {
   func shutdownEndsLinksAndRefusesNewOnes() async throws {
     let loop = EventLoop()
     let (central, peripheral) = try UnixSeqpacketLink.pair(on: loop)
-    try await central.send([0x0A, 0x03, 0x00])
+    try central.send([0x0A, 0x03, 0x00])
     #expect(try await peripheral.receive() == [0x0A, 0x03, 0x00])
     try await loop.shutdown()
     // Both ends were read by the loop: both see the end.
@@ -169,7 +169,7 @@ struct EventLoopTests {
       }
     }
     _ = await spinning.next()
-    try await ends.a.send([0x1B, 0x2A, 0x00, 0x07])
+    try ends.a.send([0x1B, 0x2A, 0x00, 0x07])
     #expect(await received.next() == [0x1B, 0x2A, 0x00, 0x07])
     received.close()  // ends the spinning if the PDU never came
   }

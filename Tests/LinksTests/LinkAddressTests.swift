@@ -97,7 +97,7 @@ struct LinkAddressTests {
       server.close()
     }
     #expect(server.pairingPolicy == .reject)
-    try await client.send([0x12, 0x34])
+    try client.send([0x12, 0x34])
     #expect(try await server.receive() == [0x12, 0x34])
   }
 

@@ -13,9 +13,9 @@ struct SocketLinkTests {
     let ends = try await kind.open()
     defer { ends.close() }
     let pdus: [[UInt8]] = [[0x0A, 0x03, 0x00], [0x02], [0x1B, 0x0E, 0x00, 0x00, 0x12, 0x34, 0x56, 0x78, 0x00, 0x00]]
-    for pdu in pdus { try await ends.a.send(pdu) }
+    for pdu in pdus { try ends.a.send(pdu) }
     for pdu in pdus { #expect(try await ends.b.receive() == pdu) }
-    for pdu in pdus.reversed() { try await ends.b.send(pdu) }
+    for pdu in pdus.reversed() { try ends.b.send(pdu) }
     for pdu in pdus.reversed() { #expect(try await ends.a.receive() == pdu) }
   }
 
@@ -29,8 +29,8 @@ struct SocketLinkTests {
     }
     // Both ends send everything before reading anything: the links' reader threads must
     // absorb it, or the two senders would block each other.
-    async let sentByA: Void = { for index in 0..<count { try await ends.a.send(pdu(index)) } }()
-    async let sentByB: Void = { for index in 0..<count { try await ends.b.send(pdu(index)) } }()
+    async let sentByA: Void = { for index in 0..<count { try ends.a.send(pdu(index)) } }()
+    async let sentByB: Void = { for index in 0..<count { try ends.b.send(pdu(index)) } }()
     try await sentByA
     try await sentByB
     for index in 0..<count { #expect(try await ends.b.receive() == pdu(index)) }
@@ -38,13 +38,13 @@ struct SocketLinkTests {
   }
 
   @Test(
-    "sendNow sends without suspending; receiveIfReady takes only what is queued, in order", arguments: LinkKind.allCases
+    "send never suspends; receiveIfReady takes only what is queued, in order", arguments: LinkKind.allCases
   )
   func withoutSuspending(kind: LinkKind) async throws {
     let ends = try await kind.open()
     defer { ends.close() }
     let count = 300
-    for index in 0..<count { #expect(try ends.a.sendNow([0x1B, UInt8(index & 0xFF), UInt8(index >> 8)])) }
+    for index in 0..<count { try ends.a.send([0x1B, UInt8(index & 0xFF), UInt8(index >> 8)]) }
     // Awaiting one PDU, then taking whatever the reader has queued without waiting, then
     // awaiting again: the two ways never reorder or lose a PDU.
     var received: [[UInt8]] = []
@@ -56,7 +56,7 @@ struct SocketLinkTests {
     #expect(received == (0..<count).map { [0x1B, UInt8($0 & 0xFF), UInt8($0 >> 8)] })
     #expect(ends.b.receiveIfReady() == nil, "nothing more was sent")
     ends.a.close()
-    #expect(throws: BearerError.disconnected) { _ = try ends.a.sendNow([0x02]) }
+    #expect(throws: BearerError.disconnected) { try ends.a.send([0x02]) }
   }
 
   @Test("large PDUs pass whole; over the limit is refused", arguments: LinkKind.allCases)
@@ -65,15 +65,15 @@ struct SocketLinkTests {
     defer { ends.close() }
     let pdu517 = (0..<517).map { UInt8(truncatingIfNeeded: $0 * 7) }
     let largest = (0..<LinkFraming.maxPDUSize).map { UInt8(truncatingIfNeeded: $0) }
-    try await ends.a.send(pdu517)
-    try await ends.a.send(largest)
+    try ends.a.send(pdu517)
+    try ends.a.send(largest)
     #expect(try await ends.b.receive() == pdu517)
     #expect(try await ends.b.receive() == largest)
     await #expect(throws: BearerError.tooLarge(size: 4096, limit: 4095)) {
       try await ends.a.send([UInt8](repeating: 0, count: 4096))
     }
     // The refused PDU did not hurt the link.
-    try await ends.b.send(pdu517)
+    try ends.b.send(pdu517)
     #expect(try await ends.a.receive() == pdu517)
   }
 
@@ -82,7 +82,7 @@ struct SocketLinkTests {
     let ends = try await kind.open()
     defer { ends.close() }
     let (closer, other) = closeA ? (ends.a, ends.b) : (ends.b, ends.a)
-    try await closer.send([0x01, 0x02])
+    try closer.send([0x01, 0x02])
     closer.close()
     closer.close()
     await #expect(throws: BearerError.disconnected) { try await closer.send([0x02]) }
@@ -111,7 +111,7 @@ struct SocketLinkTests {
     #expect(ends.a.securityLevel == .authenticated)
     #expect(ends.b.securityLevel == .authenticated)
     // Control messages never come out of receive(): the next PDU is the ATT one.
-    try await ends.b.send([0x1B, 0x03, 0x00])
+    try ends.b.send([0x1B, 0x03, 0x00])
     #expect(try await ends.a.receive() == [0x1B, 0x03, 0x00])
   }
 
@@ -150,7 +150,7 @@ struct SocketLinkTests {
     #expect(limited.a.securityLevel == .unencrypted)
     #expect(try await limited.a.pair(.encrypted) == .encrypted)
     // The link is still fine after a rejection.
-    try await limited.a.send([0x0A, 0x01, 0x00])
+    try limited.a.send([0x0A, 0x01, 0x00])
     #expect(try await limited.b.receive() == [0x0A, 0x01, 0x00])
   }
 
@@ -200,7 +200,7 @@ struct SocketLinkTests {
       client.close()
       server.close()
     }
-    try await server.send([0x1B, 0x01, 0x00])
+    try server.send([0x1B, 0x01, 0x00])
     #expect(try await client.receive() == [0x1B, 0x01, 0x00])
   }
 
@@ -217,7 +217,7 @@ struct SocketLinkTests {
     let before = threads()
     var pairs: [(central: SocketBearer, peripheral: SocketBearer)] = []
     for _ in 0..<100 { pairs.append(try UnixSeqpacketLink.pair(on: testLoop)) }
-    for (index, pair) in pairs.enumerated() { try await pair.central.send([UInt8(index)]) }
+    for (index, pair) in pairs.enumerated() { try pair.central.send([UInt8(index)]) }
     for (index, pair) in pairs.enumerated() { #expect(try await pair.peripheral.receive() == [UInt8(index)]) }
     // A thread per socket would be 200 more. Other tests running meanwhile start threads of
     // their own (process readers, the executor's workers), hence the wide margin.
@@ -235,17 +235,17 @@ struct SocketLinkTests {
 
 @Suite("Memory links", .timeLimit(scaledMinutes(1)))
 struct MemoryLinkTests {
-  @Test("sendNow queues at the peer at once; receiveIfReady takes it without waiting; closed refuses")
+  @Test("send queues at the peer at once; receiveIfReady takes it without waiting; closed refuses")
   func withoutSuspending() async throws {
     let (a, b) = MemoryLink.pair()
     #expect(b.receiveIfReady() == nil)
-    for index in 0..<3 { #expect(try a.sendNow([0x1B, UInt8(index)])) }
+    for index in 0..<3 { try a.send([0x1B, UInt8(index)]) }
     #expect(b.receiveIfReady() == [0x1B, 0])
     #expect(try await b.receive() == [0x1B, 1])
     #expect(b.receiveIfReady() == [0x1B, 2])
     #expect(b.receiveIfReady() == nil)
     a.close()
-    #expect(throws: BearerError.disconnected) { _ = try a.sendNow([0x02]) }
+    #expect(throws: BearerError.disconnected) { try a.send([0x02]) }
     #expect(try await b.receive() == nil)
   }
 }

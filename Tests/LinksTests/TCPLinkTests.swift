@@ -64,7 +64,7 @@ struct TCPLinkTests {
     #expect(try await bearer.receive() == pdu)
 
     // What the link sends is framed as documented.
-    try await bearer.send([0x0B, 0x01, 0x02])
+    try bearer.send([0x0B, 0x01, 0x02])
     #expect(await raw.read(exactly: 6) == [0x04, 0x00, 0x04, 0x0B, 0x01, 0x02])
     // And so is pairing.
     async let paired = bearer.pair(.encrypted)

@@ -46,7 +46,7 @@ struct UnixListenerTests {
       client.close()
       server.close()
     }
-    try await client.send([0x02, 0x00, 0x02])
+    try client.send([0x02, 0x00, 0x02])
     #expect(try await server.receive() == [0x02, 0x00, 0x02])
   }
 
@@ -73,7 +73,7 @@ struct UnixListenerTests {
       client.close()
       server.close()
     }
-    try await client.send([0x0A, 0x01, 0x00])
+    try client.send([0x0A, 0x01, 0x00])
     #expect(try await server.receive() == [0x0A, 0x01, 0x00])
   }
 
@@ -141,7 +141,7 @@ struct UnixListenerTests {
     #expect(pairs[0].1.securityLevel == .unencrypted)
     #expect(pairs[1].1.securityLevel == .encrypted)
     for (index, (client, server)) in pairs.enumerated() {
-      try await client.send([UInt8(index)])
+      try client.send([UInt8(index)])
       #expect(try await server.receive() == [UInt8(index)])
     }
   }

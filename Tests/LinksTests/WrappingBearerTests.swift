@@ -6,21 +6,9 @@ import Wire
 
 @testable import Links
 
-/// A memory bearer that can only send with an async call: `sendNow` always declines.
-private final class AsyncOnlyBearer: ATTBearer {
-  let inner: MemoryBearer
-  init(_ inner: MemoryBearer) { self.inner = inner }
-  var name: String { inner.name }
-  var securityLevel: SecurityLevel { inner.securityLevel }
-  func send(_ pdu: [UInt8]) async throws(BearerError) { try await inner.send(pdu) }
-  nonisolated(nonsending) func receive() async throws(BearerError) -> [UInt8]? { try await inner.receive() }
-  func pair(_ level: SecurityLevel) async throws(BearerError) -> SecurityLevel { try await inner.pair(level) }
-  func close() { inner.close() }
-}
-
-/// The bearers that wrap another (a capture, a cut) send and take PDUs without suspending
-/// when the bearer inside them can, so a connection on them sends its replies at once
-/// rather than through its queue, and takes a burst without an async call each.
+/// The bearers that wrap another (a capture, a cut) send at once and take what is queued
+/// without suspending, as the bearer inside them does, so a connection on them takes a
+/// burst without an async call each.
 @Suite("wrapping bearers", .timeLimit(scaledMinutes(1)))
 struct WrappingBearerTests {
   static func pdu(_ index: Int) -> [UInt8] { [0x1B, UInt8(index & 0xFF), UInt8(index >> 8)] }
@@ -52,12 +40,12 @@ struct WrappingBearerTests {
     }
   }
 
-  @Test("a capture sends now and takes what is queued, and records each PDU once, in order")
+  @Test("a capture sends at once and takes what is queued, and records each PDU once, in order")
   func captureWithoutSuspending() async throws {
     let link = try Captured()
-    for index in 0..<3 { #expect(try link.captured.sendNow(Self.pdu(index))) }
+    for index in 0..<3 { try link.captured.send(Self.pdu(index)) }
     for index in 0..<3 { #expect(link.peripheral.receiveIfReady() == Self.pdu(index)) }
-    for index in 3..<6 { try await link.peripheral.send(Self.pdu(index)) }
+    for index in 3..<6 { try link.peripheral.send(Self.pdu(index)) }
     for index in 3..<6 { #expect(link.captured.receiveIfReady() == Self.pdu(index)) }
     #expect(link.captured.receiveIfReady() == nil)
     let recorded = try link.recorded()
@@ -65,34 +53,22 @@ struct WrappingBearerTests {
     #expect(recorded.map(\.flags) == [0, 0, 0, 1, 1, 1], "sent by the host, then received")
   }
 
-  @Test("over a bearer that cannot send now, a capture declines and the send that follows records nothing again")
-  func captureOverAnAsyncOnlyBearer() async throws {
-    let link = try Captured { AsyncOnlyBearer($0) }
-    #expect(try !link.captured.sendNow(Self.pdu(0)))
-    #expect(link.peripheral.receiveIfReady() == nil, "nothing was sent")
-    try await link.captured.send(Self.pdu(0))
-    try await link.captured.send(Self.pdu(1))
-    #expect(try await link.peripheral.receive() == Self.pdu(0))
-    #expect(try await link.peripheral.receive() == Self.pdu(1))
-    #expect(try link.recorded().map(\.pdu) == [Self.pdu(0), Self.pdu(1)])
-  }
-
-  @Test("a cut counts PDUs sent now and taken without waiting, and closes the link after the k-th")
+  @Test("a cut counts PDUs sent and taken without waiting, and closes the link after the k-th")
   func cutWithoutSuspending() async throws {
     let (central, peripheral) = MemoryLink.pair()
     let sending = CuttingBearer(central, cutAfter: 2, direction: .sent)
-    #expect(try sending.sendNow(Self.pdu(0)))
+    try sending.send(Self.pdu(0))
     #expect(!sending.isCut)
-    #expect(try sending.sendNow(Self.pdu(1)))
+    try sending.send(Self.pdu(1))
     #expect(sending.isCut)
-    #expect(throws: BearerError.disconnected) { _ = try sending.sendNow(Self.pdu(2)) }
+    #expect(throws: BearerError.disconnected) { try sending.send(Self.pdu(2)) }
     #expect(peripheral.receiveIfReady() == Self.pdu(0))
     #expect(peripheral.receiveIfReady() == Self.pdu(1))
     #expect(try await peripheral.receive() == nil, "the link was closed after the second")
 
     let (a, b) = MemoryLink.pair()
     let receiving = CuttingBearer(b, cutAfter: 2, direction: .received)
-    for index in 0..<3 { try await a.send(Self.pdu(index)) }
+    for index in 0..<3 { try a.send(Self.pdu(index)) }
     #expect(receiving.receiveIfReady() == Self.pdu(0))
     #expect(receiving.receiveIfReady() == Self.pdu(1))
     #expect(receiving.isCut)

@@ -26,7 +26,7 @@ import Wire
     let (central, peripheral) = MemoryLink.pair()
     let serving = Task { await phone.serve(central) }
     // A request of the accessory's is answered, and it is the first thing that comes.
-    try await peripheral.send([0x02, 0x05, 0x02])
+    try peripheral.send([0x02, 0x05, 0x02])
     #expect(try await peripheral.receive() == [0x03, 0x05, 0x02])
     peripheral.close()
     await serving.value

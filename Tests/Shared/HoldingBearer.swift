@@ -2,13 +2,16 @@ import ATT
 import Links
 import Runtime
 
-/// A memory link's end that holds the PDUs `holds` picks in an async send while `holding`,
-/// as a link under flow control holds what it cannot take yet, until `release()`; it sends
-/// no picked PDU now while holding, and everything else as the link does.
+/// A memory link's end that holds back the PDUs `holds` picks while `holding`, and every PDU
+/// sent after the first one held, as a link under flow control keeps what it cannot take
+/// yet, in order, until `release()`; everything else goes through as the link sends it.
 public final class HoldingBearer: ATTBearer {
   private struct State {
     var holding = true
-    var waiting: [CheckedContinuation<Void, Never>] = []
+    /// What waits for the release, in the order sent.
+    var waiting: [[UInt8]] = []
+    /// How many of those `holds` picked.
+    var picked = 0
   }
   public let inner: MemoryBearer
   private let holds: @Sendable ([UInt8]) -> Bool
@@ -19,36 +22,29 @@ public final class HoldingBearer: ATTBearer {
     self.holds = holds
   }
 
-  /// Picked PDUs waiting to be sent.
-  public var held: Int { state.withLock { $0.waiting.count } }
+  /// Picked PDUs held back.
+  public var held: Int { state.withLock { $0.picked } }
 
-  /// Sends what is held, and from now on holds nothing.
+  /// Sends what is held, in order, and from now on holds nothing. What the link refuses
+  /// (it closed meanwhile) is lost with it, as on a real link.
   public func release() {
-    let waiting = state.withLock { state in
+    state.withLock { state in
       state.holding = false
-      defer { state.waiting = [] }
-      return state.waiting
+      for pdu in state.waiting { try? inner.send(pdu) }
+      state.waiting = []
+      state.picked = 0
     }
-    for continuation in waiting { continuation.resume() }
   }
 
-  public func send(_ pdu: [UInt8]) async throws(BearerError) {
-    if holds(pdu) {
-      await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-        let now = state.withLock { state -> Bool in
-          if !state.holding { return true }
-          state.waiting.append(continuation)
-          return false
-        }
-        if now { continuation.resume() }
-      }
+  /// Under the lock `release` takes, so nothing sent meanwhile overtakes what it sends.
+  public func send(_ pdu: [UInt8]) throws(BearerError) {
+    try state.withLock { (state) throws(BearerError) in
+      let picked = holds(pdu)
+      guard state.holding, picked || !state.waiting.isEmpty else { return try inner.send(pdu) }
+      if inner.isClosed { throw .disconnected }
+      state.waiting.append(pdu)
+      if picked { state.picked += 1 }
     }
-    try await inner.send(pdu)
-  }
-
-  public func sendNow(_ pdu: [UInt8]) throws(BearerError) -> Bool {
-    if holds(pdu), state.withLock({ $0.holding }) { return false }
-    return try inner.sendNow(pdu)
   }
 
   nonisolated(nonsending) public func receive() async throws(BearerError) -> [UInt8]? { try await inner.receive() }

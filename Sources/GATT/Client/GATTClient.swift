@@ -378,18 +378,13 @@ public actor GATTClient {
     }
   }
 
-  /// Write without response.
-  public func writeWithoutResponse(_ handle: UInt16, _ value: [UInt8]) async throws(ATTError) {
-    try await connection.send(.writeCommand(WriteCommand(handle: handle, value: value)))
-  }
-
-  /// Write without response, from the connection's executor without waiting: the Write
-  /// Command is put on the bearer now, or queued behind what waits. Failure: what the
-  /// connection refuses now (a value too long, a link that is down).
-  public func writeWithoutResponseNow(_ handle: UInt16, _ value: [UInt8]) -> Result<Void, ATTError> {
-    connection.assumeIsolated(passing: WriteCommand(handle: handle, value: value)) { connection, command in
-      Result { () throws(ATTError) in try connection.sendNow(.writeCommand(command)) }
-    }
+  /// Write without response: the Write Command is put on the bearer now. Throws what the
+  /// connection refuses (a value too long, a link that is down).
+  public func writeWithoutResponse(_ handle: UInt16, _ value: [UInt8]) throws(ATTError) {
+    let command = WriteCommand(handle: handle, value: value)
+    try connection.assumeIsolated(passing: command) { connection, command in
+      Result { () throws(ATTError) in try connection.send(.writeCommand(command)) }
+    }.get()
   }
 
   /// Writes a characteristic's CCCD: notifications, indications, or [] to unsubscribe.

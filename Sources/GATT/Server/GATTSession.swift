@@ -84,27 +84,23 @@ public actor GATTSession: ATTServerHandler {
     return cccds[valueHandle] ?? []
   }
 
-  /// Sends a notification if this client enabled notifications for the characteristic.
-  /// Returns whether it was sent. The value is cut to ATT_MTU - 3.
+  /// Sends a notification if this client enabled notifications for the characteristic: put
+  /// on the link now. Returns whether it was sent. The value is cut to ATT_MTU - 3.
   @discardableResult
-  public func notify(_ valueHandle: UInt16, _ value: [UInt8]) async throws(ATTError) -> Bool {
-    guard cccd(for: valueHandle).contains(.notifications) else { return false }
-    try await connection.notify(handle: valueHandle, value: value)
-    return true
+  public func notify(_ valueHandle: UInt16, _ value: [UInt8]) throws(ATTError) -> Bool {
+    try notify(valueHandle, values: [value])
   }
 
   /// Sends notifications of `values`, in order, if this client enabled notifications for the
-  /// characteristic, without waiting for the link to take them: each is put on it now, or
-  /// queued behind what waits (`ATTConnection.notifyNow`). Returns whether they were sent
-  /// or queued (false: not subscribed); throws when the link refused one now (those after it
-  /// are not sent). A queued one that fails later is logged by the connection. One call for a
-  /// whole answer (the Data Source's fragments) rather than a hop to the connection each.
+  /// characteristic, each put on the link now. Returns whether they were sent (false: not
+  /// subscribed); throws when the link refused one (those after it are not sent). One call
+  /// for a whole answer (the Data Source's fragments).
   @discardableResult
-  public func notifyNow(_ valueHandle: UInt16, _ values: [[UInt8]]) throws(ATTError) -> Bool {
+  public func notify(_ valueHandle: UInt16, values: [[UInt8]]) throws(ATTError) -> Bool {
     guard cccd(for: valueHandle).contains(.notifications) else { return false }
     try connection.assumeIsolated(passing: (valueHandle, values)) { connection, notifications in
       Result { () throws(ATTError) in
-        for value in notifications.1 { try connection.notifyNow(handle: notifications.0, value: value) }
+        for value in notifications.1 { try connection.notify(handle: notifications.0, value: value) }
       }
     }.get()
     return true

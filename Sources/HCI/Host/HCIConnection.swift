@@ -82,16 +82,11 @@ public final class HCIConnection: ATTBearer {
 
   // MARK: ATTBearer
 
-  public func send(_ pdu: [UInt8]) async throws(BearerError) {
-    _ = try sendNow(pdu)
-  }
-
   /// Hands the PDU to the host, which queues it for the controller; never suspends.
-  public func sendNow(_ pdu: [UInt8]) throws(BearerError) -> Bool {
+  public func send(_ pdu: [UInt8]) throws(BearerError) {
     guard state.withLock({ $0.open && !$0.disconnecting }) else { throw .disconnected }
     guard pdu.count <= Int(UInt16.max) else { throw .tooLarge(size: pdu.count, limit: Int(UInt16.max)) }
     host.sendL2CAP(L2CAPFrame(channel: .att, payload: pdu), handle: handle)
-    return true
   }
 
   nonisolated(nonsending) public func receive() async throws(BearerError) -> [UInt8]? {

@@ -144,13 +144,8 @@ public final class AirBearer: ATTBearer {
   public var parameters: AirParameters { air.parameters }
 
   /// Queues the PDU on the air at the clock's time. A PDU over the link's ATT_MTU is refused,
-  /// as no ATT layer would send it.
-  public func send(_ pdu: [UInt8]) async throws(BearerError) {
-    _ = try sendNow(pdu)
-  }
-
-  /// Queues the PDU on the air as `send` does; never suspends.
-  public func sendNow(_ pdu: [UInt8]) throws(BearerError) -> Bool {
+  /// as no ATT layer would send it. Never suspends.
+  public func send(_ pdu: [UInt8]) throws(BearerError) {
     if pdu.count > air.parameters.mtu { throw .tooLarge(size: pdu.count, limit: air.parameters.mtu) }
     let encrypted = securityLevel >= .encrypted
     let waiters = try air.state.withLock { state throws(BearerError) -> [CheckedContinuation<Void, Never>] in
@@ -163,7 +158,6 @@ public final class AirBearer: ATTBearer {
       return state.changed()
     }
     for waiter in waiters { waiter.resume() }
-    return true
   }
 
   /// The next PDU once its last packet has arrived; nil when the link is closed (what was

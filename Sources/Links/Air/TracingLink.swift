@@ -122,13 +122,9 @@ public final class TracingBearer: ATTBearer {
   /// the PDU before has been handled, so the hook sees what that PDU changed.
   public func beforeEachReceive(_ hook: @escaping @Sendable () async -> Void) { self.hook.withLock { $0 = hook } }
 
-  public func send(_ pdu: [UInt8]) async throws(BearerError) {
-    _ = try sendNow(pdu)
-  }
-
   /// Records and queues the PDU; never suspends, so a connection sends it from the task that
   /// decided it, whose cause the trace reads.
-  public func sendNow(_ pdu: [UInt8]) throws(BearerError) -> Bool {
+  public func send(_ pdu: [UInt8]) throws(BearerError) {
     let origin = PDUTrace.origin
     let task = PDUTrace.currentTask
     let encrypted = securityLevel >= .encrypted
@@ -140,7 +136,6 @@ public final class TracingBearer: ATTBearer {
       return true
     }
     if !sent { throw .disconnected }
-    return true
   }
 
   nonisolated(nonsending) public func receive() async throws(BearerError) -> [UInt8]? {
