@@ -37,11 +37,12 @@ public enum ATTError: Error, Hashable, Sendable, CustomStringConvertible {
 public struct ATTServerReply: Sendable {
   /// The answer to send; nil for commands, which are never answered.
   public var response: ATTPDU?
-  /// Runs after the answer has been put on the link (for example Data Source notifications
-  /// that must follow the Control Point's Write Response).
-  public var afterResponse: (@Sendable () async -> Void)?
+  /// Runs after the answer has been put on the link, in the same step, on the connection's
+  /// executor (for example Data Source notifications that must follow the Control Point's
+  /// Write Response), before the next PDU received is taken.
+  public var afterResponse: (@Sendable (isolated ATTConnection) -> Void)?
 
-  public init(_ response: ATTPDU?, afterResponse: (@Sendable () async -> Void)? = nil) {
+  public init(_ response: ATTPDU?, afterResponse: (@Sendable (isolated ATTConnection) -> Void)? = nil) {
     self.response = response
     self.afterResponse = afterResponse
   }
@@ -50,8 +51,8 @@ public struct ATTServerReply: Sendable {
 /// The server side of a connection: the GATT server implements it.
 public protocol ATTServerHandler: Sendable {
   /// Handles a decoded request or command other than Exchange MTU (which the connection
-  /// answers itself), on the connection's executor, at once: what must wait (for the link,
-  /// for another actor) goes in the reply's `afterResponse`. Requests must be answered; a
+  /// answers itself), on the connection's executor, at once: what must follow the answer
+  /// goes in the reply's `afterResponse`. Requests must be answered; a
   /// handler never throws, it answers with an Error Response instead.
   func handle(_ pdu: ATTPDU, on connection: isolated ATTConnection) -> ATTServerReply
 }
@@ -78,7 +79,7 @@ public struct ATTValueEvent: Hashable, Sendable {
 ///   over its answer. Answers are taken on the receive loop in arrival order.
 /// - Server: requests from the peer go to the `ATTServerHandler`, one at a time, in a plain
 ///   call, and are answered in order; Exchange MTU is answered by the machine. A reply's
-///   `afterResponse` is awaited before the next PDU is taken.
+///   `afterResponse` runs right after its answer, before the next PDU is taken.
 /// - Indications: at most one unconfirmed at a time, also queued.
 /// - A transaction past its 30 seconds fails everything and closes the bearer (Vol 3 Part F
 ///   3.3.3), measured on the injected clock.
@@ -194,28 +195,14 @@ public actor ATTConnection {
     return effects
   }
 
-  /// Performs the effects of an input that cannot ask the server (everything but a received
-  /// PDU), in order, synchronously.
+  /// Performs an input's effects, in order, synchronously; a request or command for the
+  /// server is served in its place.
   private func perform(_ effects: Machine.Effects) {
-    for effect in effects {
-      if let request = perform(effect) {
-        assertionFailure("only a received PDU asks the server: \(request.opcode)")
-      }
-    }
+    for effect in effects { perform(effect) }
   }
 
-  /// Performs the effects of a received PDU, in order, synchronously (a request or command
-  /// for the server is served in its place), until a reply has work to do after its answer:
-  /// that work is returned, to be awaited before the rest (`effects` then stands after it).
-  private func performReceived(_ effects: inout Machine.Effects.Iterator) -> (@Sendable () async -> Void)? {
-    while let effect = effects.next() {
-      if let request = perform(effect), let after = serve(request) { return after }
-    }
-    return nil
-  }
-
-  /// Performs one effect; returns, instead of serving it, a PDU for the server.
-  private func perform(_ effect: Machine.Effect) -> ATTPDU? {
+  /// Performs one effect.
+  private func perform(_ effect: Machine.Effect) {
     switch effect {
     case .send(let bytes):
       do throws(ATTError) { try put(bytes) } catch {
@@ -227,7 +214,7 @@ public actor ATTConnection {
         perform(step { machine, now in machine.sendFailed(indication: indication, number: number, now: now()) })
       }
     case .complete(let answer, let result): answer(self, result)
-    case .serve(let pdu): return pdu
+    case .serve(let pdu): serve(pdu)
     case .deliver(let event): onValue?(self, event)
     case .close(let reason):
       logger.error("\(bearer.name): \(reason)")
@@ -237,7 +224,6 @@ public actor ATTConnection {
       machine.adopt(peer: peer)
       publish(mtu: machine.mtu)
     }
-    return nil
   }
 
   // MARK: - Running
@@ -253,8 +239,7 @@ public actor ATTConnection {
         if received == nil { received = try? await bearer.receive() }
         guard let bytes = received else { break }
         if logger.enabled(.trace) { logger.trace("\(bearer.name) < \(Hex.encode(bytes))") }
-        var effects = step { machine, now in machine.received(bytes, now: now) }.makeIterator()
-        while let after = performReceived(&effects) { await after() }
+        perform(step { machine, now in machine.received(bytes, now: now) })
       }
       perform(step { machine, _ in machine.close(.disconnected) })
       // The handlers often hold this connection: let go of them, so neither keeps the other.
@@ -365,16 +350,16 @@ public actor ATTConnection {
 
   // MARK: - Serving
 
-  /// Answers a request (or takes a command); returns what the reply does after its answer.
-  private func serve(_ pdu: ATTPDU) -> (@Sendable () async -> Void)? {
+  /// Answers a request (or takes a command), then runs what the reply does after its answer.
+  private func serve(_ pdu: ATTPDU) {
     guard let server else {
       let refusal = ErrorResponse(requestOpcode: pdu.opcode, handle: 0, errorCode: .requestNotSupported)
       perform(withMachine { $0.answer(to: pdu.opcode, with: .errorResponse(refusal)) })
-      return nil
+      return
     }
     let reply = server.handle(pdu, on: self)
     perform(withMachine { $0.answer(to: pdu.opcode, with: reply.response) })
-    return reply.afterResponse
+    reply.afterResponse?(self)
   }
 }
 

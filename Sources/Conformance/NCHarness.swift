@@ -570,9 +570,11 @@ public final class NCSession: Sendable {
       }
     }
     guard !fragments.isEmpty else { return .accepted }
-    return .accepted(then: {
-      for fragment in fragments {
-        do { try await connection.notify(handle: data, value: fragment) } catch { return }
+    return .accepted(then: { gatt in
+      gatt.connection.assumeIsolated { connection in
+        for fragment in fragments {
+          do { try connection.notify(handle: data, value: fragment) } catch { return }
+        }
       }
     })
   }

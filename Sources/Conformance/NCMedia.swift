@@ -66,7 +66,7 @@ final class NCMedia: Sendable {
           },
           subscribed: { [self] gatt, value in
             activity.push(.subscribed(.remoteCommand, value))
-            if value.contains(.notifications) { await tellCommands(to: [gatt]) }
+            if value.contains(.notifications) { tellCommands(to: gatt) }
           }),
         CharacteristicDefinition(
           uuid: BluetoothUUID(AMSUUID.entityUpdate)!, properties: [.write, .notify], security: .encrypted,
@@ -122,9 +122,9 @@ final class NCMedia: Sendable {
     }
     activity.push(.wrote(.entityUpdate, bytes, refused: nil))
     // Taken in after the Write Response; the current values follow, as an iPhone's do.
-    return .accepted(then: { [self] in
+    return .accepted(then: { [self] gatt in
       state.withLock { $0.registrations[registration.entity] = registration.pairs.map(\.attribute) }
-      await tellValues(registration.pairs, to: gatt)
+      tellValues(registration.pairs, to: gatt)
       activity.push(.told(registration.entity))
     })
   }
@@ -141,29 +141,27 @@ final class NCMedia: Sendable {
 
   /// Entity Update notifications of `attributes`, each cut to one notification with the
   /// Truncated flag; nothing to an accessory not subscribed.
-  private func tellValues(_ attributes: [EntityAttribute], to gatt: GATTSession) async {
+  private func tellValues(_ attributes: [EntityAttribute], to gatt: isolated GATTSession) {
     let handle = Self.handle(1, on: gatt)
     let values = state.withLock { state in attributes.map { ($0, state.values[$0] ?? "") } }
-    guard await gatt.cccd(for: handle).contains(.notifications) else { return }
+    guard gatt.cccd(for: handle).contains(.notifications) else { return }
     for (attribute, text) in values {
       let update = EntityUpdate(attribute, text: text, capacity: gatt.connection.mtu - 3)
-      do { try await gatt.notify(handle, update.encoded()) } catch { return }
+      do { try gatt.notify(handle, update.encoded()) } catch { return }
     }
   }
 
   /// Changes the commands the player takes and notifies them to the accessories subscribed.
   func setCommands(_ commands: [RemoteCommandID], sessions: [GATTSession]) async {
     state.withLock { $0.commands = commands }
-    await tellCommands(to: sessions)
+    for gatt in sessions { await tellCommands(to: gatt) }
   }
 
-  private func tellCommands(to sessions: [GATTSession]) async {
+  private func tellCommands(to gatt: isolated GATTSession) {
     let commands = state.withLock { $0.commands }
-    for gatt in sessions {
-      let handle = Self.handle(0, on: gatt)
-      guard await gatt.cccd(for: handle).contains(.notifications) else { continue }
-      _ = try? await gatt.notify(handle, SupportedCommands(commands).encoded())
-    }
+    let handle = Self.handle(0, on: gatt)
+    guard gatt.cccd(for: handle).contains(.notifications) else { return }
+    _ = try? gatt.notify(handle, SupportedCommands(commands).encoded())
   }
 }
 

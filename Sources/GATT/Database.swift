@@ -27,8 +27,9 @@ public struct CCCDValue: OptionSet, Hashable, Sendable {
 
 /// What a server tells the writer of a characteristic value.
 public enum WriteOutcome: Sendable {
-  /// Accepted; `then` runs after the Write Response has been sent.
-  case accepted(then: (@Sendable () async -> Void)?)
+  /// Accepted; `then` runs after the Write Response has been put on the link, in the same
+  /// step, on the session's executor (what it sends goes after the response).
+  case accepted(then: (@Sendable (isolated GATTSession) -> Void)?)
   /// Refused with this ATT error code (for ANCS, 0xA0-0xA3).
   case refused(ATTErrorCode)
 
@@ -56,15 +57,15 @@ public struct CharacteristicDefinition: Sendable {
   /// answer at once: what must wait for something else goes in the outcome's `then`.
   public var write: (@Sendable (isolated GATTSession, [UInt8]) -> WriteOutcome)?
   /// Called after a client changes its CCCD for this characteristic, once the Write
-  /// Response is out.
-  public var subscribed: (@Sendable (isolated GATTSession, CCCDValue) async -> Void)?
+  /// Response is on the link, in the same step.
+  public var subscribed: (@Sendable (isolated GATTSession, CCCDValue) -> Void)?
 
   public init(
     uuid: BluetoothUUID, properties: CharacteristicProperties, security: SecurityLevel = .unencrypted,
     refusal: ATTErrorCode? = nil, extendedProperties: UInt16? = nil,
     read: (@Sendable (isolated GATTSession) -> [UInt8])? = nil,
     write: (@Sendable (isolated GATTSession, [UInt8]) -> WriteOutcome)? = nil,
-    subscribed: (@Sendable (isolated GATTSession, CCCDValue) async -> Void)? = nil
+    subscribed: (@Sendable (isolated GATTSession, CCCDValue) -> Void)? = nil
   ) {
     self.uuid = uuid
     self.properties = properties

@@ -57,15 +57,16 @@ extension Phone {
       case .failure(let refusal): outcome = .failure(refusal)
       case .success(let uid):
         // The notification ends after the Write Response, as its own Removed event.
-        return .accepted(then: { [self] in
-          if policy.actionEndsNotification {
-            await remove(uid)
+        let ends = policy.actionEndsNotification
+        return afterResponse { phone, _ in
+          if ends {
+            phone.remove(uid)
           } else {
             // It stays, announced Modified.
-            await modify(uid) { _ in }
+            phone.modify(uid) { _ in }
           }
-          await afterCommand(count)
-        })
+          phone.afterCommand(count)
+        }
       }
     }
     let name = command.commandID.name ?? "command"
@@ -75,7 +76,7 @@ extension Phone {
       echoAfterError(gatt, bytes)
       return .refused(ATTErrorCode(rawValue: refusal.code))
     case .success(nil):
-      return .accepted(then: { [self] in await afterCommand(count) })
+      return afterResponse { phone, _ in phone.afterCommand(count) }
     case .success(let answer?):
       guard let handles = ancsHandles, cccd(gatt, handles.data).contains(.notifications) else {
         // Without a Data Source subscription the answer could not be delivered.
@@ -85,23 +86,21 @@ extension Phone {
       let size = quirks.chunk20 ? 20 : gatt.connection.mtu - 3
       let fragments = dataSourceFragments(answer, maximumSize: size).map(Array.init) + (quirks.emptyPacket ? [[]] : [])
       if quirks.loseAnswer == count {
-        return .accepted(then: { [self] in
-          emit(.quirk("lose-answer: the answer to command \(count) of watch \(id) (\(name)) is never sent"))
-          await afterCommand(count)
-        })
+        return afterResponse { phone, _ in
+          phone.emit(.quirk("lose-answer: the answer to command \(count) of watch \(id) (\(name)) is never sent"))
+          phone.afterCommand(count)
+        }
       }
-      return .accepted(then: { [self] in
-        do {
-          // All on the link's executor at once, in order, put on the link.
-          try await gatt.notify(handles.data, values: fragments)
-        } catch {
-          logger.info("session \(id): Data Source answer not delivered: \(error)")
+      return afterResponse { phone, gatt in
+        // All at once, in order, put on the link.
+        if case .failure(let error) = phone.notify(gatt, handles.data, fragments) {
+          phone.logger.info("session \(id): Data Source answer not delivered: \(error)")
           return
         }
-        emit(.answered(session: id, command: name))
-        await answered(gatt)
-        await afterCommand(count)
-      })
+        phone.emit(.answered(session: id, command: name))
+        phone.answered(gatt)
+        phone.afterCommand(count)
+      }
     }
   }
 
@@ -136,7 +135,7 @@ extension Phone {
   }
 
   /// The quirk service-changed: after the N-th command, unpublish and republish ANCS.
-  private func afterCommand(_ count: Int) async {
+  private func afterCommand(_ count: Int) {
     guard let after = quirks.serviceChangedAfter, count >= after else { return }
     let first = withState { state -> Bool in
       defer { state.serviceChanged = true }
@@ -147,9 +146,9 @@ extension Phone {
     // indications are queued, never awaited (their confirmations come through this loop).
     let end = server.database.attributes.last?.handle ?? 0x20
     // The handles are looked up again after each change of the database.
-    await server.unpublish(Self.ancsService)
+    server.unpublishNow(Self.ancsService)
     state.handles = nil
-    _ = try? await server.publish(ancsDefinition(), startingAt: end + 0x10)
+    _ = try? server.publishNow(ancsDefinition(), startingAt: end + 0x10)
     state.handles = nil
     emit(.quirk("service-changed: ANCS republished at handle \(end + 0x10)"))
   }

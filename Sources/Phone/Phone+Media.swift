@@ -33,7 +33,7 @@ extension Phone {
           },
           subscribed: { [unowned self] session, value in
             guard value.contains(.notifications) else { return }
-            await remoteCommandSubscribed(session)
+            assumeIsolated(passing: session) { $0.remoteCommandSubscribed($1) }
           }),
         CharacteristicDefinition(
           uuid: IPhoneUUID.entityUpdate, properties: [.write, .notify], security: policy.mediaSecurity,
@@ -55,7 +55,7 @@ extension Phone {
   typealias MediaHandles = (remoteCommand: UInt16, entityUpdate: UInt16)
 
   /// The accessory subscribed to Remote Command: the commands the player takes now.
-  private func remoteCommandSubscribed(_ gatt: GATTSession) async {
+  private func remoteCommandSubscribed(_ gatt: GATTSession) {
     let handles = mediaHandles
     deliver(withState { queueCommands(handles, in: &$0, only: ObjectIdentifier(gatt)) })
   }
@@ -85,15 +85,15 @@ extension Phone {
   }
 
   /// Performs a console, JSON or scenario media command: what it did, or why not.
-  public func media(_ command: MediaCommand) async -> Result<String, ConsoleError> {
-    await changeMedia { player, now in command.apply(to: &player, at: now) }
+  public func media(_ command: MediaCommand) -> Result<String, ConsoleError> {
+    changeMedia { player, now in command.apply(to: &player, at: now) }
   }
 
   /// Changes the player (the console, a scenario, a remote command) and tells each accessory
   /// what changed of what it asked for, and the commands when they changed. Returns what
   /// `change` returned.
   @discardableResult
-  public func changeMedia<T>(_ change: (inout MediaPlayer, _ now: Double) -> T) async -> T {
+  public func changeMedia<T>(_ change: (inout MediaPlayer, _ now: Double) -> T) -> T {
     let handles = mediaHandles
     let (result, deliveries) = withState { state -> (T, [Delivery]) in
       // Read in the step: changes take their times in the order they are made, and what
@@ -139,7 +139,7 @@ extension Phone {
   }
 
   /// The timer for a track ending at `end` fired: the next track plays (Protocol/AMS.md).
-  private func finishTrack(endingAt end: Double) async {
+  private func finishTrack(endingAt end: Double) {
     withState { state in
       // This timer is done: the change below must not cancel the task it runs in.
       if state.trackEnd == end {
@@ -147,7 +147,7 @@ extension Phone {
         state.trackTimer = nil
       }
     }
-    let line = await changeMedia { player, now -> String? in
+    let line = changeMedia { player, now -> String? in
       // The clock has passed `end`, so the track ended then, whatever the reading now.
       player.finishTrack(at: max(now, end)) ? player.summary(at: now) : nil
     }
@@ -164,12 +164,12 @@ extension Phone {
     // A command the player does not take now changes nothing (Protocol/AMS.md).
     let id = command.command
     let performs = policy.performsCommands
-    return .accepted(then: { [self] in await perform(id, performs: performs, from: gatt) })
+    return afterResponse { phone, gatt in phone.perform(id, performs: performs, from: gatt) }
   }
 
   /// Performs a Remote Command after its Write Response.
-  private func perform(_ id: RemoteCommandID, performs: Bool, from gatt: GATTSession) async {
-    let outcome = await changeMedia { (player: inout MediaPlayer, now: Double) -> String in
+  private func perform(_ id: RemoteCommandID, performs: Bool, from gatt: GATTSession) {
+    let outcome = changeMedia { (player: inout MediaPlayer, now: Double) -> String in
       performs && player.perform(id, at: now) ? player.summary(at: now) : "not available now, ignored"
     }
     if let session = withState({ $0.sessions[ObjectIdentifier(gatt)]?.id }) {
@@ -181,13 +181,13 @@ extension Phone {
     subscribedWrite(gatt, bytes, EntityRegistration.init(decoding:)) { registration in
       // Taken in after the Write Response, so that no change is told before it; the
       // current values follow.
-      .accepted(then: { [self] in await register(registration, from: gatt) })
+      afterResponse { phone, gatt in phone.register(registration, from: gatt) }
     }
   }
 
   /// Takes an Entity Update registration in, after its Write Response; the current values
   /// follow.
-  private func register(_ registration: EntityRegistration, from gatt: GATTSession) async {
+  private func register(_ registration: EntityRegistration, from gatt: GATTSession) {
     let key = ObjectIdentifier(gatt)
     let handles = mediaHandles
     deliver(

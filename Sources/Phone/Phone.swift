@@ -51,8 +51,10 @@ public enum PhoneEvent: Hashable, Sendable {
 /// one at a time, in a plain call: the phone takes no lock on the path of a PDU (what it
 /// reports to its observers, `events()`, goes through the event hub's). The characteristics'
 /// handlers, which the GATT session calls isolated to itself, are on that executor too and
-/// enter the phone with `assumeIsolated`. Whoever is elsewhere (the console, a scenario, a
-/// test) reaches it with `await`.
+/// enter the phone with `assumeIsolated`, and so does what follows a write's answer (a
+/// write's `then`, `afterResponse`): a PDU goes from the link to the phone's state, and
+/// what that decides back onto the links, in one synchronous step. Whoever is elsewhere (the
+/// console, a scenario, a test) reaches it with `await`.
 public actor Phone {
   static let ancsService = BluetoothUUID(ANCSUUID.service)!
   static let currentTimeService: BluetoothUUID = 0x1805
@@ -217,7 +219,9 @@ public actor Phone {
     let source = CharacteristicDefinition(
       uuid: BluetoothUUID(ANCSUUID.notificationSource)!, properties: policy.sourceProperties,
       security: policy.sourceSecurity,
-      subscribed: { [unowned self] session, value in await notificationSourceConfigured(session, value) })
+      subscribed: { [unowned self] session, value in
+        assumeIsolated(passing: (session, value)) { $0.notificationSourceConfigured($1.0, $1.1) }
+      })
     // An iPhone's Control Point has a descriptor of its own, taken to be Extended Properties.
     let control = CharacteristicDefinition(
       uuid: BluetoothUUID(policy.controlPointUUID)!, properties: policy.controlProperties,
@@ -296,6 +300,12 @@ public actor Phone {
     }
   }
 
+  /// A write accepted, whose `then` enters the phone: the GATT session that runs it is on
+  /// the phone's executor (`serve`).
+  func afterResponse(_ body: @escaping @Sendable (isolated Phone, GATTSession) -> Void) -> WriteOutcome {
+    .accepted(then: { [self] gatt in assumeIsolated(passing: (gatt, body)) { phone, then in then.1(phone, then.0) } })
+  }
+
   /// The state, in place, for a step on the phone's executor.
   @inline(__always)
   func withState<T>(_ body: (inout State) -> T) -> T { body(&state) }
@@ -365,7 +375,7 @@ public actor Phone {
       problem = error.errorCode.map { "Device Name read answered \($0)" } ?? "Device Name read failed: \(error)"
     }
     emit(.identified(session: id, mtu: connection.mtu, name: name, problem: problem))
-    if let name { await named(id, name) }
+    if let name { named(id, name) }
   }
 
   /// Number of connected watches.
@@ -411,7 +421,7 @@ public actor Phone {
 
   /// Changes a notification and announces Modified. Nil when the UID does not exist.
   @discardableResult
-  public func modify(_ uid: UInt32, _ change: @Sendable (inout PhoneNotification) -> Void) async -> PhoneNotification? {
+  public func modify(_ uid: UInt32, _ change: (inout PhoneNotification) -> Void) -> PhoneNotification? {
     let source = ancsHandles?.source
     let result = withState { state -> (PhoneNotification, [Delivery])? in
       guard let changed = state.center.modify(state.renamedUIDs[uid] ?? uid, change) else { return nil }
@@ -424,7 +434,7 @@ public actor Phone {
 
   /// Removes a notification and announces Removed. False when the UID does not exist.
   @discardableResult
-  public func remove(_ uid: UInt32) async -> Bool {
+  public func remove(_ uid: UInt32) -> Bool {
     let source = ancsHandles?.source
     let deliveries = withState { state -> [Delivery]? in
       guard let removed = state.center.remove(state.renamedUIDs[uid] ?? uid) else { return nil }
@@ -440,7 +450,7 @@ public actor Phone {
   }
 
   /// Sets the battery level (0-100) and notifies subscribers.
-  public func setBattery(_ level: UInt8) async {
+  public func setBattery(_ level: UInt8) {
     let level = min(level, 100)
     let handle = handles.battery
     deliver(
@@ -456,10 +466,10 @@ public actor Phone {
 
   /// Sets the phone's local time (seconds since 1970-01-01 in local time) and notifies
   /// Current Time subscribers.
-  public func setTime(localSecondsSinceEpoch seconds: Int64) async {
+  public func setTime(localSecondsSinceEpoch seconds: Int64) {
     let (now, offset) = wallClock.now()
     timeShift.store(seconds - (now + Int64(offset)), ordering: .releasing)
-    await notifyTime()
+    notifyTime()
   }
 
   // MARK: - Bonds
@@ -499,7 +509,7 @@ public actor Phone {
   }
 
   /// Sends the current time to Current Time subscribers.
-  public func notifyTime() async {
+  public func notifyTime() {
     guard let handle = handles.time else { return }
     deliver(
       withState { state in
@@ -565,7 +575,7 @@ public actor Phone {
 
   /// Counts a Data Source answer; the quirks drop-subscriptions, revoke-sharing and
   /// silent-source act on the N-th.
-  func answered(_ gatt: GATTSession) async {
+  func answered(_ gatt: GATTSession) {
     let (drop, revoke, silence, id) = withState { state -> (Bool, Bool, Bool, Int) in
       state.withSession(ObjectIdentifier(gatt)) { session in
         session.answers += 1
@@ -581,18 +591,18 @@ public actor Phone {
       emit(.quirk("silent-source: watch \(id)'s Notification Source went silent; its CCCD still reads enabled"))
     }
     if drop {
-      await gatt.clearSubscriptions()
+      gatt.assumeIsolated(passing: ()) { gatt, _ in gatt.clearSubscriptions() }
       emit(.quirk("drop-subscriptions: the subscriptions were silently dropped"))
     }
     if revoke {
       emit(.quirk("revoke-sharing: the user revoked sharing for watch \(id)"))
-      await revokeSharing(session: id)
+      revokeSharing(session: id)
     }
   }
 
   // MARK: - Sessions
 
-  private func notificationSourceConfigured(_ gatt: GATTSession, _ value: CCCDValue) async {
+  private func notificationSourceConfigured(_ gatt: GATTSession, _ value: CCCDValue) {
     let key = ObjectIdentifier(gatt)
     // Writing the CCCD again is what brings a silent Notification Source back (quirk
     // silent-source; coredevices/PebbleOS#1348).
@@ -624,13 +634,13 @@ public actor Phone {
       if ask { emit(.sharingRequested(session: id, name: name)) }
       return
     }
-    await startSession(gatt)
+    startSession(gatt)
   }
 
   /// Starts an ANCS session: "at session start the phone reports every existing
   /// notification" with PreExisting. The report and the start of live events are one step:
   /// a change is either in the report or announced after it, never both, never before it.
-  func startSession(_ gatt: GATTSession) async {
+  func startSession(_ gatt: GATTSession) {
     let key = ObjectIdentifier(gatt)
     let source = ancsHandles?.source
     let (id, count, renamed, deliveries) = withState { state in

@@ -20,11 +20,11 @@ extension Phone {
   /// subscribed gets its session (and its pre-existing report) at once. Returns the
   /// sessions whose sharing changed.
   @discardableResult
-  public func allowSharing(session id: Int? = nil) async -> [Int] {
+  public func allowSharing(session id: Int? = nil) -> [Int] {
     let changed = setSharing(id, to: true)
     for (number, gatt, waiting) in changed {
       emit(.sharingChanged(session: number, allowed: true))
-      if waiting { await startSession(gatt) }
+      if waiting { startSession(gatt) }
     }
     return changed.map(\.0)
   }
@@ -33,7 +33,7 @@ extension Phone {
   /// now and later (the policy becomes `deny`): no more events, and the Control Point
   /// answers Write Not Permitted, the link staying up.
   @discardableResult
-  public func revokeSharing(session id: Int? = nil) async -> [Int] {
+  public func revokeSharing(session id: Int? = nil) -> [Int] {
     let changed = setSharing(id, to: false)
     for (number, _, _) in changed { emit(.sharingChanged(session: number, allowed: false)) }
     return changed.map(\.0)
@@ -69,13 +69,13 @@ extension Phone {
 
   /// The accessory of session `id` is named `name`: a decision the user made about it on an
   /// earlier connection applies again.
-  func named(_ id: Int, _ name: String) async {
+  func named(_ id: Int, _ name: String) {
     let decision = withState { state -> Bool? in
       guard let key = state.sessions.first(where: { $0.value.id == id })?.key else { return nil }
       state.sessions[key]?.name = name
       return state.sharingDecisions[name]
     }
-    if decision == true { await allowSharing(session: id) }
+    if decision == true { allowSharing(session: id) }
   }
 
   /// Whether the Control Point may be used by this session now.

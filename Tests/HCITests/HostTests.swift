@@ -210,7 +210,7 @@ struct HostCommandTests {
     }
     #expect(why.contains("cannot resynchronise"))
     #expect(try await connection.receive() == nil)
-    await #expect(throws: BearerError.disconnected) { try await connection.send([0x0A, 0x01, 0x00]) }
+    #expect(throws: BearerError.disconnected) { try connection.send([0x0A, 0x01, 0x00]) }
   }
 }
 
@@ -352,7 +352,7 @@ struct HostConnectionTests {
     let command = try #require(await fake.nextCommand())
     #expect(try Disconnect(packet: command).reason == .remoteDeviceTerminatedPowerOff)
     #expect(try await connection.receive() == nil)
-    await #expect(throws: BearerError.disconnected) { try await connection.send([0x02, 0x00, 0x02]) }
+    #expect(throws: BearerError.disconnected) { try connection.send([0x02, 0x00, 0x02]) }
     #expect(!connection.isConnected)
     #expect(host.aclBacklog == (queued: 0, outstanding: 0))
   }

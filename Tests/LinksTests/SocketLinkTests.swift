@@ -69,8 +69,8 @@ struct SocketLinkTests {
     try ends.a.send(largest)
     #expect(try await ends.b.receive() == pdu517)
     #expect(try await ends.b.receive() == largest)
-    await #expect(throws: BearerError.tooLarge(size: 4096, limit: 4095)) {
-      try await ends.a.send([UInt8](repeating: 0, count: 4096))
+    #expect(throws: BearerError.tooLarge(size: 4096, limit: 4095)) {
+      try ends.a.send([UInt8](repeating: 0, count: 4096))
     }
     // The refused PDU did not hurt the link.
     try ends.b.send(pdu517)
@@ -85,13 +85,13 @@ struct SocketLinkTests {
     try closer.send([0x01, 0x02])
     closer.close()
     closer.close()
-    await #expect(throws: BearerError.disconnected) { try await closer.send([0x02]) }
+    #expect(throws: BearerError.disconnected) { try closer.send([0x02]) }
     // What was sent before closing still arrives, then the end.
     #expect(try await other.receive() == [0x01, 0x02])
     #expect(try await other.receive() == nil)
     #expect(try await other.receive() == nil)
     #expect(!other.isConnected)
-    await #expect(throws: BearerError.disconnected) { try await other.send([0x02]) }
+    #expect(throws: BearerError.disconnected) { try other.send([0x02]) }
     #expect(try await closer.receive() == nil)
     #expect(other.lastError == nil)
     #expect(closer.lastError == nil)

@@ -95,7 +95,7 @@ struct TCPLinkTests {
     #expect(try await bearer.receive() == nil)
     #expect(bearer.lastError == fault)
     #expect(!bearer.isConnected)
-    await #expect(throws: BearerError.disconnected) { try await bearer.send([0x0A]) }
+    #expect(throws: BearerError.disconnected) { try bearer.send([0x0A]) }
     // The peer sees the link end.
     #expect(await raw.read(exactly: 1) == [])
   }
@@ -119,7 +119,7 @@ struct TCPLinkTests {
     resetter.closeWithReset()
     #expect(try await reset.receive() == nil)
     #expect(reset.lastError == .connectionReset)
-    await #expect(throws: BearerError.disconnected) { try await reset.send([0x0A]) }
+    #expect(throws: BearerError.disconnected) { try reset.send([0x0A]) }
   }
 }
 

@@ -164,7 +164,7 @@ struct UnixListenerTests {
       #expect(try await bearer.receive() == [0x0A])
       #expect(try await bearer.receive() == nil)
       #expect(bearer.lastError == fault)
-      await #expect(throws: BearerError.disconnected) { try await bearer.send([0x01]) }
+      #expect(throws: BearerError.disconnected) { try bearer.send([0x01]) }
       #expect(await raw.read() == [])
     }
   }

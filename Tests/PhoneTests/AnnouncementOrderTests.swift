@@ -163,3 +163,50 @@ import Wire
     await watch.accessory.close()
   }
 }
+
+@Suite(.timeLimit(scaledMinutes(1))) struct AnswerStepTests {
+  static func writeRequest(_ handle: UInt16, _ value: [UInt8]) -> [UInt8] {
+    [0x12, UInt8(handle & 0xFF), UInt8(handle >> 8)] + value
+  }
+
+  /// Waits for the phone's next Write Response, skipping its own requests (the peer answers
+  /// none of them) and its notifications.
+  static func writeResponse(on link: MemoryBearer) async throws {
+    while let pdu = try await link.receive() {
+      if pdu.first == 0x13 { return }
+      try #require(pdu.first != 0x01, "the phone refused the write: \(Hex.encode(pdu))")
+    }
+    Issue.record("the link closed before the Write Response")
+  }
+
+  /// A Control Point command is answered in one step: the Write Response and every Data
+  /// Source fragment of the answer after it are put on the link by the same step of the
+  /// phone's, so nothing the phone does meanwhile can come between them.
+  @Test func theWholeAnswerIsOnTheLinkWithItsWriteResponse() async throws {
+    let phone = try SharingTests.phone(.allow)
+    let posted = await phone.post(SharingTests.note(String(repeating: "A long title. ", count: 14)))
+    let (central, peripheral) = MemoryLink.pair(initialLevel: .encrypted)
+    let serving = Task { await phone.serve(central) }
+    try peripheral.send(Self.writeRequest(SharingTests.dataCCCD, [0x01, 0x00]))
+    try await Self.writeResponse(on: peripheral)
+    // Get Notification Attributes: the Title, up to 200 bytes.
+    let uid = posted.uid
+    let command: [UInt8] =
+      [0x00, UInt8(uid & 0xFF), UInt8(uid >> 8 & 0xFF), UInt8(uid >> 16 & 0xFF), UInt8(uid >> 24), 0x01, 200, 0]
+    try peripheral.send(Self.writeRequest(SharingTests.controlPoint, command))
+    try await Self.writeResponse(on: peripheral)
+    // Once the step that put the Write Response on the link is over (the phone's executor
+    // is serial: this runs after it), the whole answer is there too.
+    _ = await phone.connectionCount
+    // At ATT_MTU 23 the 204-byte answer is 11 notifications of up to 20 bytes.
+    let dataValue = SharingTests.dataCCCD - 1
+    var answer: [UInt8] = []
+    while let pdu = peripheral.receiveIfReady() {
+      guard pdu.count >= 3, pdu[0] == 0x1B, UInt16(pdu[1]) | UInt16(pdu[2]) << 8 == dataValue else { continue }
+      answer += pdu[3...]
+    }
+    #expect(answer.count == 8 + 196, "the command's header, the Title's and its 196 bytes")
+    peripheral.close()
+    await serving.value
+  }
+}

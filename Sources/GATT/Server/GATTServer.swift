@@ -126,31 +126,63 @@ public final class GATTServer: Sendable {
   public func publish(_ service: ServiceDefinition, startingAt first: UInt16? = nil) async throws(DatabaseError)
     -> [CharacteristicHandles]
   {
-    let (handles, range) = try change { state throws(DatabaseError) in
+    let (handles, range) = try added(service, startingAt: first)
+    if let range { await indicateServiceChanged(range) }
+    return handles
+  }
+
+  /// As `publish`, from the executor every session runs on (an owner that runs each
+  /// connection it serves on its own executor, as the phone does): each subscribed client is
+  /// told in this call, in the caller's step. Stops the program if a session runs elsewhere.
+  @discardableResult
+  public func publishNow(_ service: ServiceDefinition, startingAt first: UInt16? = nil) throws(DatabaseError)
+    -> [CharacteristicHandles]
+  {
+    let (handles, range) = try added(service, startingAt: first)
+    if let range { indicateServiceChangedNow(range) }
+    return handles
+  }
+
+  private func added(_ service: ServiceDefinition, startingAt first: UInt16?) throws(DatabaseError) -> (
+    [CharacteristicHandles], HandleRange?
+  ) {
+    try change { state throws(DatabaseError) in
       let handles = try state.database.add(service, startingAt: first)
       return (handles, state.database.serviceRanges[service.uuid])
     }
-    if let range { await indicateServiceChanged(range) }
-    return handles
   }
 
   /// Removes a service and indicates Service Changed over the range it had. Each session
   /// forgets its CCCDs in the range when it next looks at the database, in order with its
   /// requests (so a subscription to a service published later in the same handles stays).
   public func unpublish(_ uuid: BluetoothUUID) async {
-    let range = change { state -> HandleRange? in
+    if let range = removed(uuid) { await indicateServiceChanged(range) }
+  }
+
+  /// As `unpublish`, from the executor every session runs on, as `publishNow`.
+  public func unpublishNow(_ uuid: BluetoothUUID) {
+    if let range = removed(uuid) { indicateServiceChangedNow(range) }
+  }
+
+  private func removed(_ uuid: BluetoothUUID) -> HandleRange? {
+    change { state -> HandleRange? in
       guard let range = state.database.remove(uuid) else { return nil }
       Self.trim(&state)
       state.removals.append((version.load(ordering: .relaxed) + 1, range))
       return range
     }
-    if let range { await indicateServiceChanged(range) }
+  }
+
+  /// Service Changed over `range` to every session, from the executor they all run on.
+  private func indicateServiceChangedNow(_ range: HandleRange) {
+    for session in sessions {
+      session.assumeIsolated(passing: range) { session, range in session.indicateServiceChanged(range) }
+    }
   }
 
   /// Sends a Service Changed indication (affected start and end handles) to every session
   /// subscribed to it, or queues it behind the session's unconfirmed one, and returns without
-  /// waiting for the confirmations: a reply's `afterResponse` (or a write's `then`), on the
-  /// receive loop that carries them, may await it (and `publish`, `unpublish`).
+  /// waiting for the confirmations.
   public func indicateServiceChanged(_ range: HandleRange) async {
     for session in sessions { await session.indicateServiceChanged(range) }
   }

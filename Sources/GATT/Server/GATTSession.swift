@@ -120,8 +120,8 @@ public actor GATTSession: ATTServerHandler {
   /// Takes in the link's security level now: what it newly reaches is shown, the client told
   /// with Service Changed. Each request does this first; an owner that learns of a new level
   /// sooner calls it then.
-  public func securityChanged() async {
-    for range in view(of: database).revealed { await indicateServiceChanged(range) }
+  public func securityChanged() {
+    for range in view(of: database).revealed { indicateServiceChanged(range) }
   }
 
   /// The parts of the database hidden from this client, after taking in the link's level,
@@ -141,10 +141,9 @@ public actor GATTSession: ATTServerHandler {
   }
 
   /// Sends this client a Service Changed indication over `range` if it subscribed to it, or
-  /// queues it behind the one unconfirmed; returns without waiting for the confirmation, so
-  /// a reply's `afterResponse` (or a write's `then`), on the receive loop that carries the
-  /// confirmation, may await it. A failure is logged.
-  func indicateServiceChanged(_ range: HandleRange) async {
+  /// queues it behind the one unconfirmed; returns without waiting for the confirmation
+  /// (which comes through the receive loop this may be called from). A failure is logged.
+  func indicateServiceChanged(_ range: HandleRange) {
     // A session not subscribed does not take the database in here (it does when it next
     // serves, and the server keeps the removal until then); a subscribed one does, in case
     // Service Changed itself was removed.
@@ -155,8 +154,10 @@ public actor GATTSession: ATTServerHandler {
     writer.u16(range.start)
     writer.u16(range.end)
     let logger = server.logger
-    await connection.indicate(handle: handles.value, value: writer.bytes) { _, result in
-      if case .failure(let error) = result { logger.info("Service Changed indication not confirmed: \(error)") }
+    connection.assumeIsolated(passing: writer.bytes) { connection, value in
+      connection.indicate(handle: handles.value, value: value) { _, result in
+        if case .failure(let error) = result { logger.info("Service Changed indication not confirmed: \(error)") }
+      }
     }
   }
 
@@ -191,11 +192,22 @@ public actor GATTSession: ATTServerHandler {
     var reply = serve(pdu, db, hidden: hidden)
     guard !revealed.isEmpty else { return reply }
     let after = reply.afterResponse
-    reply.afterResponse = { [self] in
-      for range in revealed { await indicateServiceChanged(range) }
-      await after?()
+    reply.afterResponse = { [self] connection in
+      assumeIsolated(passing: revealed) { session, revealed in
+        for range in revealed { session.indicateServiceChanged(range) }
+      }
+      after?(connection)
     }
     return reply
+  }
+
+  /// A write's `then` as a reply's `afterResponse`: on the connection's executor, which is
+  /// this session's, it enters the session in a plain call.
+  private func entering(_ then: (@Sendable (isolated GATTSession) -> Void)?) -> (
+    @Sendable (isolated ATTConnection) -> Void
+  )? {
+    guard let then else { return nil }
+    return { [self] _ in assumeIsolated(passing: then) { session, then in then(session) } }
   }
 
   private func serve(_ pdu: ATTPDU, _ db: GATTDatabase, hidden: Hidden) -> ATTServerReply {
@@ -291,7 +303,7 @@ public actor GATTSession: ATTServerHandler {
       if let code = Self.hiddenError(request.handle, hidden) { return fail(request.handle, code) }
       switch write(request.handle, request.value) {
       case .refused(let code): return fail(request.handle, code)
-      case .accepted(let then): return ATTServerReply(.writeResponse(WriteResponse()), afterResponse: then)
+      case .accepted(let then): return ATTServerReply(.writeResponse(WriteResponse()), afterResponse: entering(then))
       }
 
     case .writeCommand(let command):
@@ -300,7 +312,7 @@ public actor GATTSession: ATTServerHandler {
       if Self.hiddenError(command.handle, hidden) == nil,
         case .accepted(let then) = write(command.handle, command.value, command: true)
       {
-        return ATTServerReply(nil, afterResponse: then)
+        return ATTServerReply(nil, afterResponse: entering(then))
       }
       return ATTServerReply(nil)
 
@@ -346,7 +358,7 @@ public actor GATTSession: ATTServerHandler {
         return fail(part.handle, .invalidAttributeValueLength)
       }
     }
-    var thens: [@Sendable () async -> Void] = []
+    var thens: [@Sendable (isolated GATTSession) -> Void] = []
     for (handle, value) in values {
       switch write(handle, value) {
       case .refused(let code): return fail(handle, code)
@@ -354,9 +366,9 @@ public actor GATTSession: ATTServerHandler {
       }
     }
     let runAll = thens
-    var after: (@Sendable () async -> Void)?
-    if !runAll.isEmpty { after = { for then in runAll { await then() } } }
-    return ATTServerReply(.executeWriteResponse(ExecuteWriteResponse()), afterResponse: after)
+    var after: (@Sendable (isolated GATTSession) -> Void)?
+    if !runAll.isEmpty { after = { @Sendable session in for then in runAll { then(session) } } }
+    return ATTServerReply(.executeWriteResponse(ExecuteWriteResponse()), afterResponse: entering(after))
   }
 
   /// Why a write to `handle` would be refused before its value is looked at (Prepare Write
@@ -431,7 +443,7 @@ public actor GATTSession: ATTServerHandler {
         "\(connection.bearer.name): CCCD 0x\(Hex.encode([UInt8(valueHandle >> 8), UInt8(valueHandle & 0xff)], separator: "")) = \(requested.rawValue)"
       )
       guard let subscribed = characteristic.subscribed else { return .accepted }
-      return .accepted(then: { await subscribed(self, requested) })
+      return .accepted(then: { session in subscribed(session, requested) })
     }
   }
 }
