@@ -570,11 +570,9 @@ public final class NCSession: Sendable {
       }
     }
     guard !fragments.isEmpty else { return .accepted }
-    return .accepted(then: { gatt in
-      gatt.connection.assumeIsolated { connection in
-        for fragment in fragments {
-          do { try connection.notify(handle: data, value: fragment) } catch { return }
-        }
+    return .accepted(then: { connection in
+      for fragment in fragments {
+        do { try connection.notify(handle: data, value: fragment) } catch { return }
       }
     })
   }

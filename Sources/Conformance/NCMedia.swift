@@ -122,9 +122,10 @@ final class NCMedia: Sendable {
     }
     activity.push(.wrote(.entityUpdate, bytes, refused: nil))
     // Taken in after the Write Response; the current values follow, as an iPhone's do.
-    return .accepted(then: { [self] gatt in
+    let session = gatt as GATTSession
+    return .accepted(then: { [self] _ in
       state.withLock { $0.registrations[registration.entity] = registration.pairs.map(\.attribute) }
-      tellValues(registration.pairs, to: gatt)
+      session.assumeIsolated(passing: (self, registration.pairs)) { gatt, tell in tell.0.tellValues(tell.1, to: gatt) }
       activity.push(.told(registration.entity))
     })
   }

@@ -28,8 +28,9 @@ public struct CCCDValue: OptionSet, Hashable, Sendable {
 /// What a server tells the writer of a characteristic value.
 public enum WriteOutcome: Sendable {
   /// Accepted; `then` runs after the Write Response has been put on the link, in the same
-  /// step, on the session's executor (what it sends goes after the response).
-  case accepted(then: (@Sendable (isolated GATTSession) -> Void)?)
+  /// step, on the connection's executor, which is the session's (what it sends goes after
+  /// the response). It is the reply's `afterResponse` as it is: one closure a write.
+  case accepted(then: (@Sendable (isolated ATTConnection) -> Void)?)
   /// Refused with this ATT error code (for ANCS, 0xA0-0xA3).
   case refused(ATTErrorCode)
 
@@ -54,7 +55,8 @@ public struct CharacteristicDefinition: Sendable {
   /// The value for reads; called on every read with the session that reads.
   public var read: (@Sendable (isolated GATTSession) -> [UInt8])?
   /// Called on every write (request or command), on the link's executor, to decide the
-  /// answer at once: what must wait for something else goes in the outcome's `then`.
+  /// answer at once: what must follow the answer goes in the outcome's `then`, run in the
+  /// same step.
   public var write: (@Sendable (isolated GATTSession, [UInt8]) -> WriteOutcome)?
   /// Called after a client changes its CCCD for this characteristic, once the Write
   /// Response is on the link, in the same step.

@@ -58,15 +58,17 @@ extension Phone {
       case .success(let uid):
         // The notification ends after the Write Response, as its own Removed event.
         let ends = policy.actionEndsNotification
-        return afterResponse { phone, _ in
-          if ends {
-            phone.remove(uid)
-          } else {
-            // It stays, announced Modified.
-            phone.modify(uid) { _ in }
+        return .accepted(then: { [self] _ in
+          assumeIsolated(passing: (uid, ends, count)) { phone, done in
+            if done.1 {
+              phone.remove(done.0)
+            } else {
+              // It stays, announced Modified.
+              phone.modify(done.0) { _ in }
+            }
+            phone.afterCommand(done.2)
           }
-          phone.afterCommand(count)
-        }
+        })
       }
     }
     let name = command.commandID.name ?? "command"
@@ -76,7 +78,9 @@ extension Phone {
       echoAfterError(gatt, bytes)
       return .refused(ATTErrorCode(rawValue: refusal.code))
     case .success(nil):
-      return afterResponse { phone, _ in phone.afterCommand(count) }
+      return .accepted(then: { [self] _ in
+        assumeIsolated(passing: count) { phone, count in phone.afterCommand(count) }
+      })
     case .success(let answer?):
       guard let handles = ancsHandles, cccd(gatt, handles.data).contains(.notifications) else {
         // Without a Data Source subscription the answer could not be delivered.
@@ -86,22 +90,39 @@ extension Phone {
       let size = quirks.chunk20 ? 20 : gatt.connection.mtu - 3
       let fragments = dataSourceFragments(answer, maximumSize: size).map(Array.init) + (quirks.emptyPacket ? [[]] : [])
       if quirks.loseAnswer == count {
-        return afterResponse { phone, _ in
-          phone.emit(.quirk("lose-answer: the answer to command \(count) of watch \(id) (\(name)) is never sent"))
-          phone.afterCommand(count)
-        }
+        return .accepted(then: { [self] _ in
+          assumeIsolated(passing: (count, id, name)) { phone, lost in
+            phone.emit(
+              .quirk("lose-answer: the answer to command \(lost.0) of watch \(lost.1) (\(lost.2)) is never sent"))
+            phone.afterCommand(lost.0)
+          }
+        })
       }
-      return afterResponse { phone, gatt in
-        // All at once, in order, put on the link.
-        if case .failure(let error) = phone.notify(gatt, handles.data, fragments) {
-          phone.logger.info("session \(id): Data Source answer not delivered: \(error)")
-          return
+      let sending = Answer(
+        gatt: gatt, handle: handles.data, fragments: fragments, session: id, name: name, count: count)
+      return .accepted(then: { [self] _ in
+        assumeIsolated(passing: sending) { phone, answer in
+          // All at once, in order, put on the link.
+          if case .failure(let error) = phone.notify(answer.gatt, answer.handle, answer.fragments) {
+            phone.logger.info("session \(answer.session): Data Source answer not delivered: \(error)")
+            return
+          }
+          phone.emit(.answered(session: answer.session, command: answer.name))
+          phone.answered(answer.gatt)
+          phone.afterCommand(answer.count)
         }
-        phone.emit(.answered(session: id, command: name))
-        phone.answered(gatt)
-        phone.afterCommand(count)
-      }
+      })
     }
+  }
+
+  /// A Data Source answer to send after its Write Response.
+  struct Answer: Sendable {
+    var gatt: GATTSession
+    var handle: UInt16
+    var fragments: [[UInt8]]
+    var session: Int
+    var name: String
+    var count: Int
   }
 
   struct ANCSRefusal: Error {

@@ -164,7 +164,11 @@ extension Phone {
     // A command the player does not take now changes nothing (Protocol/AMS.md).
     let id = command.command
     let performs = policy.performsCommands
-    return afterResponse { phone, gatt in phone.perform(id, performs: performs, from: gatt) }
+    return .accepted(then: { [self] _ in
+      assumeIsolated(passing: (id, performs, gatt)) { phone, command in
+        phone.perform(command.0, performs: command.1, from: command.2)
+      }
+    })
   }
 
   /// Performs a Remote Command after its Write Response.
@@ -181,7 +185,9 @@ extension Phone {
     subscribedWrite(gatt, bytes, EntityRegistration.init(decoding:)) { registration in
       // Taken in after the Write Response, so that no change is told before it; the
       // current values follow.
-      afterResponse { phone, gatt in phone.register(registration, from: gatt) }
+      .accepted(then: { [self] _ in
+        assumeIsolated(passing: (registration, gatt)) { phone, taken in phone.register(taken.0, from: taken.1) }
+      })
     }
   }
 

@@ -300,12 +300,6 @@ public actor Phone {
     }
   }
 
-  /// A write accepted, whose `then` enters the phone: the GATT session that runs it is on
-  /// the phone's executor (`serve`).
-  func afterResponse(_ body: @escaping @Sendable (isolated Phone, GATTSession) -> Void) -> WriteOutcome {
-    .accepted(then: { [self] gatt in assumeIsolated(passing: (gatt, body)) { phone, then in then.1(phone, then.0) } })
-  }
-
   /// The state, in place, for a step on the phone's executor.
   @inline(__always)
   func withState<T>(_ body: (inout State) -> T) -> T { body(&state) }
@@ -421,7 +415,7 @@ public actor Phone {
 
   /// Changes a notification and announces Modified. Nil when the UID does not exist.
   @discardableResult
-  public func modify(_ uid: UInt32, _ change: (inout PhoneNotification) -> Void) -> PhoneNotification? {
+  public func modify(_ uid: UInt32, _ change: @Sendable (inout PhoneNotification) -> Void) -> PhoneNotification? {
     let source = ancsHandles?.source
     let result = withState { state -> (PhoneNotification, [Delivery])? in
       guard let changed = state.center.modify(state.renamedUIDs[uid] ?? uid, change) else { return nil }

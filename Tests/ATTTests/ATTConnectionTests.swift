@@ -1,5 +1,6 @@
 import ATT
 import Links
+import Runtime
 import TestSupport
 import Testing
 import Wire
@@ -317,11 +318,79 @@ private struct IndicatingServer: ATTServerHandler {
   }
 }
 
-/// A memory link's end that refuses every PDU sent on it; it receives as the link does.
+/// Answers every write, then runs `after` as the reply's `afterResponse`.
+private struct AfterResponseServer: ATTServerHandler {
+  let after: @Sendable (isolated ATTConnection) -> Void
+
+  func handle(_ pdu: ATTPDU, on connection: isolated ATTConnection) -> ATTServerReply {
+    ATTServerReply(.writeResponse(WriteResponse()), afterResponse: after)
+  }
+}
+
+@Suite(.timeLimit(scaledMinutes(1))) struct AfterResponseTests {
+  static func write(_ value: UInt8) -> [UInt8] { [0x12, 0x03, 0x00, value] }
+
+  /// What a reply does after its answer goes out right after that answer and before the
+  /// next request is served, even when both requests were on the link already.
+  @Test func itsPDUsGoBetweenItsAnswerAndTheNextOne() async throws {
+    let (a, peer) = MemoryLink.pair()
+    let connection = ATTConnection(bearer: a)
+    await connection.setServer(AfterResponseServer { connection in try? connection.notify(handle: 7, value: [1]) })
+    try peer.send(Self.write(1))
+    try peer.send(Self.write(2))
+    let running = Task { await connection.run() }
+    var seen: [[UInt8]] = []
+    for _ in 0..<4 { seen.append(try #require(try await peer.receive())) }
+    #expect(seen == [[0x13], [0x1B, 0x07, 0x00, 0x01], [0x13], [0x1B, 0x07, 0x00, 0x01]])
+    connection.close()
+    await running.value
+  }
+
+  /// An indication that cannot be sent from there fails its waiter at once, inside the step
+  /// serving the request, and the connection serves the next request as before.
+  @Test func aSendThatFailsThereFailsItsTransactionAndServingGoesOn() async throws {
+    let (a, peer) = MemoryLink.pair()
+    // The link refuses indications only.
+    let refusing = RefusingBearer(a) { $0.first == 0x1D }
+    let connection = ATTConnection(bearer: refusing)
+    let outcomes = Locked<[String]>([])
+    await connection.setServer(
+      AfterResponseServer { connection in
+        connection.indicate(handle: 9, value: [2]) { _, result in
+          let outcome: String
+          switch result {
+          case .success: outcome = "confirmed"
+          case .failure(let error): outcome = "failed: \(error)"
+          }
+          outcomes.withLock { $0.append(outcome) }
+        }
+        outcomes.withLock { $0.append("after") }
+      })
+    let running = Task { await connection.run() }
+    try peer.send(Self.write(1))
+    #expect(try await peer.receive() == [0x13])
+    try peer.send(Self.write(2))
+    #expect(try await peer.receive() == [0x13])
+    let failed = "failed: \(ATTError.disconnected)"
+    #expect(outcomes.withLock { $0 } == [failed, "after", failed, "after"])
+    connection.close()
+    await running.value
+  }
+}
+
+/// A memory link's end that refuses the PDUs `refuses` picks (every one by default); it
+/// receives as the link does.
 private final class RefusingBearer: ATTBearer {
   let inner: MemoryBearer
-  init(_ inner: MemoryBearer) { self.inner = inner }
-  func send(_ pdu: [UInt8]) throws(BearerError) { throw .io("refused") }
+  let refuses: @Sendable ([UInt8]) -> Bool
+  init(_ inner: MemoryBearer, refuses: @escaping @Sendable ([UInt8]) -> Bool = { _ in true }) {
+    self.inner = inner
+    self.refuses = refuses
+  }
+  func send(_ pdu: [UInt8]) throws(BearerError) {
+    if refuses(pdu) { throw .io("refused") }
+    try inner.send(pdu)
+  }
   nonisolated(nonsending) func receive() async throws(BearerError) -> [UInt8]? { try await inner.receive() }
   var securityLevel: SecurityLevel { inner.securityLevel }
   func pair(_ level: SecurityLevel) async throws(BearerError) -> SecurityLevel { try await inner.pair(level) }
@@ -331,8 +400,7 @@ private final class RefusingBearer: ATTBearer {
 
 @Suite(.timeLimit(scaledMinutes(1))) struct ATTSendOrderTests {
   /// The connection keeps no queue: each PDU is on the link when the call that decided it
-  /// returns, so the link's order is the order of the calls, even while the link holds back
-  /// what it cannot take yet (a request made then goes after the held notification).
+  /// returns, so the link's order is the order of the calls.
   @Test func eachPDUIsOnTheLinkWhenItsCallReturns() async throws {
     let (a, peer) = MemoryLink.pair()
     let connection = ATTConnection(bearer: a)
@@ -343,21 +411,6 @@ private final class RefusingBearer: ATTBearer {
     #expect(peer.receiveIfReady() == [0x0A, 0x03, 0x00])
     connection.close()
     await running.value
-
-    let (b, other) = MemoryLink.pair()
-    // Notifications are held, and what follows them.
-    let gate = HoldingBearer(b) { $0.first == 0x1B }
-    let held = ATTConnection(bearer: gate)
-    let heldRunning = Task { await held.run() }
-    try await held.notify(handle: 7, value: [1])
-    #expect(gate.held == 1)
-    await held.request(readRequest) { _, _ in }
-    #expect(other.receiveIfReady() == nil)
-    gate.release()
-    #expect(try await other.receive() == [0x1B, 0x07, 0x00, 0x01])
-    #expect(try await other.receive() == [0x0A, 0x03, 0x00])
-    held.close()
-    await heldRunning.value
   }
 
   /// A PDU the link refuses fails at once: the request with `disconnected` (not after its

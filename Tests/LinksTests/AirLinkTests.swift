@@ -78,9 +78,7 @@ struct AirLinkTests {
             uuid: 0x5678, properties: [.read, .write], read: { _ in [7] },
             write: { session, _ in
               // Like the ANCS Control Point: the answer follows the Write Response.
-              .accepted(then: { session in
-                try? session.connection.assumeIsolated { try $0.notify(handle: 0x99, value: [1, 2, 3]) }
-              })
+              .accepted(then: { connection in try? connection.notify(handle: 0x99, value: [1, 2, 3]) })
             })
         ])
     ])

@@ -69,8 +69,8 @@ import Wire
     let phone = try SharingTests.phone(.allow)
     var phoneEvents = phone.events().makeAsyncIterator()
     let (central, peripheral) = MemoryLink.pair()
-    // Notification Source notifications are held: the connection's queue fills behind the one
-    // being sent.
+    // Notification Source notifications are held, and what the link takes after them waits
+    // behind them, as on a link under flow control.
     let held = HoldingBearer(central) { pdu in
       pdu.count >= 3 && pdu[0] == 0x1B && UInt16(pdu[1]) | UInt16(pdu[2]) << 8 == SharingTests.sourceValue
     }

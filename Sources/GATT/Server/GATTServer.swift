@@ -135,7 +135,7 @@ public final class GATTServer: Sendable {
   /// connection it serves on its own executor, as the phone does): each subscribed client is
   /// told in this call, in the caller's step. Stops the program if a session runs elsewhere.
   @discardableResult
-  public func publishNow(_ service: ServiceDefinition, startingAt first: UInt16? = nil) throws(DatabaseError)
+  package func publishNow(_ service: ServiceDefinition, startingAt first: UInt16? = nil) throws(DatabaseError)
     -> [CharacteristicHandles]
   {
     let (handles, range) = try added(service, startingAt: first)
@@ -160,7 +160,7 @@ public final class GATTServer: Sendable {
   }
 
   /// As `unpublish`, from the executor every session runs on, as `publishNow`.
-  public func unpublishNow(_ uuid: BluetoothUUID) {
+  package func unpublishNow(_ uuid: BluetoothUUID) {
     if let range = removed(uuid) { indicateServiceChangedNow(range) }
   }
 

@@ -201,15 +201,6 @@ public actor GATTSession: ATTServerHandler {
     return reply
   }
 
-  /// A write's `then` as a reply's `afterResponse`: on the connection's executor, which is
-  /// this session's, it enters the session in a plain call.
-  private func entering(_ then: (@Sendable (isolated GATTSession) -> Void)?) -> (
-    @Sendable (isolated ATTConnection) -> Void
-  )? {
-    guard let then else { return nil }
-    return { [self] _ in assumeIsolated(passing: then) { session, then in then(session) } }
-  }
-
   private func serve(_ pdu: ATTPDU, _ db: GATTDatabase, hidden: Hidden) -> ATTServerReply {
     let opcode = pdu.opcode
     func fail(_ handle: UInt16, _ code: ATTErrorCode) -> ATTServerReply {
@@ -303,7 +294,7 @@ public actor GATTSession: ATTServerHandler {
       if let code = Self.hiddenError(request.handle, hidden) { return fail(request.handle, code) }
       switch write(request.handle, request.value) {
       case .refused(let code): return fail(request.handle, code)
-      case .accepted(let then): return ATTServerReply(.writeResponse(WriteResponse()), afterResponse: entering(then))
+      case .accepted(let then): return ATTServerReply(.writeResponse(WriteResponse()), afterResponse: then)
       }
 
     case .writeCommand(let command):
@@ -312,7 +303,7 @@ public actor GATTSession: ATTServerHandler {
       if Self.hiddenError(command.handle, hidden) == nil,
         case .accepted(let then) = write(command.handle, command.value, command: true)
       {
-        return ATTServerReply(nil, afterResponse: entering(then))
+        return ATTServerReply(nil, afterResponse: then)
       }
       return ATTServerReply(nil)
 
@@ -358,7 +349,7 @@ public actor GATTSession: ATTServerHandler {
         return fail(part.handle, .invalidAttributeValueLength)
       }
     }
-    var thens: [@Sendable (isolated GATTSession) -> Void] = []
+    var thens: [@Sendable (isolated ATTConnection) -> Void] = []
     for (handle, value) in values {
       switch write(handle, value) {
       case .refused(let code): return fail(handle, code)
@@ -366,9 +357,9 @@ public actor GATTSession: ATTServerHandler {
       }
     }
     let runAll = thens
-    var after: (@Sendable (isolated GATTSession) -> Void)?
-    if !runAll.isEmpty { after = { @Sendable session in for then in runAll { then(session) } } }
-    return ATTServerReply(.executeWriteResponse(ExecuteWriteResponse()), afterResponse: entering(after))
+    var after: (@Sendable (isolated ATTConnection) -> Void)?
+    if !runAll.isEmpty { after = { @Sendable connection in for then in runAll { then(connection) } } }
+    return ATTServerReply(.executeWriteResponse(ExecuteWriteResponse()), afterResponse: after)
   }
 
   /// Why a write to `handle` would be refused before its value is looked at (Prepare Write
@@ -443,7 +434,9 @@ public actor GATTSession: ATTServerHandler {
         "\(connection.bearer.name): CCCD 0x\(Hex.encode([UInt8(valueHandle >> 8), UInt8(valueHandle & 0xff)], separator: "")) = \(requested.rawValue)"
       )
       guard let subscribed = characteristic.subscribed else { return .accepted }
-      return .accepted(then: { session in subscribed(session, requested) })
+      return .accepted(then: { [self] _ in
+        assumeIsolated(passing: (subscribed, requested)) { session, change in change.0(session, change.1) }
+      })
     }
   }
 }
