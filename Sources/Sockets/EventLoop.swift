@@ -39,6 +39,13 @@ import Wire
 /// costs no wake-ups at all. A job queued from another thread while it blocks wakes it
 /// through an eventfd.
 ///
+/// **Actors on the loop.** The loop is also a serial executor: an actor whose
+/// `unownedExecutor` is the loop's runs each job on the loop's thread, between its reads,
+/// and code on that thread (a read, a task that prefers the loop) enters it with
+/// `assumeIsolated` in a plain call. After `shutdown()`, what is still queued for the loop
+/// runs on one thread that stands in for it, one job at a time, so such an actor stays
+/// isolated.
+///
 /// **Blocking calls.** Whatever blocks the loop's thread stalls every link (and, as the
 /// executor, every task) it serves, so the project's blocking helpers refuse to run on any
 /// loop's thread (`EventLoop.refuseBlocking`), as swift-nio refuses `wait()` on its loops.
@@ -60,8 +67,8 @@ public final class EventLoop: @unchecked Sendable {
 
   private struct Job {
     var job: UnownedJob
-    /// Queued through `TaskExecutor.enqueue` (a task that prefers this loop) rather than as
-    /// a global job.
+    /// Queued as the loop's own, through `enqueue(_:)` (a task that prefers this loop, an
+    /// actor on it), rather than as a global job.
     var preferred: Bool
   }
 
@@ -88,6 +95,8 @@ public final class EventLoop: @unchecked Sendable {
   /// Nil once the loop has ended: nothing more can be registered.
   private let links = Locked<[Int32: SocketCore]?>([:])
   private let queue = Locked(Queue())
+  /// Jobs queued after the loop's end, waiting for the orphan thread, and whether it runs.
+  private let orphans = Locked((jobs: FIFO<Job>(), running: false))
 
   /// Starts a loop and its thread.
   public init() {
@@ -280,7 +289,8 @@ public final class EventLoop: @unchecked Sendable {
   }
 
   /// Queues a job to run on the loop's thread, waking the loop if it sleeps. Once the loop
-  /// has ended (a task that prefers it outlived it), the job runs on a thread of its own.
+  /// has ended (a task that prefers it, or an actor on it, outlived it), the job runs on the
+  /// loop's orphan thread.
   private func enqueue(_ job: UnownedJob, preferred: Bool) {
     let queued = queue.withLock { queue -> Bool in
       if queue.ended { return false }
@@ -293,24 +303,47 @@ public final class EventLoop: @unchecked Sendable {
     if !queued { runOrphan(Job(job: job, preferred: preferred)) }
   }
 
-  /// A job for a loop that has ended: on a thread of its own, with the loop's stack size.
+  /// A job for a loop that has ended: run after the orphans before it, one at a time, on a
+  /// thread that stands in for the loop's (with its stack size, and taken for the loop's,
+  /// `inEventLoop`) while there are any, so an actor on the loop keeps running one job at
+  /// a time.
   private func runOrphan(_ job: Job) {
-    let executor = asUnownedTaskExecutor()
-    if !spawnThread(stackSize: Self.stackSize, { Self.run(job, on: executor) }) { Self.run(job, on: executor) }
+    let first = orphans.withLock { orphans -> Bool in
+      orphans.jobs.append(job)
+      defer { orphans.running = true }
+      return !orphans.running
+    }
+    guard first else { return }
+    let drain: @Sendable () -> Void = { [self] in
+      let before = pthread_getspecific(Self.currentKey)
+      pthread_setspecific(Self.currentKey, Unmanaged.passUnretained(self).toOpaque())
+      while let next = orphans.withLock({ orphans -> Job? in
+        if let next = orphans.jobs.popFirst() { return next }
+        orphans.running = false
+        return nil
+      }) {
+        Self.run(next, on: self)
+      }
+      pthread_setspecific(Self.currentKey, before)
+    }
+    if !spawnThread(stackSize: Self.stackSize, drain) { drain() }
   }
 
   /// Runs up to `jobsPerTurn` ready jobs; returns how many it ran.
   private func runJobs() -> Int {
     for ran in 0..<Self.jobsPerTurn {
       guard let next = queue.withLock({ $0.jobs.popFirst() }) else { return ran }
-      Self.run(next, on: asUnownedTaskExecutor())
+      Self.run(next, on: self)
     }
     return Self.jobsPerTurn
   }
 
-  private static func run(_ job: Job, on executor: UnownedTaskExecutor) {
+  /// A job queued as the loop's own (a task that prefers it, an actor on it) runs isolated
+  /// to the loop's serial executor with the loop as its task executor, as swift-nio's loops
+  /// run theirs; a global job as the default executor runs it.
+  private static func run(_ job: Job, on loop: EventLoop) {
     if job.preferred {
-      job.job.runSynchronously(on: executor)
+      job.job.runSynchronously(isolatedTo: loop.asUnownedSerialExecutor(), taskExecutor: loop.asUnownedTaskExecutor())
     } else {
       job.job.runSynchronously(on: genericExecutor)
     }
@@ -409,10 +442,23 @@ public final class EventLoop: @unchecked Sendable {
 }
 
 /// Tasks that prefer the loop (`Task(executorPreference:)`) run on its thread: for tests,
-/// which cannot make the process's global executor their own.
-extension EventLoop: TaskExecutor {
+/// which cannot make the process's global executor their own. And the loop is a serial
+/// executor: an actor whose `unownedExecutor` is the loop's runs every job on the loop's
+/// thread, one at a time with the loop's own work (its reads), so code on the loop enters
+/// it with `assumeIsolated` in a plain call, as swift-nio's loops let actors run on them.
+extension EventLoop: TaskExecutor, SerialExecutor {
   public func enqueue(_ job: consuming ExecutorJob) {
     enqueue(UnownedJob(job), preferred: true)
+  }
+
+  public func asUnownedSerialExecutor() -> UnownedSerialExecutor { UnownedSerialExecutor(ordinary: self) }
+
+  /// On the loop's thread, whatever runs there is isolated to the loop (one thing at a
+  /// time); elsewhere it is not.
+  public func isIsolatingCurrentContext() -> Bool? { inEventLoop }
+
+  public func checkIsolated() {
+    precondition(inEventLoop, "expected to run on the event loop's thread")
   }
 }
 

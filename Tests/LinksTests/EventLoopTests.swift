@@ -93,6 +93,33 @@ struct EventLoopTests {
     #expect(await Task(executorPreference: loop) { 42 }.value == 42)
   }
 
+  @Test("an actor on a loop runs every call on its thread, one at a time, and code there enters it in place")
+  func anActorOnTheLoop() async throws {
+    let loop = EventLoop()
+    let counter = LoopCounter(loop)
+    // Many callers at once: every call runs on the loop's thread, none beside another.
+    await withTaskGroup(of: Bool.self) { group in
+      for _ in 0..<200 { group.addTask { await counter.bump() } }
+      for await onLoop in group { #expect(onLoop, "a call ran off the loop's thread") }
+    }
+    #expect(await counter.count == 200)
+    #expect(await counter.overlaps == 0)
+    // Code on the loop that is no job of the actor's (a task that prefers the loop) takes
+    // it as isolated, as the loop's own reads will.
+    let seen = await Task(executorPreference: loop) { counter.countInPlace() }.value
+    #expect(seen == 200)
+    // Off the loop, the loop says it does not isolate this code.
+    #expect(loop.isIsolatingCurrentContext() == false)
+    // After the loop's end, calls still run, one at a time, on the thread standing in for it.
+    try await loop.shutdown()
+    await withTaskGroup(of: Bool.self) { group in
+      for _ in 0..<50 { group.addTask { await counter.bump() } }
+      for await onLoop in group { #expect(onLoop, "a call after the end ran off the orphan thread") }
+    }
+    #expect(await counter.count == 250)
+    #expect(await counter.overlaps == 0)
+  }
+
   @Test("callers shutting a loop down together all return once it has ended")
   func concurrentShutdownsAllReturn() async throws {
     let loop = EventLoop()
@@ -172,5 +199,28 @@ struct EventLoopTests {
     try ends.a.send([0x1B, 0x2A, 0x00, 0x07])
     #expect(await received.next() == [0x1B, 0x2A, 0x00, 0x07])
     received.close()  // ends the spinning if the PDU never came
+  }
+}
+
+/// An actor whose executor is an event loop: it counts its calls, and any two that overlap.
+private actor LoopCounter {
+  let loop: EventLoop
+  var count = 0
+  var overlaps = 0
+  private var inside = false
+  init(_ loop: EventLoop) { self.loop = loop }
+
+  nonisolated var unownedExecutor: UnownedSerialExecutor { loop.asUnownedSerialExecutor() }
+
+  /// The count, read from synchronous code on the loop, which is this actor's executor.
+  nonisolated func countInPlace() -> Int { assumeIsolated { $0.count } }
+
+  /// Counts one call; true when it ran on the loop's thread (or the one standing in for it).
+  func bump() -> Bool {
+    if inside { overlaps += 1 }
+    inside = true
+    defer { inside = false }
+    count += 1
+    return loop.inEventLoop
   }
 }
