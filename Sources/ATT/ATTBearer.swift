@@ -58,6 +58,15 @@ public protocol ATTBearer: AnyObject, Sendable {
   /// otherwise (then `receive()` says whether one comes or the link closed). Lets a receive
   /// loop drain a burst without an async call per PDU. Optional: the default is always nil.
   func receiveIfReady() -> [UInt8]?
+  /// Offers to hand every PDU received from now on straight to `connection`, in a plain call
+  /// on the connection's executor (`ATTConnection.received(_:)`), rather than queueing it
+  /// for `receive()`: no queue, lock or task between the link and the connection. Only a
+  /// link whose reader runs on that executor can (a socket link read by the event loop the
+  /// connection runs on); it answers true, and from then on `receive()` only waits for the
+  /// link's end. What it queued before stays for `receiveIfReady()`, and the connection takes
+  /// that first. The connection's `run()` calls it on the connection's executor, and again
+  /// with nil when it returns, to let go. Optional: the default declines (false).
+  func handOver(to connection: ATTConnection?) -> Bool
   /// The link's current security level; the GATT server checks it on every access.
   var securityLevel: SecurityLevel { get }
   /// Pairs (or re-encrypts with a bond) to reach at least `level`. Returns the level reached.
@@ -75,6 +84,9 @@ extension ATTBearer {
   /// Nothing is ever ready without `receive()`: links that queue what they receive say
   /// otherwise.
   public func receiveIfReady() -> [UInt8]? { nil }
+
+  /// Declines: the link queues what it receives for `receive()`.
+  public func handOver(to connection: ATTConnection?) -> Bool { false }
 
   public var peerAddress: String? { nil }
 }

@@ -118,14 +118,12 @@ public actor ATTConnection {
   private var ended = false
   /// Tells the machine the time at each of its deadlines.
   private let watchdog: OwnedTimer
-  /// The actor whose serial executor the connection runs on (its owner, or one of its own),
-  /// kept so that the executor lives as long as the connection.
-  private nonisolated let home: any Actor
-  /// `home`'s executor, taken once: the runtime asks for it on every call into the connection.
-  private nonisolated let executor: UnownedSerialExecutor
+  /// The serial executor the connection runs on (its owner's, or one of its own), kept so
+  /// that it lives as long as the connection.
+  private nonisolated let home: ExecutorHome
 
   /// The connection's executor: `executorOf`'s given to `init`, or its own.
-  public nonisolated var unownedExecutor: UnownedSerialExecutor { executor }
+  public nonisolated var unownedExecutor: UnownedSerialExecutor { home.executor }
 
   /// A connection on `bearer`. With `executorOf`, it runs on that actor's executor rather
   /// than one of its own (SE-0392): an engine that owns its connections (the watch's) keeps
@@ -135,8 +133,7 @@ public actor ATTConnection {
     bearer: any ATTBearer, clock: any EngineClock = SystemClock(), options: Options = Options(),
     logger: Logger = .none, executorOf owner: (any Actor)? = nil
   ) {
-    home = owner ?? OwnExecutor()
-    executor = home.unownedExecutor
+    home = owner.map { ExecutorHome(sharing: $0) } ?? ExecutorHome(nil)
     self.bearer = bearer
     self.clock = clock
     self.options = options
@@ -233,14 +230,17 @@ public actor ATTConnection {
   public func run() async {
     await withTaskGroup(of: Void.self) { group in
       group.addTask { await self.runWatchdog() }
+      // A link read on this executor hands each PDU over in place (`received(_:)`); then
+      // the loop below takes what it queued before, and waits once, for the link's end.
+      let handedOver = bearer.handOver(to: self)
       while true {
         // What is already queued is taken without an async call (a burst of notifications).
         var received = bearer.receiveIfReady()
         if received == nil { received = try? await bearer.receive() }
         guard let bytes = received else { break }
-        if logger.enabled(.trace) { logger.trace("\(bearer.name) < \(Hex.encode(bytes))") }
-        perform(step { machine, now in machine.received(bytes, now: now) })
+        self.received(bytes)
       }
+      if handedOver { _ = bearer.handOver(to: nil) }
       perform(step { machine, _ in machine.close(.disconnected) })
       // The handlers often hold this connection: let go of them, so neither keeps the other.
       ended = true
@@ -248,6 +248,14 @@ public actor ATTConnection {
       onValue = nil
       watchdog.stop()
     }
+  }
+
+  /// Takes one PDU from the link: from `run()`'s loop, or handed over in place by a link
+  /// that reads on this connection's executor (`ATTBearer.handOver(to:)`), which calls it in
+  /// a plain call (`assumeIsolated`) from its read, with no task between.
+  public func received(_ bytes: [UInt8]) {
+    if logger.enabled(.trace) { logger.trace("\(bearer.name) < \(Hex.encode(bytes))") }
+    perform(step { machine, now in machine.received(bytes, now: now) })
   }
 
   private func runWatchdog() async {
@@ -362,6 +370,3 @@ public actor ATTConnection {
     reply.afterResponse?(self)
   }
 }
-
-/// An actor kept only for its executor: the one a connection with no owner runs on.
-private actor OwnExecutor {}

@@ -151,8 +151,10 @@ extension Bench {
     let path = "/tmp/ancs-bench-\(getpid()).sock"
     let phone = try await startPhoneProcess(["--listen", "unix:\(path)", "--quirk", "flood=\(count)"])
     return try await phone.stopping {
-      let bearer = try await LinkAddress.unix(path: path).connect(on: loops)
-      let engine = WatchEngine(options: Self.benchWatchOptions) { bearer }
+      // The engine runs on the loop that reads its link, which hands it each PDU in place.
+      let loop = loops.next()
+      let bearer = try await LinkAddress.unix(path: path).connect(on: loop)
+      let engine = WatchEngine(options: Self.benchWatchOptions, executor: loop) { bearer }
       let events = engine.events()
       let running = Task { await engine.run() }
       let seconds = await Self.fetchAll(events, count: count)

@@ -181,8 +181,11 @@ final class FleetRun {
 
   /// Connects a watch and starts it; its events go to `tracker`.
   func startWatch(number: Int, tracker: FleetTracker) async throws -> (WatchEngine, [Task<Void, Never>]) {
-    let bearer = try await UnixSeqpacketLink.connect(path: path, on: bench.loops)
-    let engine = WatchEngine(options: Bench.benchWatchOptions) { bearer }
+    // Each watch runs on the loop that reads its link (one per core), which hands it each
+    // PDU in place.
+    let loop = bench.loops.next()
+    let bearer = try await UnixSeqpacketLink.connect(path: path, on: loop)
+    let engine = WatchEngine(options: Bench.benchWatchOptions, executor: loop) { bearer }
     let events = engine.events()
     return (
       engine,

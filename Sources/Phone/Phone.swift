@@ -54,7 +54,9 @@ public enum PhoneEvent: Hashable, Sendable {
 /// enter the phone with `assumeIsolated`, and so does what follows a write's answer (a
 /// write's `then`, `afterResponse`): a PDU goes from the link to the phone's state, and
 /// what that decides back onto the links, in one synchronous step. Whoever is elsewhere (the
-/// console, a scenario, a test) reaches it with `await`.
+/// console, a scenario, a test) reaches it with `await`. Given an event loop as its
+/// executor (`init(executor:)`), the phone and its connections run on the loop's thread, and
+/// the loop hands each PDU it reads to the connection in place, with no queue between.
 public actor Phone {
   static let ancsService = BluetoothUUID(ANCSUUID.service)!
   static let currentTimeService: BluetoothUUID = 0x1805
@@ -162,14 +164,21 @@ public actor Phone {
   /// reports from its own loop (`judgedConnectionParameters`): changed only when a watch
   /// connects or goes.
   let linkSessions = Locked<[String: Int]>([:])
+  /// The serial executor the phone and its connections run on.
+  private nonisolated let home: ExecutorHome
+
+  /// The phone's executor: the one given to `init`, or its own.
+  public nonisolated var unownedExecutor: UnownedSerialExecutor { home.executor }
 
   /// A phone; `apps` are registered from the start (identifier to display name), as
-  /// `register(app:name:)` does.
+  /// `register(app:name:)` does. With `executor` (the event loop that reads its links), it
+  /// runs there rather than on an executor of its own.
   public init(
     quirks: Quirks = Quirks(), faults: PhoneFaults = [], settings: PhoneSettings = PhoneSettings(),
     wallClock: any WallClock = SystemWallClock(), mediaClock: any EngineClock = SystemClock(), logger: Logger = .none,
-    apps: [String: String] = [:]
+    apps: [String: String] = [:], executor: (any SerialExecutor)? = nil
   ) throws(DatabaseError) {
+    home = ExecutorHome(executor)
     self.quirks = quirks
     self.faults = faults
     controlPointPolicy = ControlPointPolicy(faults)

@@ -91,8 +91,10 @@ public final class EventLoop: @unchecked Sendable {
   private let wake: Int32
   /// False when the loop's thread could not be started. Set once, in `init`.
   private var running = false
-  /// Links being read, by descriptor. Touched by `register` (any thread) and the loop.
-  /// Nil once the loop has ended: nothing more can be registered.
+  /// Links being read, by descriptor: they hold each `SocketCore` while epoll names it (by
+  /// address, in its event's data), so the loop finds a readable link with no look-up.
+  /// Touched by `register` (any thread) and the loop. Nil once the loop has ended: nothing
+  /// more can be registered.
   private let links = Locked<[Int32: SocketCore]?>([:])
   private let queue = Locked(Queue())
   /// Jobs queued after the loop's end, waiting for the orphan thread, and whether it runs.
@@ -106,7 +108,8 @@ public final class EventLoop: @unchecked Sendable {
       wake = eventfd(0, Int32(EFD_CLOEXEC) | Int32(EFD_NONBLOCK))
       var event = epoll_event()
       event.events = EPOLLIN.rawValue
-      event.data.fd = wake
+      // No link's address: the wake-up.
+      event.data.ptr = nil
       if wake >= 0 && epoll_ctl(epoll, EPOLL_CTL_ADD, wake, &event) != 0 {
         _ = close(wake)
         wake = -1
@@ -212,7 +215,8 @@ public final class EventLoop: @unchecked Sendable {
       guard links != nil else { return ESHUTDOWN }
       var event = epoll_event()
       event.events = EPOLLIN.rawValue | EPOLLRDHUP.rawValue
-      event.data.fd = fd
+      // Unretained: `links` holds the core until the loop has taken it out of epoll.
+      event.data.ptr = Unmanaged.passUnretained(core).toOpaque()
       if epoll_ctl(epoll, EPOLL_CTL_ADD, fd, &event) != 0 { return errno }
       links?[fd] = core
       return 0
@@ -397,13 +401,14 @@ public final class EventLoop: @unchecked Sendable {
       if count > 0 { lastBusy = Self.monotonicNanoseconds() }
       if count < 0 { continue }  // EINTR; nothing else can fail with these arguments
       for index in 0..<Int(count) {
-        let fd = events[index].data.fd
-        if fd == wake {
+        guard let named = events[index].data.ptr else {
           var value: UInt64 = 0
           _ = read(wake, &value, MemoryLayout<UInt64>.size)
           continue
         }
-        guard let core = links.withLock({ $0?[fd] }) else { continue }
+        // Still in `links`: only this thread takes a core out, right after its last event.
+        let core = Unmanaged<SocketCore>.fromOpaque(named).takeUnretainedValue()
+        let fd = core.socket.fd
         if !core.readAvailable(into: &buffer, turns: Self.readsPerTurn) {
           // Out of epoll first, then let go: the descriptor closes with the last owner.
           _ = epoll_ctl(epoll, EPOLL_CTL_DEL, fd, nil)

@@ -2,14 +2,17 @@ import ATT
 import Glibc
 import Links
 import Runtime
+import Synchronization
 import Wire
 
 /// One end of a socket link (unix:PATH or tcp:HOST:PORT), framed as described at the top of
 /// LinkFraming.swift.
 ///
-/// The `EventLoop` the link was given reads the socket into a queue whenever it is
-/// readable, so the peer's sends never wait for this end's engine and two busy ends cannot
-/// deadlock. Sends are synchronous writes under a lock. Pairing requests from the peer are
+/// The `EventLoop` the link was given reads the socket whenever it is readable, so the
+/// peer's sends never wait for this end's engine and two busy ends cannot deadlock. It hands
+/// each PDU in place to a connection that runs on that loop (`handOver(to:)`), and queues it
+/// for `receive()` otherwise. Sends are synchronous writes (under a lock on a byte stream,
+/// whose frames could otherwise interleave). Pairing requests from the peer are
 /// answered by the loop with this end's
 /// `PairingPolicy`. When the peer closes, resets or breaks the framing, or this end closes,
 /// `receive()` returns what was already queued and then nil, `send` throws `.disconnected`,
@@ -40,6 +43,10 @@ public final class SocketBearer: ATTBearer {
   }
 
   public func receiveIfReady() -> [UInt8]? { core.inbox.nextIfReady() }
+
+  /// Hands each PDU over in place when `connection` runs on the loop that reads this link
+  /// (its actor's executor is that loop) and this is called there; declines otherwise.
+  public func handOver(to connection: ATTConnection?) -> Bool { core.handOver(to: connection) }
 
   public var securityLevel: SecurityLevel { core.securityLevel }
   /// The peer's address once it named itself in a bonded exchange.
@@ -116,15 +123,26 @@ final class SocketCore: Sendable {
   let kernel: (any KernelSecurity)?
   let inbox = PDUQueue()
   private let state: Locked<State>
-  /// Serialises writes; holds the number of frames written.
-  private let writeLock = Locked<UInt64>(0)
-  /// A byte stream's partial frame between reads (used by the event loop thread only).
-  private let streamDecoder = Locked(StreamFrameDecoder())
+  /// `state.closed`, readable without the lock: checked before every read, delivery and
+  /// write.
+  private let down = Atomic<Bool>(false)
+  /// Serialises a byte stream's writes, whose frames could otherwise interleave (a
+  /// SEQPACKET message is written whole by one call).
+  private let writeLock = Locked(())
+  /// The loop that reads the socket.
+  let loop: EventLoop
+  /// The connection PDUs go to in place (`handOver(to:)`); nil: they go to `inbox`.
+  private let receiver: LoopBound<ATTConnection?>
+  /// A byte stream's partial frame between reads.
+  private let streamDecoder: LoopBound<StreamFrameDecoder>
 
   private init(
     fd: Int32, framing: Framing, name: String, pairing: PairingPolicy, keyring: Keyring?, level: SecurityLevel,
-    kernel: (any KernelSecurity)?
+    kernel: (any KernelSecurity)?, loop: EventLoop
   ) {
+    self.loop = loop
+    receiver = LoopBound(nil, on: loop)
+    streamDecoder = LoopBound(StreamFrameDecoder(), on: loop)
     self.socket = OwnedFD(fd)
     self.framing = framing
     self.name = name
@@ -141,7 +159,8 @@ final class SocketCore: Sendable {
     level: SecurityLevel = .unencrypted, kernel: (any KernelSecurity)? = nil, on loop: EventLoop
   ) throws(LinkError) -> SocketBearer {
     let core = SocketCore(
-      fd: fd, framing: framing, name: name, pairing: pairing, keyring: keyring, level: level, kernel: kernel)
+      fd: fd, framing: framing, name: name, pairing: pairing, keyring: keyring, level: level, kernel: kernel,
+      loop: loop)
     guard loop.register(core) else {
       let code = errno
       throw LinkError(
@@ -150,7 +169,7 @@ final class SocketCore: Sendable {
     return SocketBearer(core: core)
   }
 
-  var isClosed: Bool { state.withLock { $0.closed } }
+  var isClosed: Bool { down.load(ordering: .acquiring) }
   var peerAddress: String? { state.withLock { $0.exchange?.peer } }
   var fault: LinkFault? { state.withLock { $0.fault } }
   var securityLevel: SecurityLevel {
@@ -163,6 +182,7 @@ final class SocketCore: Sendable {
     let waiters = state.withLock { state -> [PairWaiter]? in
       if state.closed { return nil }
       state.closed = true
+      down.store(true, ordering: .releasing)
       state.fault = fault
       defer { state.pendingPairs = [] }
       return state.pendingPairs
@@ -194,12 +214,8 @@ final class SocketCore: Sendable {
   }
 
   private func writeFrame(_ frame: [UInt8]) throws(BearerError) {
-    let code: Int32? = writeLock.withLock { written in
-      if isClosed { return nil }
-      written &+= 1
-      return writeAll(frame)
-    }
-    guard let code else { throw .disconnected }
+    if isClosed { throw .disconnected }
+    let code = framing == .stream ? writeLock.withLock { _ in writeAll(frame) } : writeAll(frame)
     if code == 0 { return }
     switch code {
     case EPIPE, ENOTCONN, ESHUTDOWN: disconnect(fault: nil)
@@ -252,6 +268,34 @@ final class SocketCore: Sendable {
 
   // MARK: Reading (on the event loop thread)
 
+  /// Starts (or, with nil, stops) handing PDUs to `connection` in place; see
+  /// `SocketBearer.handOver(to:)`. Only on the loop's thread, where the reads are, so no
+  /// read runs meanwhile and what was queued before stays first.
+  func handOver(to connection: ATTConnection?) -> Bool {
+    guard loop.inEventLoop else { return false }
+    guard let connection else {
+      receiver.value = nil
+      return true
+    }
+    guard let executor = connection.unownedExecutor.asSerialExecutor(), executor as AnyObject === loop else {
+      return false
+    }
+    receiver.value = connection
+    return true
+  }
+
+  /// One ATT PDU read: to the connection in place, or queued. False once the link is down
+  /// (it may close in the connection's hands).
+  private func deliver(_ pdu: [UInt8]) -> Bool {
+    if isClosed { return false }
+    if let connection = receiver.value {
+      connection.assumeIsolated(passing: pdu) { connection, pdu in connection.received(pdu) }
+    } else {
+      inbox.push(pdu)
+    }
+    return true
+  }
+
   /// Reads what the socket holds, at most `turns` reads, without blocking. False once the
   /// link is down (the peer closed, reset or broke the framing, or this end closed): the
   /// event loop then stops watching it.
@@ -284,21 +328,18 @@ final class SocketCore: Sendable {
       disconnect(fault: .frameTooLong(length: count, limit: limit))
       return false
     }
-    if framing == .bareATT {
-      inbox.push(Array(buffer[0..<count]))
-      return true
-    }
+    if framing == .bareATT { return deliver(Array(buffer[0..<count])) }
     return handle(buffer[0..<count])
   }
 
   private func stream(_ buffer: [UInt8], _ count: Int) -> Bool {
     if count == 0 {
-      let buffered = streamDecoder.withLock { $0.bufferedCount }
+      let buffered = streamDecoder.value.bufferedCount
       disconnect(fault: buffered > 0 ? .truncatedFrame(bufferedBytes: buffered) : nil)
       return false
     }
     // The frames before a broken one are delivered, then the link ends.
-    let (bodies, broken) = streamDecoder.withLock { decoder -> ([[UInt8]], LinkFault?) in
+    let (bodies, broken) = streamDecoder.modify { decoder -> ([[UInt8]], LinkFault?) in
       decoder.append(buffer[0..<count])
       var bodies: [[UInt8]] = []
       do throws(LinkFault) {
@@ -335,8 +376,7 @@ final class SocketCore: Sendable {
     let payload = body.dropFirst()
     switch channel {
     case LinkFraming.attChannel:
-      inbox.push(Array(payload))
-      return true
+      return deliver(Array(payload))
     case LinkFraming.controlChannel:
       return handleControl(payload)
     default:

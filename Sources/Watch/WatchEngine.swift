@@ -114,9 +114,13 @@ public final class WatchEngine: Sendable {
     @exclusivity(unchecked) var core: Core
     /// The engine's one timer: it sleeps until the machine's deadline, then ticks it.
     let timer: OwnedTimer
-    init(_ core: Core, clock: any EngineClock) {
+    /// The serial executor the loop runs on.
+    private nonisolated let home: ExecutorHome
+    nonisolated var unownedExecutor: UnownedSerialExecutor { home.executor }
+    init(_ core: Core, clock: any EngineClock, executor: (any SerialExecutor)?) {
       self.core = core
       timer = OwnedTimer(clock: clock)
+      home = ExecutorHome(executor)
     }
     var state: WatchState { core.machine.state }
 
@@ -263,9 +267,13 @@ public final class WatchEngine: Sendable {
   /// Where the links keep the watch's bonds, once told.
   private let bondBook = Locked<(any BondBook)?>(nil)
 
+  /// An engine that connects with `connect`. With `executor` (the event loop that reads the
+  /// links `connect` opens), its loop and connections run there, and the event loop hands
+  /// each PDU it reads to the connection in place; otherwise they run on an executor of
+  /// their own.
   public init(
     options: WatchOptions = WatchOptions(), clock: any EngineClock = SystemClock(), logger: Logger = .none,
-    connect: @escaping Connector
+    executor: (any SerialExecutor)? = nil, connect: @escaping Connector
   ) {
     self.options = options
     self.connect = connect
@@ -278,7 +286,7 @@ public final class WatchEngine: Sendable {
     let gap = ServiceDefinition(uuid: 0x1800, characteristics: name + [.constant(0x2A01, [0xC0, 0x00])])
     // Two services cannot need more than a handful of handles.
     server = try! GATTServer(leading: [gap], services: [], serviceChanged: false)
-    loop = Loop(Core(machine: WatchMachine(options: options)), clock: clock)
+    loop = Loop(Core(machine: WatchMachine(options: options)), clock: clock, executor: executor)
   }
 
   /// A snapshot of the watch face's model, read on the engine's loop. Every event is

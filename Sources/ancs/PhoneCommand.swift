@@ -161,11 +161,13 @@ enum PhoneCommandLine {
     // Everything is checked before anything is opened.
     let scenario = try scenarioName.map(loadScenario)
     let writer = try bluetooth == nil ? capture.map(captureWriter) : nil
+    // On the one loop that reads every link (the default), the phone runs there and the
+    // loop hands it each PDU in place; with a loop per core, it keeps an executor of its own.
     let phone = try Phone(
       quirks: quirks, faults: faults,
       settings: PhoneSettings(
         layout: layout, profile: profile, sharing: sharing, ancsAfterEncryption: afterEncryption.map { $0 == "on" }),
-      logger: logger)
+      logger: logger, executor: loops as? EventLoop)
     await registerCommonApps(phone)
     // Every watch holds a descriptor: allow as many as the hard limit does (the soft limit
     // is often 1024, short of a fleet of a thousand watches).

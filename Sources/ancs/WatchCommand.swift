@@ -210,10 +210,12 @@ enum WatchCommand {
         acceptRepairing: !options.faults.contains(.refuseRepairing),
         wrongPasskeyReason: options.faults.contains(.wrongPasskeyMisreported)
           ? LinkFraming.RejectReason.unspecifiedReason : LinkFraming.RejectReason.confirmValueFailed))
-    let engine = WatchEngine(options: options, logger: logger) {
+    // The engine runs on the loop that reads its links, which hands it each PDU in place.
+    let loop = loops.next()
+    let engine = WatchEngine(options: options, logger: logger, executor: loop) {
       let bearer: SocketBearer
       do {
-        bearer = try await address.connect(on: loops, keyring: keyring)
+        bearer = try await address.connect(on: loop, keyring: keyring)
       } catch {
         let first = waiting.withLock { waiting in
           defer { waiting = true }

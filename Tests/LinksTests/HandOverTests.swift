@@ -1,0 +1,134 @@
+import ATT
+import Runtime
+import TestSupport
+import Testing
+
+@testable import Links
+@testable import Sockets
+
+/// A socket link hands each PDU it reads to a connection that runs on its loop, in the read
+/// itself (`ATTBearer.handOver(to:)`).
+@Suite("Handing PDUs over in place", .timeLimit(scaledMinutes(1)))
+struct HandOverTests {
+  /// A Write Request to handle 3 with a one-byte value.
+  static func write(_ value: UInt8) -> [UInt8] { [0x12, 0x03, 0x00, value] }
+
+  @Test(
+    "a connection on the loop that reads its link takes each PDU in the read, with no task, after what was queued",
+    arguments: LinkKind.allCases)
+  func inPlaceOnTheLoop(kind: LinkKind) async throws {
+    let ends = try await kind.open()
+    defer { ends.close() }
+    let served = ServedLog()
+    let connection = ATTConnection(bearer: ends.b, executorOf: OnLoop(testLoop))
+    await connection.setServer(RecordingServer(log: served))
+    // Sent before the connection runs: the link may have queued them, and they come first.
+    for value: UInt8 in 1...3 { try ends.a.send(Self.write(value)) }
+    let running = Task { await connection.run() }
+    for _ in 1...3 { #expect(try await ends.a.receive() == [0x13]) }
+    for value: UInt8 in 4...8 {
+      try ends.a.send(Self.write(value))
+      #expect(try await ends.a.receive() == [0x13])
+    }
+    let log = served.entries
+    #expect(log.map(\.value) == Array(1...8 as ClosedRange<UInt8>))
+    #expect(log.allSatisfy { $0.onLoop })
+    // Once the connection runs, each request reaches it in the loop's read: no task ran it,
+    // and the link's queue stayed empty.
+    #expect(log.dropFirst(3).allSatisfy { !$0.inTask }, "\(log)")
+    #expect(ends.b.core.inbox.count == 0)
+    ends.a.close()
+    await running.value
+  }
+
+  @Test("a connection on another executor takes its PDUs from the link's queue, in its own task")
+  func queuedElsewhere() async throws {
+    let ends = try await LinkKind.unixPair.open()
+    defer { ends.close() }
+    let other = EventLoop()
+    let served = ServedLog()
+    // Runs on another loop than the one reading the link: the link declines to hand over.
+    let connection = ATTConnection(bearer: ends.b, executorOf: OnLoop(other))
+    await connection.setServer(RecordingServer(log: served))
+    let running = Task { await connection.run() }
+    for value: UInt8 in 1...3 {
+      try ends.a.send(Self.write(value))
+      #expect(try await ends.a.receive() == [0x13])
+    }
+    #expect(served.entries.map(\.value) == [1, 2, 3])
+    #expect(served.entries.allSatisfy { $0.inTask && !$0.onLoop })
+    ends.a.close()
+    await running.value
+    try await other.shutdown()
+  }
+
+  @Test("nothing more is handed over once the link is closed in the connection's hands", arguments: LinkKind.allCases)
+  func nothingAfterTheClose(kind: LinkKind) async throws {
+    let ends = try await kind.open()
+    defer { ends.close() }
+    let served = ServedLog()
+    let connection = ATTConnection(bearer: ends.b, executorOf: OnLoop(testLoop))
+    // The server closes the link as it serves the value 2.
+    await connection.setServer(RecordingServer(log: served, closesOn: 2))
+    let running = Task { await connection.run() }
+    try ends.a.send(Self.write(0))
+    #expect(try await ends.a.receive() == [0x13])
+    // All at once, so that a byte stream's reads carry several in one.
+    for value: UInt8 in 1...6 { try? ends.a.send(Self.write(value)) }
+    await running.value
+    #expect(served.entries.map(\.value) == [0, 1, 2])
+  }
+
+  @Test("the link lets go of the connection when the connection's run ends", arguments: LinkKind.allCases)
+  func letsGo(kind: LinkKind) async throws {
+    let ends = try await kind.open()
+    defer { ends.close() }
+    weak var gone: ATTConnection?
+    do {
+      let connection = ATTConnection(bearer: ends.b, executorOf: OnLoop(testLoop))
+      gone = connection
+      await connection.setServer(RecordingServer(log: ServedLog()))
+      let running = Task { await connection.run() }
+      // Answered in place: the link holds the connection now.
+      try ends.a.send(Self.write(1))
+      #expect(try await ends.a.receive() == [0x13])
+      ends.a.close()
+      await running.value
+    }
+    // The link's end `b` is still held here; the connection is not.
+    #expect(gone == nil)
+    #expect(!ends.b.isConnected)
+  }
+}
+
+/// An actor on a loop, lending its executor to a connection.
+private actor OnLoop {
+  let loop: EventLoop
+  init(_ loop: EventLoop) { self.loop = loop }
+  nonisolated var unownedExecutor: UnownedSerialExecutor { loop.asUnownedSerialExecutor() }
+}
+
+/// What a server saw of each write: its value, whether a task ran it, and on which thread.
+private final class ServedLog: Sendable {
+  struct Entry: Sendable {
+    var value: UInt8
+    var inTask: Bool
+    var onLoop: Bool
+  }
+  private let log = Locked<[Entry]>([])
+  func add(_ entry: Entry) { log.withLock { $0.append(entry) } }
+  var entries: [Entry] { log.withLock { $0 } }
+}
+
+/// Answers every write, noting it in `log`; closes the link when it serves `closesOn`.
+private struct RecordingServer: ATTServerHandler {
+  let log: ServedLog
+  var closesOn: UInt8?
+
+  func handle(_ pdu: ATTPDU, on connection: isolated ATTConnection) -> ATTServerReply {
+    guard case .writeRequest(let write) = pdu, let value = write.value.first else { return ATTServerReply(nil) }
+    log.add(.init(value: value, inTask: withUnsafeCurrentTask { $0 != nil }, onLoop: testLoop.inEventLoop))
+    if value == closesOn { connection.bearer.close() }
+    return ATTServerReply(.writeResponse(WriteResponse()))
+  }
+}
