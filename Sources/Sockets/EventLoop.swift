@@ -11,8 +11,8 @@ import Wire
 /// (or group of loops, `EventLoopGroup`) reads it, and a loop ends with `shutdown()`.
 ///
 /// **Reading.** The loop waits on all socket links at once with epoll (level-triggered) and,
-/// for each one that is readable, reads what is there without blocking (`MSG_DONTWAIT`) into
-/// the link's queue. One thread instead of one per link: a phone serving a thousand watches
+/// for each one that is readable, reads what is there without blocking (`MSG_DONTWAIT`), to
+/// the link's connection in place when it runs on the loop, else into the link's queue. One thread instead of one per link: a phone serving a thousand watches
 /// keeps one thread and one stack, not a thousand, and a busy moment costs one wake-up for
 /// all the links that have data rather than one each. The loop holds each link's
 /// `SocketCore` (and so its descriptor) from `register` until the link ends; the descriptor
@@ -342,12 +342,15 @@ public final class EventLoop: @unchecked Sendable {
     return Self.jobsPerTurn
   }
 
-  /// A job queued as the loop's own (a task that prefers it, an actor on it) runs isolated
-  /// to the loop's serial executor with the loop as its task executor, as swift-nio's loops
-  /// run theirs; a global job as the default executor runs it.
+  /// A job queued as the loop's own (a task that prefers it, an actor on it) runs on the
+  /// loop's serial executor; a global job as the default executor runs it. Run isolated to
+  /// the loop with the loop also as its task executor (as swift-nio's loops run theirs),
+  /// an actor's job sometimes awaited a continuation only after another job of the actor
+  /// had run (`ancs watch`'s timer then parked after it was stopped, and the watch never
+  /// ended: about one run in ten under load, with the process's tasks on the loop).
   private static func run(_ job: Job, on loop: EventLoop) {
     if job.preferred {
-      job.job.runSynchronously(isolatedTo: loop.asUnownedSerialExecutor(), taskExecutor: loop.asUnownedTaskExecutor())
+      job.job.runSynchronously(on: loop.asUnownedSerialExecutor())
     } else {
       job.job.runSynchronously(on: genericExecutor)
     }
