@@ -12,7 +12,8 @@
 //   GATT -> ATT -> Runtime, Wire      the protocol layers
 //   ANCS, AMS                         the services' PDUs, IDs and values (-> Wire)
 //   Runtime                           lock, inbox, event hub, FIFO, logger, thread starter, slots,
-//                                     calls between actors on one executor, an actor's executor
+//                                     calls between actors on one executor, an actor's executor,
+//                                     an executor that runs calls after its current job
 //   Wire                              bytes
 //   TestSupport (Tests/Shared)        helpers the test targets share (-> ANCS, Links, Sockets, Runtime, Wire)
 import PackageDescription

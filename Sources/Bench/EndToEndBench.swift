@@ -126,10 +126,13 @@ extension Bench {
   func endToEndMemory(count: Int) async throws -> [Result] {
     var quirks = Quirks()
     quirks.flood = count
-    let phone = try Phone(quirks: quirks, wallClock: FixedWallClock(seconds: 1_796_040_000))
-    let (central, peripheral) = MemoryLink.pair()
+    // Both on the process's one loop (the default), which hands each PDU from one to the
+    // other in place; otherwise each on an executor of its own, the link queueing.
+    let loop = loops as? EventLoop
+    let phone = try Phone(quirks: quirks, wallClock: FixedWallClock(seconds: 1_796_040_000), executor: loop)
+    let (central, peripheral) = MemoryLink.pair(on: loop)
     let serving = Task { await phone.serve(central) }
-    let engine = WatchEngine(options: Self.benchWatchOptions) { peripheral }
+    let engine = WatchEngine(options: Self.benchWatchOptions, executor: loop) { peripheral }
     let events = engine.events()
     let running = Task { await engine.run() }
     let seconds = await Self.fetchAll(events, count: count)

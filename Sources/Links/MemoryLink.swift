@@ -17,12 +17,15 @@ public enum PairingPolicy: Hashable, Sendable {
 public enum MemoryLink {
   /// A connected pair: `central` (the phone, in ANCS) and `peripheral` (the watch).
   /// With a keyring at both ends, security goes as between two ends that keep bonds
-  /// (Keyring.swift).
+  /// (Keyring.swift). With `executor` (an event loop) that both ends' connections run on,
+  /// each end hands what the other sends from there to its connection in place, right
+  /// after the sender's step (`ATTBearer.handOver(to:)`, `InPlaceExecutor`); what is sent
+  /// from elsewhere is queued as on any other memory link.
   public static func pair(
     pairing: PairingPolicy = .accept(upTo: .authenticated), initialLevel: SecurityLevel = .unencrypted,
-    keyrings: (central: Keyring?, peripheral: Keyring?) = (nil, nil)
+    keyrings: (central: Keyring?, peripheral: Keyring?) = (nil, nil), on executor: (any InPlaceExecutor)? = nil
   ) -> (central: MemoryBearer, peripheral: MemoryBearer) {
-    let shared = MemoryBearer.Shared(level: initialLevel, pairing: pairing)
+    let shared = MemoryBearer.Shared(level: initialLevel, pairing: pairing, executor: executor)
     let bonds = keyrings.central.flatMap { central in
       keyrings.peripheral.map { peripheral in
         Locked(MemoryBearer.Bonds(exchanges: [central, peripheral].map { BondExchange(keyring: $0, policy: pairing) }))
@@ -44,10 +47,27 @@ public final class MemoryBearer: ATTBearer {
     /// every request.
     private let raw: Atomic<Int>
     let pairing: PairingPolicy
-    init(level: SecurityLevel, pairing: PairingPolicy) {
+    /// The end that closed the link first (-1: open); read before each PDU handed over in
+    /// place.
+    let closedBy = Atomic(-1)
+    /// What both ends' connections run on, when the link hands PDUs over in place.
+    let executor: (any InPlaceExecutor)?
+    /// Each end's connection that takes PDUs in place (by end), touched only on `executor`'s
+    /// thread.
+    nonisolated(unsafe) private var receivers: [ATTConnection?] = [nil, nil]
+
+    init(level: SecurityLevel, pairing: PairingPolicy, executor: (any InPlaceExecutor)? = nil) {
       raw = Atomic(level.rawValue)
       self.pairing = pairing
+      self.executor = executor
     }
+
+    /// The connection of `end` that takes PDUs in place; on `executor`'s thread only.
+    func receiver(_ end: Int) -> ATTConnection? { receivers[end] }
+
+    /// Sets (or, with nil, clears) the connection of `end` that takes PDUs in place; on
+    /// `executor`'s thread only.
+    func setReceiver(_ end: Int, _ connection: ATTConnection?) { receivers[end] = connection }
 
     var level: SecurityLevel { SecurityLevel(rawValue: raw.load(ordering: .acquiring))! }
 
@@ -80,10 +100,40 @@ public final class MemoryBearer: ATTBearer {
     self.end = end
   }
 
-  /// Queues the PDU for the peer; never waits.
+  /// Hands the PDU to the peer's connection right after this step, when the peer takes
+  /// PDUs in place and this runs on the link's executor; queues it for the peer otherwise.
+  /// Never waits.
   public func send(_ pdu: [UInt8]) throws(BearerError) {
+    if let executor = shared.executor, executor.isCurrent, let peer = shared.receiver(1 - end) {
+      if shared.closedBy.load(ordering: .acquiring) >= 0 { throw .disconnected }
+      let (shared, end) = (self.shared, self.end)
+      executor.runAfterCurrent {
+        // Sent before the link closed: it arrives unless the peer closed the link itself
+        // meanwhile (nothing reaches a connection after its own end closed), as a socket
+        // delivers what was written before the close.
+        let closedBy = shared.closedBy.load(ordering: .acquiring)
+        guard closedBy < 0 || closedBy == end else { return }
+        peer.assumeIsolated(passing: pdu) { connection, pdu in connection.received(pdu) }
+      }
+      return
+    }
     // `push` refuses (false) once the outbox is closed.
     if !outbox.push(pdu) { throw .disconnected }
+  }
+
+  /// Hands each PDU the peer sends from the link's executor to `connection` in place, when
+  /// the link was made with that executor, `connection` runs on it, and this is called
+  /// there; declines otherwise.
+  public func handOver(to connection: ATTConnection?) -> Bool {
+    guard let executor = shared.executor, executor.isCurrent else { return false }
+    guard let connection else {
+      shared.setReceiver(end, nil)
+      return true
+    }
+    guard let runsOn = connection.unownedExecutor.asSerialExecutor(), runsOn as AnyObject === executor as AnyObject
+    else { return false }
+    shared.setReceiver(end, connection)
+    return true
   }
 
   nonisolated(nonsending) public func receive() async throws(BearerError) -> [UInt8]? {
@@ -143,6 +193,7 @@ public final class MemoryBearer: ATTBearer {
   }
 
   public func close() {
+    _ = shared.closedBy.compareExchange(expected: -1, desired: end, ordering: .acquiringAndReleasing)
     inbox.close()
     outbox.close()
   }

@@ -19,6 +19,11 @@ import Wire
 /// is then removed from epoll before it can be closed, so a recycled descriptor number never
 /// reaches the wrong link.
 ///
+/// **Calls in place.** Code on the loop's thread may queue a call to run once the job, read
+/// or call running now is over, before anything else (`runAfterCurrent`, `InPlaceExecutor`):
+/// an in-memory link whose two ends' connections both run on the loop hands each PDU to the
+/// other end that way, in a plain call, with no task, lock or wake-up.
+///
 /// **Running tasks.** Swift's default executor runs tasks on a pool of threads. A PDU read
 /// here for a task that waits for it then costs a second wake-up, of a pool thread; between
 /// two processes, one Control Point round trip costs four (each side's reader, then its
@@ -99,6 +104,10 @@ public final class EventLoop: @unchecked Sendable {
   private let queue = Locked(Queue())
   /// Jobs queued after the loop's end, waiting for the orphan thread, and whether it runs.
   private let orphans = Locked((jobs: FIFO<Job>(), running: false))
+  /// Calls queued on the loop's thread to run once the job, read or call running now is
+  /// over (`runAfterCurrent`): touched only on that thread (or, after the end, the one
+  /// standing in for it).
+  nonisolated(unsafe) private var calls = FIFO<() -> Void>()
 
   /// Starts a loop and its thread.
   public init() {
@@ -327,19 +336,28 @@ public final class EventLoop: @unchecked Sendable {
         return nil
       }) {
         Self.run(next, on: self)
+        runCalls()
       }
       pthread_setspecific(Self.currentKey, before)
     }
     if !spawnThread(stackSize: Self.stackSize, drain) { drain() }
   }
 
-  /// Runs up to `jobsPerTurn` ready jobs; returns how many it ran.
+  /// Runs up to `jobsPerTurn` ready jobs, each followed by the calls it queued; returns how
+  /// many it ran.
   private func runJobs() -> Int {
     for ran in 0..<Self.jobsPerTurn {
       guard let next = queue.withLock({ $0.jobs.popFirst() }) else { return ran }
       Self.run(next, on: self)
+      runCalls()
     }
     return Self.jobsPerTurn
+  }
+
+  /// Runs the calls queued on the loop's thread, and those they queue, in order, until none
+  /// is left.
+  private func runCalls() {
+    while let call = calls.popFirst() { call() }
   }
 
   /// A job queued as the loop's own (a task that prefers it, an actor on it) runs on the
@@ -412,7 +430,9 @@ public final class EventLoop: @unchecked Sendable {
         // Still in `links`: only this thread takes a core out, right after its last event.
         let core = Unmanaged<SocketCore>.fromOpaque(named).takeUnretainedValue()
         let fd = core.socket.fd
-        if !core.readAvailable(into: &buffer, turns: Self.readsPerTurn) {
+        let open = core.readAvailable(into: &buffer, turns: Self.readsPerTurn)
+        runCalls()
+        if !open {
           // Out of epoll first, then let go: the descriptor closes with the last owner.
           _ = epoll_ctl(epoll, EPOLL_CTL_DEL, fd, nil)
           links.withLock { $0?[fd] = nil }
@@ -454,7 +474,7 @@ public final class EventLoop: @unchecked Sendable {
 /// executor: an actor whose `unownedExecutor` is the loop's runs every job on the loop's
 /// thread, one at a time with the loop's own work (its reads), so code on the loop enters
 /// it with `assumeIsolated` in a plain call, as swift-nio's loops let actors run on them.
-extension EventLoop: TaskExecutor, SerialExecutor {
+extension EventLoop: TaskExecutor, SerialExecutor, InPlaceExecutor {
   public func enqueue(_ job: consuming ExecutorJob) {
     enqueue(UnownedJob(job), preferred: true)
   }
@@ -467,6 +487,13 @@ extension EventLoop: TaskExecutor, SerialExecutor {
 
   public func checkIsolated() {
     precondition(inEventLoop, "expected to run on the event loop's thread")
+  }
+
+  public var isCurrent: Bool { inEventLoop }
+
+  public func runAfterCurrent(_ call: @escaping () -> Void) {
+    precondition(inEventLoop, "a call was queued for after the current one off the event loop's thread")
+    calls.append(call)
   }
 }
 

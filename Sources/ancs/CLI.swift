@@ -109,7 +109,7 @@ enum CLI {
       case "phone":
         return try await PhoneCommandLine.run(Array(arguments.dropFirst()), loops: loops)
       case "demo":
-        return try await DemoCommand.run(Array(arguments.dropFirst()))
+        return try await DemoCommand.run(Array(arguments.dropFirst()), loops: loops)
       case "conform": return try await ConformCommand.run(Array(arguments.dropFirst()), loops: loops)
       case "watch":
         return try await WatchCommand.run(Array(arguments.dropFirst()), loops: loops)

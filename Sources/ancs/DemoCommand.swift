@@ -2,6 +2,7 @@ import ATT
 import Links
 import Phone
 import Processes
+import Sockets
 import Watch
 
 enum DemoCommand {
@@ -36,7 +37,7 @@ enum DemoCommand {
     exit codes: 0 done, 2 bad usage or a bad scenario
     """
 
-  static func run(_ arguments: [String]) async throws -> Int32 {
+  static func run(_ arguments: [String], loops: any EventLoopGroup) async throws -> Int32 {
     var args = Arguments(arguments, command: "demo")
     if args.flag("--help", "-h") {
       printLine(usage)
@@ -54,12 +55,15 @@ enum DemoCommand {
     let logger = args.logger()
     try args.finish()
 
-    let phone = try Phone(quirks: quirks, logger: logger)
+    // Phone and watch on the one loop (the default), which hands each PDU from one to the
+    // other in place over the in-memory link.
+    let eventLoop = loops as? EventLoop
+    let phone = try Phone(quirks: quirks, logger: logger, executor: eventLoop)
     let logging = try phoneLog.map { path throws(UsageError) in try FaceCommandLine.phoneLog(phone, path: path) }
     if let air { options.mtu = UInt16(air.mtu) }
-    let engine = WatchEngine(options: options, logger: logger) {
+    let engine = WatchEngine(options: options, logger: logger, executor: eventLoop) {
       let (central, peripheral): (any ATTBearer, any ATTBearer) =
-        if let air { AirLink.pair(air, clock: SystemClock()) } else { MemoryLink.pair() }
+        if let air { AirLink.pair(air, clock: SystemClock()) } else { MemoryLink.pair(on: eventLoop) }
       Task { await phone.serve(central) }
       return peripheral
     }

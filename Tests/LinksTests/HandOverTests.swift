@@ -101,6 +101,150 @@ struct HandOverTests {
   }
 }
 
+/// An in-memory link whose two ends' connections run on one loop hands each PDU sent on the
+/// loop to the other end's connection right after the sender's step
+/// (`MemoryLink.pair(on:)`, `EventLoop.runAfterCurrent`).
+@Suite("Handing PDUs over in memory", .timeLimit(scaledMinutes(1)))
+struct MemoryHandOverTests {
+  static let write = HandOverTests.write
+
+  @Test("a PDU sent on the loop reaches the connection after the sender's step, with no task, after what was queued")
+  func afterTheSendersStep() async throws {
+    let (a, b) = MemoryLink.pair(on: testLoop)
+    defer { a.close() }
+    let sender = LoopSender(testLoop, a)
+    let served = ServedLog()
+    let connection = ATTConnection(bearer: b, executorOf: OnLoop(testLoop))
+    await connection.setServer(RecordingServer(log: served, step: sender.step))
+    // Sent before the connection runs: queued, and taken first.
+    try await sender.send(1...3)
+    #expect(b.queuedCount == 3)
+    let running = Task { await connection.run() }
+    for _ in 1...3 { #expect(try await a.receive() == [0x13]) }
+    // All in one step of the sender's: each reaches the connection once that step is over.
+    try await sender.send(4...8)
+    for _ in 4...8 { #expect(try await a.receive() == [0x13]) }
+    var log = served.entries
+    #expect(log.map(\.value) == Array(1...8 as ClosedRange<UInt8>))
+    #expect(log.allSatisfy { $0.onLoop && !$0.inSendersStep }, "\(log)")
+    #expect(log.dropFirst(3).allSatisfy { !$0.inTask }, "\(log)")
+    #expect(b.queuedCount == 0)
+    // Sent from off the loop: queued, and the connection still takes it, in its task.
+    try a.send(Self.write(9))
+    #expect(try await a.receive() == [0x13])
+    log = served.entries
+    #expect(log.map(\.value).last == 9)
+    #expect(log.last?.inTask == true)
+    a.close()
+    await running.value
+  }
+
+  @Test("a connection on another executor takes what is sent on the loop from the link's queue")
+  func queuedElsewhere() async throws {
+    let (a, b) = MemoryLink.pair(on: testLoop)
+    defer { a.close() }
+    let other = EventLoop()
+    let sender = LoopSender(testLoop, a)
+    let served = ServedLog()
+    let connection = ATTConnection(bearer: b, executorOf: OnLoop(other))
+    await connection.setServer(RecordingServer(log: served))
+    let running = Task { await connection.run() }
+    try await sender.send(1...3)
+    for _ in 1...3 { #expect(try await a.receive() == [0x13]) }
+    #expect(served.entries.map(\.value) == [1, 2, 3])
+    #expect(served.entries.allSatisfy { $0.inTask && !$0.onLoop })
+    a.close()
+    await running.value
+    try await other.shutdown()
+  }
+
+  @Test("nothing more reaches a connection once its end closed the link")
+  func nothingAfterItsClose() async throws {
+    let (a, b) = MemoryLink.pair(on: testLoop)
+    defer { a.close() }
+    let sender = LoopSender(testLoop, a)
+    let served = ServedLog()
+    let connection = ATTConnection(bearer: b, executorOf: OnLoop(testLoop))
+    // The server closes the link as it serves the value 2.
+    await connection.setServer(RecordingServer(log: served, closesOn: 2))
+    let running = Task { await connection.run() }
+    try await sender.send(0...0)
+    #expect(try await a.receive() == [0x13])
+    try await sender.send(1...6)
+    await running.value
+    #expect(served.entries.map(\.value) == [0, 1, 2])
+  }
+
+  @Test("what the sender sent before it closed the link still arrives")
+  func sentBeforeTheSendersClose() async throws {
+    let (a, b) = MemoryLink.pair(on: testLoop)
+    let sender = LoopSender(testLoop, a)
+    let served = ServedLog()
+    let connection = ATTConnection(bearer: b, executorOf: OnLoop(testLoop))
+    await connection.setServer(RecordingServer(log: served))
+    let running = Task { await connection.run() }
+    try await sender.send(0...0)
+    #expect(try await a.receive() == [0x13])
+    // Sent, then closed, in one step.
+    try await sender.send(1...4, thenClose: true)
+    await running.value
+    #expect(served.entries.map(\.value) == [0, 1, 2, 3, 4])
+    #expect(served.entries.dropFirst().allSatisfy { !$0.inTask })
+  }
+
+  @Test("the link lets go of the connection when the connection's run ends")
+  func letsGo() async throws {
+    let (a, b) = MemoryLink.pair(on: testLoop)
+    let sender = LoopSender(testLoop, a)
+    weak var gone: ATTConnection?
+    do {
+      let connection = ATTConnection(bearer: b, executorOf: OnLoop(testLoop))
+      gone = connection
+      let served = ServedLog()
+      await connection.setServer(RecordingServer(log: served))
+      let running = Task { await connection.run() }
+      // The first may be queued before the connection runs; the second is handed over.
+      for value: UInt8 in 1...2 {
+        try await sender.send(value...value)
+        #expect(try await a.receive() == [0x13])
+      }
+      #expect(served.entries.last?.inTask == false)
+      a.close()
+      await running.value
+    }
+    // Both ends are still held here; the connection is not.
+    #expect(gone == nil)
+    withExtendedLifetime(b) {}
+  }
+}
+
+/// An actor on a loop that sends writes on one end of an in-memory link, each batch in one
+/// step of its own, noting while that step runs.
+private actor LoopSender {
+  let loop: EventLoop
+  let bearer: MemoryBearer
+  let step = StepFlag()
+  init(_ loop: EventLoop, _ bearer: MemoryBearer) {
+    self.loop = loop
+    self.bearer = bearer
+  }
+  nonisolated var unownedExecutor: UnownedSerialExecutor { loop.asUnownedSerialExecutor() }
+
+  func send(_ values: ClosedRange<UInt8>, thenClose: Bool = false) throws {
+    step.set(true)
+    defer { step.set(false) }
+    for value in values { try bearer.send(HandOverTests.write(value)) }
+    if thenClose { bearer.close() }
+  }
+}
+
+/// Whether a sender's step runs now.
+private final class StepFlag: Sendable {
+  private let running = Locked(false)
+  func set(_ value: Bool) { running.withLock { $0 = value } }
+  var isSet: Bool { running.withLock { $0 } }
+}
+
 /// An actor on a loop, lending its executor to a connection.
 private actor OnLoop {
   let loop: EventLoop
@@ -114,6 +258,8 @@ private final class ServedLog: Sendable {
     var value: UInt8
     var inTask: Bool
     var onLoop: Bool
+    /// A sender's step (`LoopSender`) was still running.
+    var inSendersStep = false
   }
   private let log = Locked<[Entry]>([])
   func add(_ entry: Entry) { log.withLock { $0.append(entry) } }
@@ -124,10 +270,20 @@ private final class ServedLog: Sendable {
 private struct RecordingServer: ATTServerHandler {
   let log: ServedLog
   var closesOn: UInt8?
+  var step: StepFlag?
+
+  init(log: ServedLog, closesOn: UInt8? = nil, step: StepFlag? = nil) {
+    self.log = log
+    self.closesOn = closesOn
+    self.step = step
+  }
 
   func handle(_ pdu: ATTPDU, on connection: isolated ATTConnection) -> ATTServerReply {
     guard case .writeRequest(let write) = pdu, let value = write.value.first else { return ATTServerReply(nil) }
-    log.add(.init(value: value, inTask: withUnsafeCurrentTask { $0 != nil }, onLoop: testLoop.inEventLoop))
+    log.add(
+      .init(
+        value: value, inTask: withUnsafeCurrentTask { $0 != nil }, onLoop: testLoop.inEventLoop,
+        inSendersStep: step?.isSet ?? false))
     if value == closesOn { connection.bearer.close() }
     return ATTServerReply(.writeResponse(WriteResponse()))
   }
