@@ -58,15 +58,18 @@ public protocol ATTBearer: AnyObject, Sendable {
   /// otherwise (then `receive()` says whether one comes or the link closed). Lets a receive
   /// loop drain a burst without an async call per PDU. Optional: the default is always nil.
   func receiveIfReady() -> [UInt8]?
-  /// Offers to hand every PDU received from now on straight to `connection`, in a plain call
-  /// on the connection's executor (`ATTConnection.received(_:)`), rather than queueing it
-  /// for `receive()`: no queue, lock or task between the link and the connection. Only a
-  /// link whose reader runs on that executor can (a socket link read by the event loop the
-  /// connection runs on); it answers true, and from then on `receive()` only waits for the
-  /// link's end. What it queued before stays for `receiveIfReady()`, and the connection takes
-  /// that first. The connection's `run()` calls it on the connection's executor, and again
-  /// with nil when it returns, to let go. Optional: the default declines (false).
-  func handOver(to connection: ATTConnection?) -> Bool
+  /// Offers to hand every PDU received from now on straight to `receiver` (a connection, or
+  /// a wrapping bearer's `ReceiveStage` in front of one), in a plain call on the receiver's
+  /// executor (`PDUReceiver.take(_:)`), rather than queueing it for `receive()`: no queue,
+  /// lock or task between the link and the connection. Only a link whose reader runs on
+  /// that executor can (a socket link read by the event loop the connection runs on; an
+  /// in-memory link made on it); it answers true, and from then on `receive()` only waits
+  /// for the link's end (or for what is sent from off the loop, for an in-memory link). What
+  /// it queued before stays for `receiveIfReady()`, and the connection takes that first. The
+  /// connection's `run()` calls it on the connection's executor, and again with nil when it
+  /// returns, to let go. A wrapping bearer passes the offer on with a stage of its own in
+  /// front. Optional: the default declines (false).
+  func handOver(to receiver: (any PDUReceiver)?) -> Bool
   /// The link's current security level; the GATT server checks it on every access.
   var securityLevel: SecurityLevel { get }
   /// Pairs (or re-encrypts with a bond) to reach at least `level`. Returns the level reached.
@@ -86,7 +89,52 @@ extension ATTBearer {
   public func receiveIfReady() -> [UInt8]? { nil }
 
   /// Declines: the link queues what it receives for `receive()`.
-  public func handOver(to connection: ATTConnection?) -> Bool { false }
+  public func handOver(to receiver: (any PDUReceiver)?) -> Bool { false }
 
   public var peerAddress: String? { nil }
+}
+
+/// What a link hands each PDU it receives to in place (`ATTBearer.handOver(to:)`): a
+/// connection, or a wrapping bearer's stage in front of one.
+public protocol PDUReceiver: AnyObject, Sendable {
+  /// The serial executor the PDUs must reach it on: the connection's.
+  nonisolated var unownedExecutor: UnownedSerialExecutor { get }
+  /// Takes one PDU. Only on `unownedExecutor`, in a plain call from the link's reader.
+  nonisolated func take(_ pdu: [UInt8])
+}
+
+extension PDUReceiver {
+  /// True when the receiver runs on `executor` (a link's reader): then it may hand over.
+  public func runs(on executor: AnyObject) -> Bool {
+    unownedExecutor.asSerialExecutor().map { $0 as AnyObject === executor } ?? false
+  }
+}
+
+/// A wrapping bearer's part of the way from a link to the receiver in front of which it
+/// stands (`ATTBearer.handOver(to:)`): `pass` sees each PDU first, on the receiver's
+/// executor, and hands on what it returns (nil: nothing).
+public final class ReceiveStage: PDUReceiver {
+  public let next: any PDUReceiver
+  private let pass: @Sendable ([UInt8]) -> [UInt8]?
+
+  public init(before next: any PDUReceiver, pass: @escaping @Sendable ([UInt8]) -> [UInt8]?) {
+    self.next = next
+    self.pass = pass
+  }
+
+  public var unownedExecutor: UnownedSerialExecutor { next.unownedExecutor }
+
+  public func take(_ pdu: [UInt8]) {
+    if let passed = pass(pdu) { next.take(passed) }
+  }
+}
+
+extension ATTBearer {
+  /// A wrapping bearer's `handOver(to:)`: offers `inner` to hand over to `receiver` through
+  /// a stage where `pass` sees each PDU first, as this bearer's `receive()` would.
+  public func handOver(
+    through inner: any ATTBearer, to receiver: (any PDUReceiver)?, pass: @escaping @Sendable ([UInt8]) -> [UInt8]?
+  ) -> Bool {
+    inner.handOver(to: receiver.map { ReceiveStage(before: $0, pass: pass) })
+  }
 }

@@ -252,7 +252,7 @@ public actor ATTConnection {
 
   /// Takes one PDU from the link: from `run()`'s loop, or handed over in place by a link
   /// that reads on this connection's executor (`ATTBearer.handOver(to:)`), which calls it in
-  /// a plain call (`assumeIsolated`) from its read, with no task between.
+  /// a plain call (`take(_:)`) from its read, with no task between.
   public func received(_ bytes: [UInt8]) {
     if logger.enabled(.trace) { logger.trace("\(bearer.name) < \(Hex.encode(bytes))") }
     perform(step { machine, now in machine.received(bytes, now: now) })
@@ -368,5 +368,13 @@ public actor ATTConnection {
     let reply = server.handle(pdu, on: self)
     perform(withMachine { $0.answer(to: pdu.opcode, with: reply.response) })
     reply.afterResponse?(self)
+  }
+}
+
+extension ATTConnection: PDUReceiver {
+  /// A PDU handed over in place by the link's reader, which runs on this connection's
+  /// executor: `received(_:)`, entered in a plain call (checked, as `assumeIsolated` is).
+  public nonisolated func take(_ pdu: [UInt8]) {
+    assumeIsolated(passing: pdu) { connection, pdu in connection.received(pdu) }
   }
 }

@@ -26,6 +26,13 @@ public final class RewritingBearer: ATTBearer {
 
   public func receiveIfReady() -> [UInt8]? { inner.receiveIfReady().map { incoming?($0) ?? $0 } }
 
+  /// Passes the offer on (`ATTBearer.handOver(to:)`), rewriting each PDU handed over as
+  /// `receive()` does.
+  public func handOver(to receiver: (any PDUReceiver)?) -> Bool {
+    guard let incoming else { return inner.handOver(to: receiver) }
+    return handOver(through: inner, to: receiver) { incoming($0) }
+  }
+
   public func pair(_ level: SecurityLevel) async throws(BearerError) -> SecurityLevel { try await inner.pair(level) }
 
   public func close() { inner.close() }

@@ -593,6 +593,13 @@ final class RecordingBearer: ATTBearer {
     if let pdu, let decoded = try? ATTPDU(decoding: pdu) { record(decoded) }
     return pdu
   }
+  /// Passes the offer on, reporting each PDU handed over as `receive()` does.
+  func handOver(to receiver: (any PDUReceiver)?) -> Bool {
+    handOver(through: inner, to: receiver) { [record] pdu in
+      if let decoded = try? ATTPDU(decoding: pdu) { record(decoded) }
+      return pdu
+    }
+  }
   var securityLevel: SecurityLevel { inner.securityLevel }
   var peerAddress: String? { inner.peerAddress }
   func pair(_ level: SecurityLevel) async throws(BearerError) -> SecurityLevel { try await inner.pair(level) }

@@ -61,6 +61,15 @@ public final class CapturingBearer: ATTBearer {
     return pdu
   }
 
+  /// Passes the offer on (`ATTBearer.handOver(to:)`), recording each PDU handed over as
+  /// `receive()` records it.
+  public func handOver(to receiver: (any PDUReceiver)?) -> Bool {
+    handOver(through: inner, to: receiver) { [self] pdu in
+      record(pdu, .received)
+      return pdu
+    }
+  }
+
   /// Under the flag `end` sets, so no record follows the link's end.
   private func record(_ pdu: [UInt8], _ direction: Btsnoop.Direction) {
     ended.withLock { ended in

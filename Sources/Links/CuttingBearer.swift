@@ -56,6 +56,16 @@ public final class CuttingBearer: ATTBearer {
     return pdu
   }
 
+  /// Passes the offer on (`ATTBearer.handOver(to:)`), counting and cutting as `receive()`
+  /// does: nothing is handed over after the cut.
+  public func handOver(to receiver: (any PDUReceiver)?) -> Bool {
+    handOver(through: inner, to: receiver) { [self] pdu in
+      if isCut { return nil }
+      cut(.received, at: counted(.received))
+      return pdu
+    }
+  }
+
   /// Counts one more PDU in `direction`; returns the count.
   private func counted(_ direction: Direction) -> Int {
     counts.withLock { counts -> Int in

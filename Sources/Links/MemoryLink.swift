@@ -54,7 +54,7 @@ public final class MemoryBearer: ATTBearer {
     let executor: (any InPlaceExecutor)?
     /// Each end's connection that takes PDUs in place (by end), touched only on `executor`'s
     /// thread.
-    nonisolated(unsafe) private var receivers: [ATTConnection?] = [nil, nil]
+    nonisolated(unsafe) private var receivers: [(any PDUReceiver)?] = [nil, nil]
 
     init(level: SecurityLevel, pairing: PairingPolicy, executor: (any InPlaceExecutor)? = nil) {
       raw = Atomic(level.rawValue)
@@ -63,11 +63,11 @@ public final class MemoryBearer: ATTBearer {
     }
 
     /// The connection of `end` that takes PDUs in place; on `executor`'s thread only.
-    func receiver(_ end: Int) -> ATTConnection? { receivers[end] }
+    func receiver(_ end: Int) -> (any PDUReceiver)? { receivers[end] }
 
     /// Sets (or, with nil, clears) the connection of `end` that takes PDUs in place; on
     /// `executor`'s thread only.
-    func setReceiver(_ end: Int, _ connection: ATTConnection?) { receivers[end] = connection }
+    func setReceiver(_ end: Int, _ receiver: (any PDUReceiver)?) { receivers[end] = receiver }
 
     var level: SecurityLevel { SecurityLevel(rawValue: raw.load(ordering: .acquiring))! }
 
@@ -113,7 +113,7 @@ public final class MemoryBearer: ATTBearer {
         // delivers what was written before the close.
         let closedBy = shared.closedBy.load(ordering: .acquiring)
         guard closedBy < 0 || closedBy == end else { return }
-        peer.assumeIsolated(passing: pdu) { connection, pdu in connection.received(pdu) }
+        peer.take(pdu)
       }
       return
     }
@@ -121,18 +121,17 @@ public final class MemoryBearer: ATTBearer {
     if !outbox.push(pdu) { throw .disconnected }
   }
 
-  /// Hands each PDU the peer sends from the link's executor to `connection` in place, when
-  /// the link was made with that executor, `connection` runs on it, and this is called
-  /// there; declines otherwise.
-  public func handOver(to connection: ATTConnection?) -> Bool {
+  /// Hands each PDU the peer sends from the link's executor to `receiver` in place, when
+  /// the link was made with that executor, `receiver` runs on it, and this is called there;
+  /// declines otherwise.
+  public func handOver(to receiver: (any PDUReceiver)?) -> Bool {
     guard let executor = shared.executor, executor.isCurrent else { return false }
-    guard let connection else {
+    guard let receiver else {
       shared.setReceiver(end, nil)
       return true
     }
-    guard let runsOn = connection.unownedExecutor.asSerialExecutor(), runsOn as AnyObject === executor as AnyObject
-    else { return false }
-    shared.setReceiver(end, connection)
+    guard receiver.runs(on: executor) else { return false }
+    shared.setReceiver(end, receiver)
     return true
   }
 

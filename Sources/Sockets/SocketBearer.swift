@@ -44,9 +44,9 @@ public final class SocketBearer: ATTBearer {
 
   public func receiveIfReady() -> [UInt8]? { core.inbox.nextIfReady() }
 
-  /// Hands each PDU over in place when `connection` runs on the loop that reads this link
-  /// (its actor's executor is that loop) and this is called there; declines otherwise.
-  public func handOver(to connection: ATTConnection?) -> Bool { core.handOver(to: connection) }
+  /// Hands each PDU over in place when `receiver` runs on the loop that reads this link (its
+  /// executor is that loop) and this is called there; declines otherwise.
+  public func handOver(to receiver: (any PDUReceiver)?) -> Bool { core.handOver(to: receiver) }
 
   public var securityLevel: SecurityLevel { core.securityLevel }
   /// The peer's address once it named itself in a bonded exchange.
@@ -131,8 +131,9 @@ final class SocketCore: Sendable {
   private let writeLock = Locked(())
   /// The loop that reads the socket.
   let loop: EventLoop
-  /// The connection PDUs go to in place (`handOver(to:)`); nil: they go to `inbox`.
-  private let receiver: LoopBound<ATTConnection?>
+  /// The connection (or a wrapper's stage before it) PDUs go to in place (`handOver(to:)`);
+  /// nil: they go to `inbox`.
+  private let receiver: LoopBound<(any PDUReceiver)?>
   /// A byte stream's partial frame between reads.
   private let streamDecoder: LoopBound<StreamFrameDecoder>
 
@@ -271,16 +272,14 @@ final class SocketCore: Sendable {
   /// Starts (or, with nil, stops) handing PDUs to `connection` in place; see
   /// `SocketBearer.handOver(to:)`. Only on the loop's thread, where the reads are, so no
   /// read runs meanwhile and what was queued before stays first.
-  func handOver(to connection: ATTConnection?) -> Bool {
+  func handOver(to receiver: (any PDUReceiver)?) -> Bool {
     guard loop.inEventLoop else { return false }
-    guard let connection else {
-      receiver.value = nil
+    guard let receiver else {
+      self.receiver.value = nil
       return true
     }
-    guard let executor = connection.unownedExecutor.asSerialExecutor(), executor as AnyObject === loop else {
-      return false
-    }
-    receiver.value = connection
+    guard receiver.runs(on: loop) else { return false }
+    self.receiver.value = receiver
     return true
   }
 
@@ -288,8 +287,8 @@ final class SocketCore: Sendable {
   /// (it may close in the connection's hands).
   private func deliver(_ pdu: [UInt8]) -> Bool {
     if isClosed { return false }
-    if let connection = receiver.value {
-      connection.assumeIsolated(passing: pdu) { connection, pdu in connection.received(pdu) }
+    if let receiver = receiver.value {
+      receiver.take(pdu)
     } else {
       inbox.push(pdu)
     }

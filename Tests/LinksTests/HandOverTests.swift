@@ -101,6 +101,78 @@ struct HandOverTests {
   }
 }
 
+/// A bearer that wraps a socket link (a capture, a cut, a rewrite) passes the offer to hand
+/// over on, with its own part in front: each PDU still reaches the connection in the read.
+@Suite("Handing PDUs over through a wrapping bearer", .timeLimit(scaledMinutes(1)))
+struct WrappedHandOverTests {
+  static let write = HandOverTests.write
+
+  /// Runs a connection on `wrap(b)` of a Unix pair, sends writes 1...count on `a` one at a
+  /// time (an answer is awaited for each up to `answered`), and returns what the
+  /// server saw once the link ended.
+  private func serve(count: UInt8, answered: UInt8? = nil, wrap: (SocketBearer) -> any ATTBearer) async throws
+    -> [ServedLog.Entry]
+  {
+    let ends = try await LinkKind.unixPair.open()
+    defer { ends.close() }
+    let served = ServedLog()
+    let connection = ATTConnection(bearer: wrap(ends.b), executorOf: OnLoop(testLoop))
+    await connection.setServer(RecordingServer(log: served))
+    let running = Task { await connection.run() }
+    for value in 1...count {
+      guard value <= answered ?? count else {
+        // Past the cut: the link may be closed already.
+        try? ends.a.send(Self.write(value))
+        continue
+      }
+      try ends.a.send(Self.write(value))
+      #expect(try await ends.a.receive() == [0x13])
+    }
+    ends.a.close()
+    await running.value
+    let log = served.entries
+    // The first may have been queued before the connection ran; the rest came in the read.
+    #expect(log.dropFirst().allSatisfy { !$0.inTask && $0.onLoop }, "\(log)")
+    return log
+  }
+
+  @Test("a capture records each PDU handed over, in order with what it sent")
+  func capture() async throws {
+    let directory = TemporaryDirectory()
+    let path = directory.file("capture.btsnoop")
+    let writer = try BtsnoopWriter(path: path, clock: StepClock().clock)
+    let log = try await serve(count: 4) { CapturingBearer($0, writer: writer) }
+    #expect(log.map(\.value) == [1, 2, 3, 4])
+    writer.close()
+    let file = try #require(readSnoop(try readFile(path)))
+    let records = file.records.dropFirst().dropLast()
+    let pdus: [[UInt8]] = records.map { Array($0.packet[9...]) }
+    #expect(pdus == (1...4 as ClosedRange<UInt8>).flatMap { [Self.write($0), [0x13]] })
+    #expect(
+      records.map(\.flags) == Array(repeating: [1, 0], count: 4).flatMap { $0 }, "received, then the answer sent")
+  }
+
+  @Test("a cut after the k-th PDU received hands nothing over after it")
+  func cut() async throws {
+    var cutting: CuttingBearer?
+    let log = try await serve(count: 5, answered: 2) { bearer in
+      let wrapped = CuttingBearer(bearer, cutAfter: 3, direction: .received)
+      cutting = wrapped
+      return wrapped
+    }
+    #expect(log.map(\.value) == [1, 2, 3])
+    #expect(cutting?.received == 3)
+  }
+
+  @Test("a rewrite changes each PDU handed over before the connection sees it")
+  func rewrite() async throws {
+    let log = try await serve(count: 3) { bearer in
+      RewritingBearer(bearer, incoming: { pdu in pdu.dropLast() + [pdu.last! &+ 10] })
+    }
+    #expect(log.map(\.value) == [11, 12, 13])
+  }
+}
+
 /// An in-memory link whose two ends' connections run on one loop hands each PDU sent on the
 /// loop to the other end's connection right after the sender's step
 /// (`MemoryLink.pair(on:)`, `EventLoop.runAfterCurrent`).
