@@ -230,8 +230,9 @@ public actor ATTConnection {
   public func run() async {
     await withTaskGroup(of: Void.self) { group in
       group.addTask { await self.runWatchdog() }
-      // A link read on this executor hands each PDU over in place (`received(_:)`); then
-      // the loop below takes what it queued before, and waits once, for the link's end.
+      // A link read on this executor hands each PDU over in place (`take(_:)`); then the
+      // loop below takes what it queued before, and waits for the link's end (and, on an
+      // in-memory link, for what is sent from off its loop, which it queues).
       let handedOver = bearer.handOver(to: self)
       while true {
         // What is already queued is taken without an async call (a burst of notifications).

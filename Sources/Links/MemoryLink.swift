@@ -47,14 +47,19 @@ public final class MemoryBearer: ATTBearer {
     /// every request.
     private let raw: Atomic<Int>
     let pairing: PairingPolicy
-    /// The end that closed the link first (-1: open); read before each PDU handed over in
-    /// place.
-    let closedBy = Atomic(-1)
+    /// The ends that have closed the link, a bit each (1 << end); read before each PDU
+    /// handed over in place.
+    private let closedEnds = Atomic(0)
     /// What both ends' connections run on, when the link hands PDUs over in place.
     let executor: (any InPlaceExecutor)?
     /// Each end's connection that takes PDUs in place (by end), touched only on `executor`'s
     /// thread.
     nonisolated(unsafe) private var receivers: [(any PDUReceiver)?] = [nil, nil]
+    /// With `executor`: how many PDUs each end's queue may hold (counted before the push and
+    /// after the pop, so never fewer than it holds). A PDU goes in place only behind an
+    /// empty queue, so one sent from off the loop is never overtaken.
+    private let queuedAt0 = Atomic(0)
+    private let queuedAt1 = Atomic(0)
 
     init(level: SecurityLevel, pairing: PairingPolicy, executor: (any InPlaceExecutor)? = nil) {
       raw = Atomic(level.rawValue)
@@ -63,11 +68,38 @@ public final class MemoryBearer: ATTBearer {
     }
 
     /// The connection of `end` that takes PDUs in place; on `executor`'s thread only.
-    func receiver(_ end: Int) -> (any PDUReceiver)? { receivers[end] }
+    func receiver(_ end: Int) -> (any PDUReceiver)? {
+      precondition(executor?.isCurrent == true, "a memory link's receiver read off its executor")
+      return receivers[end]
+    }
 
     /// Sets (or, with nil, clears) the connection of `end` that takes PDUs in place; on
     /// `executor`'s thread only.
-    func setReceiver(_ end: Int, _ receiver: (any PDUReceiver)?) { receivers[end] = receiver }
+    func setReceiver(_ end: Int, _ receiver: (any PDUReceiver)?) {
+      precondition(executor?.isCurrent == true, "a memory link's receiver set off its executor")
+      receivers[end] = receiver
+    }
+
+    /// Notes that `end` closed the link.
+    func close(_ end: Int) { closedEnds.bitwiseOr(1 << end, ordering: .acquiringAndReleasing) }
+    /// Either end has closed the link.
+    var isClosed: Bool { closedEnds.load(ordering: .acquiring) != 0 }
+    /// `end` has closed the link.
+    func isClosed(by end: Int) -> Bool { closedEnds.load(ordering: .acquiring) & (1 << end) != 0 }
+
+    /// Adds `delta` to the count of `end`'s queue, when the link hands PDUs over in place.
+    func count(_ delta: Int, queuedAt end: Int) {
+      guard executor != nil else { return }
+      if end == 0 {
+        queuedAt0.add(delta, ordering: .acquiringAndReleasing)
+      } else {
+        queuedAt1.add(delta, ordering: .acquiringAndReleasing)
+      }
+    }
+    /// `end`'s queue holds nothing (nor is anything on its way into it).
+    func isEmpty(queueAt end: Int) -> Bool {
+      (end == 0 ? queuedAt0.load(ordering: .acquiring) : queuedAt1.load(ordering: .acquiring)) == 0
+    }
 
     var level: SecurityLevel { SecurityLevel(rawValue: raw.load(ordering: .acquiring))! }
 
@@ -101,24 +133,29 @@ public final class MemoryBearer: ATTBearer {
   }
 
   /// Hands the PDU to the peer's connection right after this step, when the peer takes
-  /// PDUs in place and this runs on the link's executor; queues it for the peer otherwise.
-  /// Never waits.
+  /// PDUs in place, this runs on the link's executor and nothing waits in the peer's queue;
+  /// queues it for the peer otherwise. Never waits.
   public func send(_ pdu: [UInt8]) throws(BearerError) {
-    if let executor = shared.executor, executor.isCurrent, let peer = shared.receiver(1 - end) {
-      if shared.closedBy.load(ordering: .acquiring) >= 0 { throw .disconnected }
-      let (shared, end) = (self.shared, self.end)
+    let peerEnd = 1 - end
+    if let executor = shared.executor, executor.isCurrent, shared.isEmpty(queueAt: peerEnd),
+      let peer = shared.receiver(peerEnd)
+    {
+      if shared.isClosed { throw .disconnected }
+      let shared = self.shared
       executor.runAfterCurrent {
-        // Sent before the link closed: it arrives unless the peer closed the link itself
-        // meanwhile (nothing reaches a connection after its own end closed), as a socket
-        // delivers what was written before the close.
-        let closedBy = shared.closedBy.load(ordering: .acquiring)
-        guard closedBy < 0 || closedBy == end else { return }
-        peer.take(pdu)
+        // Sent before the link closed: it arrives unless the peer closed its end meanwhile
+        // (nothing reaches a connection after its own end closed), as a socket delivers
+        // what was written before the close.
+        if !shared.isClosed(by: peerEnd) { peer.take(pdu) }
       }
       return
     }
+    shared.count(1, queuedAt: peerEnd)
     // `push` refuses (false) once the outbox is closed.
-    if !outbox.push(pdu) { throw .disconnected }
+    if !outbox.push(pdu) {
+      shared.count(-1, queuedAt: peerEnd)
+      throw .disconnected
+    }
   }
 
   /// Hands each PDU the peer sends from the link's executor to `receiver` in place, when
@@ -136,10 +173,16 @@ public final class MemoryBearer: ATTBearer {
   }
 
   nonisolated(nonsending) public func receive() async throws(BearerError) -> [UInt8]? {
-    await inbox.next()
+    let pdu = await inbox.next()
+    if pdu != nil { shared.count(-1, queuedAt: end) }
+    return pdu
   }
 
-  public func receiveIfReady() -> [UInt8]? { inbox.nextIfReady() }
+  public func receiveIfReady() -> [UInt8]? {
+    let pdu = inbox.nextIfReady()
+    if pdu != nil { shared.count(-1, queuedAt: end) }
+    return pdu
+  }
 
   public var securityLevel: SecurityLevel { shared.level }
   /// The peer's address once it named itself in a bonded exchange.
@@ -192,7 +235,7 @@ public final class MemoryBearer: ATTBearer {
   }
 
   public func close() {
-    _ = shared.closedBy.compareExchange(expected: -1, desired: end, ordering: .acquiringAndReleasing)
+    shared.close(end)
     inbox.close()
     outbox.close()
   }

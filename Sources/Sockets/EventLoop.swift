@@ -22,7 +22,9 @@ import Wire
 /// **Calls in place.** Code on the loop's thread may queue a call to run once the job, read
 /// or call running now is over, before anything else (`runAfterCurrent`, `InPlaceExecutor`):
 /// an in-memory link whose two ends' connections both run on the loop hands each PDU to the
-/// other end that way, in a plain call, with no task, lock or wake-up.
+/// other end that way, in a plain call, with no task, lock or wake-up. The loop runs such
+/// calls, and those they queue, until none is left, as one job: two engines talking in
+/// memory hold the loop until one of them waits.
 ///
 /// **Running tasks.** Swift's default executor runs tasks on a pool of threads. A PDU read
 /// here for a task that waits for it then costs a second wake-up, of a pool thread; between

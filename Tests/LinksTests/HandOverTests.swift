@@ -1,4 +1,5 @@
 import ATT
+import Dispatch
 import Runtime
 import TestSupport
 import Testing
@@ -247,6 +248,42 @@ struct MemoryHandOverTests {
     #expect(served.entries.map(\.value) == [0, 1, 2])
   }
 
+  @Test("nothing more reaches a connection that closed its end, though the sender closed first")
+  func nothingAfterItsCloseWhenBothClose() async throws {
+    let (a, b) = MemoryLink.pair(on: testLoop)
+    let sender = LoopSender(testLoop, a)
+    let served = ServedLog()
+    let connection = ATTConnection(bearer: b, executorOf: OnLoop(testLoop))
+    await connection.setServer(RecordingServer(log: served, closesOn: 1))
+    let running = Task { await connection.run() }
+    try await sender.send(0...0)
+    #expect(try await a.receive() == [0x13])
+    // Sent, then closed, in one step; the connection closes its end as it serves 1.
+    try await sender.send(1...3, thenClose: true)
+    await running.value
+    #expect(served.entries.map(\.value) == [0, 1])
+  }
+
+  @Test("a PDU sent on the loop waits behind one sent from off the loop and still queued")
+  func behindWhatIsQueued() async throws {
+    let (a, b) = MemoryLink.pair(on: testLoop)
+    defer { a.close() }
+    let sender = LoopSender(testLoop, a)
+    let served = ServedLog()
+    let connection = ATTConnection(bearer: b, executorOf: OnLoop(testLoop))
+    await connection.setServer(RecordingServer(log: served))
+    let running = Task { await connection.run() }
+    try await sender.send(0...0)
+    #expect(try await a.receive() == [0x13])
+    // In one step on the loop: 1 is sent from another thread (queued, the connection's turn
+    // to take it comes after this step), then 2 from the loop.
+    try await sender.send(2...2, after: { try a.send(HandOverTests.write(1)) })
+    for _ in 1...2 { #expect(try await a.receive() == [0x13]) }
+    #expect(served.entries.map(\.value) == [0, 1, 2])
+    a.close()
+    await running.value
+  }
+
   @Test("what the sender sent before it closed the link still arrives")
   func sentBeforeTheSendersClose() async throws {
     let (a, b) = MemoryLink.pair(on: testLoop)
@@ -302,9 +339,14 @@ private actor LoopSender {
   }
   nonisolated var unownedExecutor: UnownedSerialExecutor { loop.asUnownedSerialExecutor() }
 
-  func send(_ values: ClosedRange<UInt8>, thenClose: Bool = false) throws {
+  /// Sends `values` in one step; first, with `after`, waits in that step for `after` to
+  /// have run on another thread.
+  func send(
+    _ values: ClosedRange<UInt8>, thenClose: Bool = false, after: (@Sendable () throws -> Void)? = nil
+  ) throws {
     step.set(true)
     defer { step.set(false) }
+    if let after { try onAnotherThread(after) }
     for value in values { try bearer.send(HandOverTests.write(value)) }
     if thenClose { bearer.close() }
   }
@@ -359,4 +401,18 @@ private struct RecordingServer: ATTServerHandler {
     if value == closesOn { connection.bearer.close() }
     return ATTServerReply(.writeResponse(WriteResponse()))
   }
+}
+
+/// Runs `body` on a thread of its own and waits for it, blocking the caller's thread (a test
+/// on the loop that needs a send from elsewhere to happen within one of its steps).
+private func onAnotherThread(_ body: @escaping @Sendable () throws -> Void) throws {
+  let outcome = Locked<Result<Void, any Error>?>(nil)
+  let done = DispatchSemaphore(value: 0)
+  #expect(
+    spawnThread {
+      outcome.withLock { $0 = Result { try body() } }
+      done.signal()
+    })
+  done.wait()
+  try outcome.withLock { $0 }?.get()
 }
