@@ -78,6 +78,8 @@ public enum LinkFault: Error, Hashable, Sendable, CustomStringConvertible {
   case connectionReset
   /// Another operating-system error while reading or writing.
   case io(String)
+  /// The peer left this many bytes unread beyond the socket's buffer (it stopped reading).
+  case peerNotReading(bytes: Int)
 
   public var description: String {
     switch self {
@@ -89,6 +91,7 @@ public enum LinkFault: Error, Hashable, Sendable, CustomStringConvertible {
     case .truncatedFrame(let count): return "stream ended inside a frame (\(count) bytes buffered)"
     case .connectionReset: return "connection reset by peer"
     case .io(let why): return why
+    case .peerNotReading(let bytes): return "the peer stopped reading: \(bytes) bytes sent to it wait unread"
     }
   }
 }

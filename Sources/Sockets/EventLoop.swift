@@ -19,6 +19,12 @@ import Wire
 /// is then removed from epoll before it can be closed, so a recycled descriptor number never
 /// reaches the wrong link.
 ///
+/// **Writing.** A link's write never blocks either: what the socket's buffer cannot take
+/// waits in the link's backlog, in order, and the loop sends it as the socket becomes
+/// writable again (EPOLLOUT, watched only while something waits). So a peer that reads
+/// slowly or not at all never stalls the loop and the other links on it; one that leaves
+/// 64 MiB unread is given up (`LinkFault.peerNotReading`).
+///
 /// **Calls in place.** Code on the loop's thread may queue a call to run once the job, read
 /// or call running now is over, before anything else (`runAfterCurrent`, `InPlaceExecutor`):
 /// an in-memory link whose two ends' connections both run on the loop hands each PDU to the
@@ -236,6 +242,16 @@ public final class EventLoop: @unchecked Sendable {
     return code == 0
   }
 
+  /// Watches `core`'s socket for room to write too (`on`: its backlog waits), or no longer;
+  /// from any thread, under the core's backlog lock, so the last call is the one that holds.
+  func watchWritable(_ core: SocketCore, _ on: Bool) {
+    var event = epoll_event()
+    event.events = EPOLLIN.rawValue | EPOLLRDHUP.rawValue | (on ? EPOLLOUT.rawValue : 0)
+    event.data.ptr = Unmanaged.passUnretained(core).toOpaque()
+    // Fails harmlessly (ENOENT) once the loop has taken the socket out of epoll.
+    _ = epoll_ctl(epoll, EPOLL_CTL_MOD, core.socket.fd, &event)
+  }
+
   // MARK: Jobs
 
   /// Why the loop did not become Swift's global executor.
@@ -432,6 +448,12 @@ public final class EventLoop: @unchecked Sendable {
         // Still in `links`: only this thread takes a core out, right after its last event.
         let core = Unmanaged<SocketCore>.fromOpaque(named).takeUnretainedValue()
         let fd = core.socket.fd
+        let ready = events[index].events
+        if ready & EPOLLOUT.rawValue != 0 {
+          core.flush()
+          // Room to write and nothing else: the socket has nothing to read.
+          if ready == EPOLLOUT.rawValue { continue }
+        }
         let open = core.readAvailable(into: &buffer, turns: Self.readsPerTurn)
         runCalls()
         if !open {

@@ -126,9 +126,18 @@ final class SocketCore: Sendable {
   /// `state.closed`, readable without the lock: checked before every read, delivery and
   /// write.
   private let down = Atomic<Bool>(false)
-  /// Serialises a byte stream's writes, whose frames could otherwise interleave (a
-  /// SEQPACKET message is written whole by one call).
-  private let writeLock = Locked(())
+  /// What the peer has not taken yet: frames a write could not put in the socket's buffer
+  /// without blocking, in order, sent as the loop sees the socket writable again. Also
+  /// serialises a byte stream's writes, whose frames could otherwise interleave (a SEQPACKET
+  /// message is written whole by one call).
+  private let backlog = Locked(Backlog())
+  /// The backlog holds something: readable without its lock, so a message link's write
+  /// while nothing waits takes no lock.
+  private let backlogged = Atomic<Bool>(false)
+  /// How many bytes the peer may leave unread beyond the socket's own buffer before the link
+  /// is given up (`LinkFault.peerNotReading`): far beyond any flood a scenario sends, only a
+  /// bound on the memory a peer that stopped reading can hold.
+  static let backlogLimit = 64 << 20
   /// The loop that reads the socket.
   let loop: EventLoop
   /// The connection (or a wrapper's stage before it) PDUs go to in place (`handOver(to:)`);
@@ -178,7 +187,8 @@ final class SocketCore: Sendable {
     return state.withLock { $0.level }
   }
 
-  /// Ends the link once; later calls do nothing. Records `fault` as the reason, if any.
+  /// Ends the link once; later calls do nothing. Records `fault` as the reason, if any. What
+  /// the peer had not taken yet is dropped.
   func disconnect(fault: LinkFault?) {
     let waiters = state.withLock { state -> [PairWaiter]? in
       if state.closed { return nil }
@@ -190,6 +200,7 @@ final class SocketCore: Sendable {
     }
     guard let waiters else { return }
     socket.shutdown()
+    backlog.withLock { $0 = Backlog() }
     inbox.close()
     for waiter in waiters { waiter.resume(returning: .failure(.disconnected)) }
   }
@@ -214,33 +225,108 @@ final class SocketCore: Sendable {
     try writeFrame(frame)
   }
 
+  /// Writes the frame without blocking, or queues it behind what the peer has not taken yet:
+  /// a peer that reads slowly, or not at all, never stalls the sender (the event loop, with
+  /// every other link on it). Frames leave in the order they were written.
   private func writeFrame(_ frame: [UInt8]) throws(BearerError) {
     if isClosed { throw .disconnected }
-    let code = framing == .stream ? writeLock.withLock { _ in writeAll(frame) } : writeAll(frame)
-    if code == 0 { return }
-    switch code {
-    case EPIPE, ENOTCONN, ESHUTDOWN: disconnect(fault: nil)
-    case ECONNRESET: disconnect(fault: .connectionReset)
-    default: disconnect(fault: .io("send: \(errnoText(code))"))
+    if framing != .stream && !backlogged.load(ordering: .acquiring) {
+      // Nothing waits: a message goes whole or not at all, with no lock.
+      switch write(frame[...]) {
+      case .written: return
+      case .failed(let code): return try failed(code)
+      case .blocked: break
+      }
     }
-    throw .disconnected
+    let outcome = backlog.withLock { backlog -> Queueing in
+      var rest = frame[...]
+      if backlog.isEmpty {
+        switch write(rest) {
+        case .written: return .done
+        case .failed(let code): return .ends(Self.writeFault(code))
+        case .blocked(let written): rest = rest.dropFirst(written)
+        }
+        backlogged.store(true, ordering: .releasing)
+        loop.watchWritable(self, true)
+      }
+      backlog.append(rest)
+      if backlog.bytes > Self.backlogLimit { return .ends(.peerNotReading(bytes: backlog.bytes)) }
+      return .done
+    }
+    if case .ends(let fault) = outcome {
+      disconnect(fault: fault)
+      throw .disconnected
+    }
   }
 
-  /// Writes all of `bytes`: retries on EINTR and continues after a partial write (TCP).
-  /// MSG_NOSIGNAL turns a write to a closed peer into EPIPE instead of SIGPIPE.
-  private func writeAll(_ bytes: [UInt8]) -> Int32 {
-    bytes.withUnsafeBytes { raw -> Int32 in
+  private enum Queueing {
+    /// Written, or queued behind the backlog.
+    case done
+    /// The link ends, for this reason (nil: the peer went away).
+    case ends(LinkFault?)
+  }
+
+  /// Sends what waits in the backlog, as far as the socket takes it; on the loop, when the
+  /// socket is writable again. Once it is all gone, the loop stops watching for room.
+  func flush() {
+    let fault = backlog.withLock { backlog -> LinkFault? in
+      while let next = backlog.first {
+        switch write(next) {
+        case .written: backlog.removeFirst(next.count)
+        case .blocked(let written):
+          backlog.removeFirst(written)
+          return nil
+        case .failed(let code): return Self.writeFault(code)
+        }
+      }
+      backlogged.store(false, ordering: .releasing)
+      if !isClosed { loop.watchWritable(self, false) }
+      return nil
+    }
+    if let fault { disconnect(fault: fault) }
+  }
+
+  /// Bytes written but not yet taken by the socket (for tests).
+  package var backlogBytes: Int { backlog.withLock { $0.bytes } }
+
+  private enum Write {
+    case written
+    /// The socket's buffer is full: only the first `written` bytes went.
+    case blocked(written: Int)
+    case failed(Int32)
+  }
+
+  /// Writes `bytes` without blocking: retries on EINTR and continues after a partial write
+  /// (TCP). MSG_NOSIGNAL turns a write to a closed peer into EPIPE instead of SIGPIPE.
+  private func write(_ bytes: ArraySlice<UInt8>) -> Write {
+    bytes.withUnsafeBytes { raw -> Write in
       var offset = 0
       while offset < raw.count {
-        let written = Glibc.send(socket.fd, raw.baseAddress! + offset, raw.count - offset, Int32(MSG_NOSIGNAL))
+        let flags = Int32(MSG_NOSIGNAL) | Int32(MSG_DONTWAIT)
+        let written = Glibc.send(socket.fd, raw.baseAddress! + offset, raw.count - offset, flags)
         if written < 0 {
           let code = errno
           if code == EINTR { continue }
-          return code
+          if code == EAGAIN || code == EWOULDBLOCK { return .blocked(written: offset) }
+          return .failed(code)
         }
         offset += written
       }
-      return 0
+      return .written
+    }
+  }
+
+  private func failed(_ code: Int32) throws(BearerError) {
+    disconnect(fault: Self.writeFault(code))
+    throw .disconnected
+  }
+
+  /// Why a write failed: nil when the peer just went away.
+  private static func writeFault(_ code: Int32) -> LinkFault? {
+    switch code {
+    case EPIPE, ENOTCONN, ESHUTDOWN: return nil
+    case ECONNRESET: return .connectionReset
+    default: return .io("send: \(errnoText(code))")
     }
   }
 
@@ -477,5 +563,29 @@ final class SocketCore: Sendable {
       }
     }
     return true
+  }
+}
+
+/// Frames a socket could not take yet (`SocketCore.writeFrame`), in order; the first may be
+/// partly written (a byte stream).
+struct Backlog {
+  /// The first frame's unwritten part; nil when nothing waits.
+  private(set) var first: ArraySlice<UInt8>?
+  private var rest = FIFO<ArraySlice<UInt8>>()
+  /// The bytes waiting.
+  private(set) var bytes = 0
+
+  var isEmpty: Bool { first == nil }
+
+  mutating func append(_ frame: ArraySlice<UInt8>) {
+    if first == nil { first = frame } else { rest.append(frame) }
+    bytes += frame.count
+  }
+
+  /// Drops the first `count` bytes of the first frame, which the socket took.
+  mutating func removeFirst(_ count: Int) {
+    guard let head = first else { return }
+    bytes -= count
+    first = count < head.count ? head.dropFirst(count) : rest.popFirst()
   }
 }

@@ -1,0 +1,194 @@
+import ATT
+import Glibc
+import Runtime
+import TestSupport
+import Testing
+
+@testable import Links
+@testable import Sockets
+
+/// A socket link's write never blocks: what the socket's buffer cannot take waits in the
+/// link's backlog and leaves, in order, as the peer reads.
+@Suite("A link's writes never block", .timeLimit(scaledMinutes(1)))
+struct BacklogTests {
+  /// An ATT notification of `size` bytes carrying `index`.
+  static func pdu(_ index: Int, size: Int = 20) -> [UInt8] {
+    [0x1B, UInt8(index & 0xFF), UInt8(index >> 8)] + Array(repeating: 0x55, count: size - 3)
+  }
+
+  /// More than a socket's buffer holds (made small, `shrinkBuffers`), so the peer must read
+  /// before the last can leave.
+  static let count = 2_000
+
+  /// Gives the link's socket a small send buffer, and the peer's (unless `tcp`) a small
+  /// receive buffer, so a few kilobytes fill them. (A TCP receiver whose buffer is smaller
+  /// than a segment never opens its window again.)
+  static func shrinkBuffers(_ bearer: SocketBearer, _ raw: RawSocket, tcp: Bool = false) {
+    // The kernel doubles it, and makes it at least its minimum (4608 bytes on Linux).
+    var size: Int32 = 2048
+    let length = socklen_t(MemoryLayout<Int32>.size)
+    #expect(setsockopt(bearer.core.socket.fd, SOL_SOCKET, SO_SNDBUF, &size, length) == 0)
+    if !tcp { #expect(setsockopt(raw.fd, SOL_SOCKET, SO_RCVBUF, &size, length) == 0) }
+  }
+
+  @Test("a message link to a peer that does not read queues what the socket cannot take, then sends it in order")
+  func messagesInOrder() async throws {
+    let (bearer, raw) = try RawSocket.seqpacketPair()
+    defer { bearer.close() }
+    Self.shrinkBuffers(bearer, raw)
+    // Blocked in the kernel before (the test ran into its time limit); queued now.
+    for index in 0..<Self.count { try bearer.send(Self.pdu(index)) }
+    #expect(bearer.core.backlogBytes > 0)
+    let messages = await raw.readMessages(Self.count)
+    #expect(messages == (0..<Self.count).map { [LinkFraming.attChannel] + Self.pdu($0) })
+  }
+
+  /// The two byte-stream links: TCP, and a Unix stream pair (whose writes the kernel cuts
+  /// into pieces of half its buffer, so a frame is often written in part).
+  enum Stream: String, CaseIterable, Sendable {
+    case tcp
+    case unix
+
+    func open() async throws -> (SocketBearer, RawSocket, TCPListener?) {
+      switch self {
+      case .tcp:
+        let listener = try TCPListener(on: testLoop)
+        async let accepted = listener.accept()
+        let raw = try await RawSocket.tcp(port: listener.port)
+        return (try await accepted, raw, listener)
+      case .unix:
+        var fds: [Int32] = [-1, -1]
+        let type = Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue)
+        #expect(socketpair(AF_UNIX, type, 0, &fds) == 0)
+        let bearer = try SocketCore.start(
+          fd: fds[0], framing: .stream, name: "raw-stream", pairing: .accept(upTo: .authenticated), on: testLoop)
+        return (bearer, RawSocket(fd: fds[1]), nil)
+      }
+    }
+  }
+
+  @Test(
+    "a byte stream to a peer that does not read queues the rest of a frame and what follows, then sends it in order",
+    arguments: Stream.allCases)
+  func streamInOrder(stream: Stream) async throws {
+    let (bearer, raw, listener) = try await stream.open()
+    defer {
+      bearer.close()
+      listener?.close()
+    }
+    Self.shrinkBuffers(bearer, raw, tcp: stream == .tcp)
+    // Frames larger than the pieces a Unix stream writes, read in smaller pieces still, so
+    // that room comes piece by piece and a frame is often written in part.
+    let pdus = (0..<Self.count).map { Self.pdu($0, size: 4000) }
+    for pdu in pdus { try bearer.send(pdu) }
+    #expect(bearer.core.backlogBytes > 0)
+    let expected = pdus.flatMap { pdu in
+      [UInt8(truncatingIfNeeded: pdu.count + 1), UInt8((pdu.count + 1) >> 8), LinkFraming.attChannel] + pdu
+    }
+    let bytes = await raw.readStream(expected.count, piece: 1000)
+    #expect(bytes.count == expected.count)
+    #expect(bytes == expected)
+  }
+
+  @Test("a peer that does not read never stalls the loop: its other links go on")
+  func theLoopGoesOn() async throws {
+    let (stuck, raw) = try RawSocket.seqpacketPair()
+    defer { stuck.close() }
+    Self.shrinkBuffers(stuck, raw)
+    let ends = try await LinkKind.unixPair.open()
+    defer { ends.close() }
+    // On the loop's thread: a blocking write there would stall every link on the loop.
+    let sent = try await Task(executorPreference: testLoop) {
+      #expect(testLoop.inEventLoop)
+      for index in 0..<Self.count { try stuck.send(Self.pdu(index)) }
+      return stuck.core.backlogBytes
+    }.value
+    #expect(sent > 0)
+    // The loop still reads the other link.
+    try ends.a.send([0x0A, 0x03, 0x00])
+    #expect(try await ends.b.receive() == [0x0A, 0x03, 0x00])
+    withExtendedLifetime(raw) {}
+  }
+
+  @Test("the backlog gives back what a socket did not take, from where a partial write stopped")
+  func backlogParts() {
+    var backlog = Backlog()
+    #expect(backlog.isEmpty)
+    backlog.append([1, 2, 3, 4][2...])
+    backlog.append([5, 6, 7])
+    backlog.append([8])
+    #expect(backlog.bytes == 6)
+    #expect(backlog.first.map(Array.init) == [3, 4])
+    // The socket took one byte of the first, then the rest of it, then two of the next.
+    backlog.removeFirst(1)
+    #expect(backlog.first.map(Array.init) == [4])
+    backlog.removeFirst(1)
+    #expect(backlog.first.map(Array.init) == [5, 6, 7])
+    backlog.removeFirst(2)
+    #expect(backlog.first.map(Array.init) == [7])
+    #expect(backlog.bytes == 2)
+    backlog.removeFirst(1)
+    backlog.removeFirst(1)
+    #expect(backlog.isEmpty)
+    #expect(backlog.bytes == 0)
+  }
+
+  @Test("a peer that leaves more than the limit unread is given up")
+  func peerNotReading() async throws {
+    let (bearer, raw) = try RawSocket.seqpacketPair()
+    defer { bearer.close() }
+    let pdu = Self.pdu(0, size: 512)
+    var sent = 0
+    do {
+      while sent <= SocketCore.backlogLimit / pdu.count + 1 {
+        try bearer.send(pdu)
+        sent += 1
+      }
+      Issue.record("the link took \(sent) PDUs the peer never read")
+    } catch {
+      #expect(error == .disconnected)
+    }
+    guard case .peerNotReading(let bytes) = bearer.lastError else {
+      Issue.record("fault: \(String(describing: bearer.lastError))")
+      return
+    }
+    #expect(bytes > SocketCore.backlogLimit)
+    #expect(!bearer.isConnected)
+    // What was queued is dropped with the link.
+    #expect(bearer.core.backlogBytes == 0)
+    withExtendedLifetime(raw) {}
+  }
+}
+
+extension RawSocket {
+  /// `count` bytes from a stream, read `piece` bytes at a time on one thread of their own
+  /// (fewer only at end of file).
+  func readStream(_ count: Int, piece: Int) async -> [UInt8] {
+    let fd = self.fd
+    return await runBlocking {
+      var buffer = [UInt8](repeating: 0, count: piece)
+      var bytes: [UInt8] = []
+      while bytes.count < count {
+        let read = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+        if read <= 0 { break }
+        bytes += buffer[0..<read]
+      }
+      return bytes
+    }
+  }
+
+  /// `count` messages from a seqpacket socket, read on one thread of their own.
+  func readMessages(_ count: Int) async -> [[UInt8]] {
+    let fd = self.fd
+    return await runBlocking {
+      var buffer = [UInt8](repeating: 0, count: 65536)
+      var messages: [[UInt8]] = []
+      while messages.count < count {
+        let read = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+        if read <= 0 { break }
+        messages.append(Array(buffer[0..<read]))
+      }
+      return messages
+    }
+  }
+}
