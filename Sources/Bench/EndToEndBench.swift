@@ -24,15 +24,18 @@ extension Bench {
     return options
   }
 
-  /// Waits until `count` notifications were added; returns the seconds from the session's
-  /// start (the `connected` event) to the last one.
-  static func fetchAll(_ events: EventStream<WatchEvent>, count: Int) async -> Double {
+  /// Waits until `count` notifications were added; returns the seconds from `given`, or
+  /// else from the session's start (the `connected` event as this task reads it), to the
+  /// last one read.
+  static func fetchAll(
+    _ events: EventStream<WatchEvent>, count: Int, since given: ContinuousClock.Instant? = nil
+  ) async -> Double {
     let clock = ContinuousClock()
-    var start = clock.now
+    var start = given ?? clock.now
     var added = 0
     for await event in events {
       switch event {
-      case .connected: start = clock.now
+      case .connected where given == nil: start = clock.now
       case .added(let notification) where notification.fetched && !notification.message.isEmpty:
         added += 1
         if added == count { return (clock.now - start).seconds }
@@ -134,8 +137,11 @@ extension Bench {
     let serving = Task { await phone.serve(central) }
     let engine = WatchEngine(options: Self.benchWatchOptions, executor: loop) { peripheral }
     let events = engine.events()
+    // From before the watch runs: on one loop, the whole exchange may be over before this
+    // task reads the watch's first event (its `connected`), so the clock cannot start there.
+    let start = ContinuousClock.now
     let running = Task { await engine.run() }
-    let seconds = await Self.fetchAll(events, count: count)
+    let seconds = await Self.fetchAll(events, count: count, since: start)
     var iterator = events.makeAsyncIterator()
     let latencies = await Self.latencies(phone: phone, events: &iterator, samples: 2000)
     engine.stop()
