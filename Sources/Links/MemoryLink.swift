@@ -60,11 +60,39 @@ public final class MemoryBearer: ATTBearer {
     /// empty queue, so one sent from off the loop is never overtaken.
     private let queuedAt0 = Atomic(0)
     private let queuedAt1 = Atomic(0)
+    /// PDUs sent on the loop, each for the connection of its `end`, to be handed over once
+    /// the sender's step is over, in order; touched only on `executor`'s thread.
+    nonisolated(unsafe) private var inFlight = FIFO<(end: Int, pdu: [UInt8])>()
+    /// The call that hands `inFlight` over is queued or runs.
+    nonisolated(unsafe) private var handing = false
+    /// That call, made once: a closure made for each PDU would cost an allocation each.
+    nonisolated(unsafe) private var handOverCall: (() -> Void)?
 
     init(level: SecurityLevel, pairing: PairingPolicy, executor: (any InPlaceExecutor)? = nil) {
       raw = Atomic(level.rawValue)
       self.pairing = pairing
       self.executor = executor
+      handOverCall = { [weak self] in self?.handOverInFlight() }
+    }
+
+    /// Hands `pdu` to the connection of `end` once the step running now is over; on
+    /// `executor`'s thread only.
+    func handOver(_ pdu: [UInt8], to end: Int) {
+      inFlight.append((end, pdu))
+      if handing { return }
+      handing = true
+      executor?.runAfterCurrent(handOverCall!)
+    }
+
+    /// Hands over what was sent, and what that makes the receivers send, until none is left.
+    private func handOverInFlight() {
+      while let (end, pdu) = inFlight.popFirst() {
+        // Sent before the link closed: it arrives unless its end closed meanwhile (nothing
+        // reaches a connection after its own end closed), as a socket delivers what was
+        // written before the close. A connection whose run has ended takes nothing.
+        if !isClosed(by: end), let receiver = receivers[end] { receiver.take(pdu) }
+      }
+      handing = false
     }
 
     /// The connection of `end` that takes PDUs in place; on `executor`'s thread only.
@@ -138,16 +166,10 @@ public final class MemoryBearer: ATTBearer {
   public func send(_ pdu: [UInt8]) throws(BearerError) {
     let peerEnd = 1 - end
     if let executor = shared.executor, executor.isCurrent, shared.isEmpty(queueAt: peerEnd),
-      let peer = shared.receiver(peerEnd)
+      shared.receiver(peerEnd) != nil
     {
       if shared.isClosed { throw .disconnected }
-      let shared = self.shared
-      executor.runAfterCurrent {
-        // Sent before the link closed: it arrives unless the peer closed its end meanwhile
-        // (nothing reaches a connection after its own end closed), as a socket delivers
-        // what was written before the close.
-        if !shared.isClosed(by: peerEnd) { peer.take(pdu) }
-      }
+      shared.handOver(pdu, to: peerEnd)
       return
     }
     shared.count(1, queuedAt: peerEnd)
