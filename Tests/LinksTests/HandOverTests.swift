@@ -231,74 +231,69 @@ struct MemoryHandOverTests {
     try await other.shutdown()
   }
 
+  /// A memory link on the test loop whose `b` end a connection on the loop serves (closing
+  /// the link as it serves `closesOn`), once a first write (0) was answered: from then on
+  /// the connection takes what is sent on the loop in place.
+  private struct Serving {
+    let a: MemoryBearer
+    let sender: LoopSender
+    let served: ServedLog
+    let running: Task<Void, Never>
+
+    init(closesOn: UInt8? = nil) async throws {
+      let (a, b) = MemoryLink.pair(on: testLoop)
+      self.a = a
+      sender = LoopSender(testLoop, a)
+      served = ServedLog()
+      let connection = ATTConnection(bearer: b, executorOf: OnLoop(testLoop))
+      await connection.setServer(RecordingServer(log: served, closesOn: closesOn))
+      running = Task { await connection.run() }
+      try await sender.send(0...0)
+      #expect(try await a.receive() == [0x13])
+    }
+  }
+
   @Test("nothing more reaches a connection once its end closed the link")
   func nothingAfterItsClose() async throws {
-    let (a, b) = MemoryLink.pair(on: testLoop)
-    defer { a.close() }
-    let sender = LoopSender(testLoop, a)
-    let served = ServedLog()
-    let connection = ATTConnection(bearer: b, executorOf: OnLoop(testLoop))
     // The server closes the link as it serves the value 2.
-    await connection.setServer(RecordingServer(log: served, closesOn: 2))
-    let running = Task { await connection.run() }
-    try await sender.send(0...0)
-    #expect(try await a.receive() == [0x13])
-    try await sender.send(1...6)
-    await running.value
-    #expect(served.entries.map(\.value) == [0, 1, 2])
+    let link = try await Serving(closesOn: 2)
+    defer { link.a.close() }
+    try await link.sender.send(1...6)
+    await link.running.value
+    #expect(link.served.entries.map(\.value) == [0, 1, 2])
   }
 
   @Test("nothing more reaches a connection that closed its end, though the sender closed first")
   func nothingAfterItsCloseWhenBothClose() async throws {
-    let (a, b) = MemoryLink.pair(on: testLoop)
-    let sender = LoopSender(testLoop, a)
-    let served = ServedLog()
-    let connection = ATTConnection(bearer: b, executorOf: OnLoop(testLoop))
-    await connection.setServer(RecordingServer(log: served, closesOn: 1))
-    let running = Task { await connection.run() }
-    try await sender.send(0...0)
-    #expect(try await a.receive() == [0x13])
+    let link = try await Serving(closesOn: 1)
     // Sent, then closed, in one step; the connection closes its end as it serves 1.
-    try await sender.send(1...3, thenClose: true)
-    await running.value
-    #expect(served.entries.map(\.value) == [0, 1])
+    try await link.sender.send(1...3, thenClose: true)
+    await link.running.value
+    #expect(link.served.entries.map(\.value) == [0, 1])
   }
 
   @Test("a PDU sent on the loop waits behind one sent from off the loop and still queued")
   func behindWhatIsQueued() async throws {
-    let (a, b) = MemoryLink.pair(on: testLoop)
+    let link = try await Serving()
+    let a = link.a
     defer { a.close() }
-    let sender = LoopSender(testLoop, a)
-    let served = ServedLog()
-    let connection = ATTConnection(bearer: b, executorOf: OnLoop(testLoop))
-    await connection.setServer(RecordingServer(log: served))
-    let running = Task { await connection.run() }
-    try await sender.send(0...0)
-    #expect(try await a.receive() == [0x13])
     // In one step on the loop: 1 is sent from another thread (queued, the connection's turn
     // to take it comes after this step), then 2 from the loop.
-    try await sender.send(2...2, after: { try a.send(HandOverTests.write(1)) })
+    try await link.sender.send(2...2, after: { try a.send(HandOverTests.write(1)) })
     for _ in 1...2 { #expect(try await a.receive() == [0x13]) }
-    #expect(served.entries.map(\.value) == [0, 1, 2])
+    #expect(link.served.entries.map(\.value) == [0, 1, 2])
     a.close()
-    await running.value
+    await link.running.value
   }
 
   @Test("what the sender sent before it closed the link still arrives")
   func sentBeforeTheSendersClose() async throws {
-    let (a, b) = MemoryLink.pair(on: testLoop)
-    let sender = LoopSender(testLoop, a)
-    let served = ServedLog()
-    let connection = ATTConnection(bearer: b, executorOf: OnLoop(testLoop))
-    await connection.setServer(RecordingServer(log: served))
-    let running = Task { await connection.run() }
-    try await sender.send(0...0)
-    #expect(try await a.receive() == [0x13])
+    let link = try await Serving()
     // Sent, then closed, in one step.
-    try await sender.send(1...4, thenClose: true)
-    await running.value
-    #expect(served.entries.map(\.value) == [0, 1, 2, 3, 4])
-    #expect(served.entries.dropFirst().allSatisfy { !$0.inTask })
+    try await link.sender.send(1...4, thenClose: true)
+    await link.running.value
+    #expect(link.served.entries.map(\.value) == [0, 1, 2, 3, 4])
+    #expect(link.served.entries.dropFirst().allSatisfy { !$0.inTask })
   }
 
   @Test("the link lets go of the connection when the connection's run ends")
