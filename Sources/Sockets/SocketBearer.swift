@@ -11,7 +11,8 @@ import Wire
 /// The `EventLoop` the link was given reads the socket whenever it is readable, so the
 /// peer's sends never wait for this end's engine and two busy ends cannot deadlock. It hands
 /// each PDU in place to a connection that runs on that loop (`handOver(to:)`), and queues it
-/// for `receive()` otherwise. Sends are synchronous writes (under a lock on a byte stream,
+/// for `receive()` otherwise. Sends never block: what the socket cannot take waits in the
+/// link's backlog, which the loop sends as the socket drains (under a lock on a byte stream,
 /// whose frames could otherwise interleave). Pairing requests from the peer are
 /// answered by the loop with this end's
 /// `PairingPolicy`. When the peer closes, resets or breaks the framing, or this end closes,
@@ -134,9 +135,10 @@ final class SocketCore: Sendable {
   /// The backlog holds something: readable without its lock, so a message link's write
   /// while nothing waits takes no lock.
   private let backlogged = Atomic<Bool>(false)
-  /// How many bytes the peer may leave unread beyond the socket's own buffer before the link
-  /// is given up (`LinkFault.peerNotReading`): far beyond any flood a scenario sends, only a
-  /// bound on the memory a peer that stopped reading can hold.
+  /// How much memory what the peer leaves unread beyond the socket's own buffer may hold
+  /// (`Backlog.cost`: its bytes and a per-frame overhead) before the link is given up
+  /// (`LinkFault.peerNotReading`): far beyond any flood a scenario sends, only a bound on the
+  /// memory a peer that stopped reading can hold.
   static let backlogLimit = 64 << 20
   /// The loop that reads the socket.
   let loop: EventLoop
@@ -188,7 +190,9 @@ final class SocketCore: Sendable {
   }
 
   /// Ends the link once; later calls do nothing. Records `fault` as the reason, if any. What
-  /// the peer had not taken yet is dropped.
+  /// waits in the backlog is written once more, as far as the socket takes it without
+  /// blocking, and the rest is dropped: a peer more than a socket's buffer behind loses the
+  /// tail of what was sent before the close.
   func disconnect(fault: LinkFault?) {
     let waiters = state.withLock { state -> [PairWaiter]? in
       if state.closed { return nil }
@@ -199,8 +203,11 @@ final class SocketCore: Sendable {
       return state.pendingPairs
     }
     guard let waiters else { return }
+    backlog.withLock { backlog in
+      while let next = backlog.first, case .written = write(next) { backlog.removeFirst(next.count) }
+      backlog = Backlog()
+    }
     socket.shutdown()
-    backlog.withLock { $0 = Backlog() }
     inbox.close()
     for waiter in waiters { waiter.resume(returning: .failure(.disconnected)) }
   }
@@ -250,7 +257,7 @@ final class SocketCore: Sendable {
         loop.watchWritable(self, true)
       }
       backlog.append(rest)
-      if backlog.bytes > Self.backlogLimit { return .ends(.peerNotReading(bytes: backlog.bytes)) }
+      if backlog.cost > Self.backlogLimit { return .ends(.peerNotReading(bytes: backlog.bytes)) }
       return .done
     }
     if case .ends(let fault) = outcome {
@@ -269,21 +276,23 @@ final class SocketCore: Sendable {
   /// Sends what waits in the backlog, as far as the socket takes it; on the loop, when the
   /// socket is writable again. Once it is all gone, the loop stops watching for room.
   func flush() {
-    let fault = backlog.withLock { backlog -> LinkFault? in
+    let outcome = backlog.withLock { backlog -> Queueing in
       while let next = backlog.first {
         switch write(next) {
         case .written: backlog.removeFirst(next.count)
         case .blocked(let written):
           backlog.removeFirst(written)
-          return nil
-        case .failed(let code): return Self.writeFault(code)
+          return .done
+        case .failed(let code): return .ends(Self.writeFault(code))
         }
       }
       backlogged.store(false, ordering: .releasing)
       if !isClosed { loop.watchWritable(self, false) }
-      return nil
+      return .done
     }
-    if let fault { disconnect(fault: fault) }
+    // A peer that went away (EPIPE) ends the link too, with no fault: otherwise the socket
+    // would stay writable-but-failing and the loop would come back to it forever.
+    if case .ends(let fault) = outcome { disconnect(fault: fault) }
   }
 
   /// Bytes written but not yet taken by the socket (for tests).
@@ -574,18 +583,31 @@ struct Backlog {
   private var rest = FIFO<ArraySlice<UInt8>>()
   /// The bytes waiting.
   private(set) var bytes = 0
+  /// The frames waiting.
+  private(set) var frames = 0
+  /// What the frames waiting hold in memory, about: their bytes and, per frame, its array's
+  /// header and its slot in the queue.
+  var cost: Int { bytes + frames * 64 }
 
   var isEmpty: Bool { first == nil }
 
   mutating func append(_ frame: ArraySlice<UInt8>) {
     if first == nil { first = frame } else { rest.append(frame) }
     bytes += frame.count
+    frames += 1
   }
 
   /// Drops the first `count` bytes of the first frame, which the socket took.
   mutating func removeFirst(_ count: Int) {
     guard let head = first else { return }
     bytes -= count
-    first = count < head.count ? head.dropFirst(count) : rest.popFirst()
+    if count < head.count {
+      first = head.dropFirst(count)
+      return
+    }
+    frames -= 1
+    first = rest.popFirst()
+    // Drained: let go of the queue's room too, which a burst may have made large.
+    if first == nil { rest = FIFO() }
   }
 }
