@@ -31,14 +31,21 @@ struct BacklogTests {
     if !tcp { #expect(setsockopt(raw.fd, SOL_SOCKET, SO_RCVBUF, &size, length) == 0) }
   }
 
+  /// A message link with small buffers to a raw peer, sent `count` PDUs the peer has not
+  /// read: they no longer fit, and some wait in the link's backlog. (Blocked in the kernel
+  /// before the backlog: the tests ran into their time limits.)
+  static func backloggedPair() throws -> (SocketBearer, RawSocket) {
+    let (bearer, raw) = try RawSocket.seqpacketPair()
+    shrinkBuffers(bearer, raw)
+    for index in 0..<count { try bearer.send(pdu(index)) }
+    #expect(bearer.core.backlogBytes > 0)
+    return (bearer, raw)
+  }
+
   @Test("a message link to a peer that does not read queues what the socket cannot take, then sends it in order")
   func messagesInOrder() async throws {
-    let (bearer, raw) = try RawSocket.seqpacketPair()
+    let (bearer, raw) = try Self.backloggedPair()
     defer { bearer.close() }
-    Self.shrinkBuffers(bearer, raw)
-    // Blocked in the kernel before (the test ran into its time limit); queued now.
-    for index in 0..<Self.count { try bearer.send(Self.pdu(index)) }
-    #expect(bearer.core.backlogBytes > 0)
     let messages = await raw.readMessages(Self.count)
     #expect(messages == (0..<Self.count).map { [LinkFraming.attChannel] + Self.pdu($0) })
   }
@@ -158,11 +165,8 @@ struct BacklogTests {
 
   @Test("a peer that stops reading ends the link once the socket refuses what waits")
   func peerShutsReading() async throws {
-    let (bearer, raw) = try RawSocket.seqpacketPair()
+    let (bearer, raw) = try Self.backloggedPair()
     defer { bearer.close() }
-    Self.shrinkBuffers(bearer, raw)
-    for index in 0..<Self.count { try bearer.send(Self.pdu(index)) }
-    #expect(bearer.core.backlogBytes > 0)
     // The peer will read no more and drops what it holds: the socket turns writable, and
     // each write fails (EPIPE). Before, the loop kept coming back to it, and the link stayed.
     #expect(shutdown(raw.fd, Int32(SHUT_RD)) == 0)
