@@ -12,9 +12,10 @@ import Wire
 ///
 /// **Reading.** The loop waits on all socket links at once with epoll (level-triggered) and,
 /// for each one that is readable, reads what is there without blocking (`MSG_DONTWAIT`), to
-/// the link's connection in place when it runs on the loop, else into the link's queue. One thread instead of one per link: a phone serving a thousand watches
-/// keeps one thread and one stack, not a thousand, and a busy moment costs one wake-up for
-/// all the links that have data rather than one each. The loop holds each link's
+/// the link's connection in place when it runs on the loop, else into the link's queue. One
+/// thread instead of one per link: a phone serving a thousand watches keeps one thread and
+/// one stack, not a thousand, and a busy moment costs one wake-up for all the links that
+/// have data rather than one each. The loop holds each link's
 /// `SocketCore` (and so its descriptor) from `register` until the link ends; the descriptor
 /// is then removed from epoll before it can be closed, so a recycled descriptor number never
 /// reaches the wrong link.

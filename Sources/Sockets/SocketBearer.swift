@@ -241,7 +241,9 @@ final class SocketCore: Sendable {
       // Nothing waits: a message goes whole or not at all, with no lock.
       switch write(frame[...]) {
       case .written: return
-      case .failed(let code): return try failed(code)
+      case .failed(let code):
+        disconnect(fault: Self.writeFault(code))
+        throw .disconnected
       case .blocked: break
       }
     }
@@ -323,11 +325,6 @@ final class SocketCore: Sendable {
       }
       return .written
     }
-  }
-
-  private func failed(_ code: Int32) throws(BearerError) {
-    disconnect(fault: Self.writeFault(code))
-    throw .disconnected
   }
 
   /// Why a write failed: nil when the peer just went away.
