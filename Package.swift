@@ -7,7 +7,8 @@
 //   Conformance, HCI, WatchDisplay    the harness; the Bluetooth host; the terminal face (-> Watch)
 //   Capture                           reading field captures: btsnoop, PacketLogger, pcap (-> HCI, ANCS, AMS)
 //   Phone, Watch                      the ANCS and AMS server and client (-> ANCS, AMS, GATT)
-//   Sockets                           the POSIX pieces: socket links, event loops (-> Links)
+//   Sockets                           the POSIX pieces: socket links, controller streams, event loops
+//                                     (-> Links)
 //   Links                             simulated links, framing, pairing, captures, air (-> ATT)
 //   GATT -> ATT -> Runtime, Wire      the protocol layers
 //   ANCS, AMS                         the services' PDUs, IDs and values (-> Wire)

@@ -1,48 +1,48 @@
 import Glibc
 import Links
 import Runtime
+import Synchronization
 import Wire
 
 /// A byte stream over a file descriptor, for protocols that do their own framing: the H4
 /// packets of a Bluetooth controller over TCP (a virtual controller such as Bumble's
 /// `tcp-server`), over a serial port (a UART controller), or over the Linux HCI user channel
-/// (a socket that delivers one packet per read). A reader thread waits in poll(2) and takes
-/// what arrives; writes go out at once, whole, in order.
-public final class DescriptorStream: Sendable {
+/// (a socket that delivers one packet per read). The `EventLoop` it was given reads it
+/// whenever it is readable, as it reads socket links; writes never block (`LoopDescriptor`):
+/// what the descriptor cannot take waits, in order, and the loop sends it on.
+public final class DescriptorStream: LoopDescriptor, @unchecked Sendable {
   /// How the descriptor was opened, as the user named the transport
   /// ("hci-tcp:127.0.0.1:9001", "hci-uart:/dev/ttyACM0").
   public let name: String
-  private let descriptor: OwnedFD
-  private let isSocket: Bool
-  private let wake: WakePipe
   private let chunks = Inbox<[UInt8]>()
-  private let fault = Locked<LinkFault?>(nil)
-  private let writing = Locked(())
+  private let state = Locked<(closed: Bool, fault: LinkFault?)>((false, nil))
+  /// `state.closed`, readable without the lock.
+  private let down = Atomic<Bool>(false)
 
-  /// Takes over `fd` (closed when the stream is released) and starts its reader thread.
-  /// Errors name the stream as `name`.
-  public init(adopting fd: Int32, name: String) throws(LinkError) {
-    descriptor = OwnedFD(fd)
+  /// Takes over `fd` (closed when the stream ends and is released), makes it non-blocking
+  /// and has `loop` read it. Errors name the stream as `name`.
+  /// - Parameter wholeWrites: each write is one packet, which the descriptor takes whole
+  ///   (the HCI user channel).
+  public init(adopting fd: Int32, name: String, wholeWrites: Bool = false, on loop: EventLoop) throws(LinkError) {
     self.name = name
-    var status = stat()
-    isSocket = fstat(fd, &status) == 0 && status.st_mode & S_IFMT == S_IFSOCK
-    do {
-      wake = try WakePipe()
-    } catch {
-      throw LinkError(address: name, kind: .system(errno: error.code), detail: "cannot make a pipe")
-    }
-    guard spawnThread({ [self] in readLoop() }) else {
-      throw LinkError(address: name, kind: .system(errno: EAGAIN), detail: "cannot start the reader thread")
+    _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+    super.init(fd: fd, wholeWrites: wholeWrites, loop: loop)
+    guard loop.register(self) else {
+      let code = errno
+      throw LinkError(
+        address: name, kind: .system(errno: code), detail: "cannot watch the descriptor: \(errnoText(code))")
     }
   }
 
   /// Connects to HOST:PORT over TCP (TCP_NODELAY); `name` is used in errors and logs.
-  public static func connect(host: String, port: UInt16, name: String) async throws(LinkError) -> DescriptorStream {
+  public static func connect(
+    host: String, port: UInt16, name: String, on loop: EventLoop
+  ) async throws(LinkError) -> DescriptorStream {
     let refused = LinkError(
       address: name, kind: .connectionRefused, detail: "connection refused",
       advice: "is the virtual controller (e.g. Bumble's tcp-server) running?")
     let fd = try await connectedTCPSocket(host: host, port: port, address: name, refused: refused)
-    return try DescriptorStream(adopting: fd, name: name)
+    return try DescriptorStream(adopting: fd, name: name, on: loop)
   }
 
   /// The speeds a serial port can be set to, in bits per second.
@@ -56,7 +56,9 @@ public final class DescriptorStream: Sendable {
   /// Opens a serial port for H4 (Vol 4 Part A): raw mode, 8 data bits, no parity, one stop
   /// bit, `baud` bits per second, and RTS/CTS hardware flow control, which the UART transport
   /// requires. `baud` must be a key of `serialSpeeds`.
-  public static func openSerial(path: String, baud: Int, name: String) throws(LinkError) -> DescriptorStream {
+  public static func openSerial(
+    path: String, baud: Int, name: String, on loop: EventLoop
+  ) throws(LinkError) -> DescriptorStream {
     let fd = Glibc.open(path, O_RDWR | O_NOCTTY | O_CLOEXEC)
     guard fd >= 0 else {
       let code = errno
@@ -103,88 +105,72 @@ public final class DescriptorStream: Sendable {
     }
     // Whatever the controller sent before we opened it is not ours.
     tcflush(fd, TCIOFLUSH)
-    return try DescriptorStream(adopting: fd, name: name)
+    return try DescriptorStream(adopting: fd, name: name, on: loop)
   }
 
   /// The next bytes received; nil at the end of the stream (or when the waiting task is
   /// cancelled). Throws the fault that ended the stream, once what came before is read.
   public func read() async throws(LinkFault) -> [UInt8]? {
     if let chunk = await chunks.next() { return chunk }
-    if let fault = fault.withLock({ $0 }) { throw fault }
+    if let fault = state.withLock({ $0.fault }) { throw fault }
     return nil
   }
 
-  /// Writes all of `bytes` (a socket with MSG_NOSIGNAL: a closed peer is EPIPE, not SIGPIPE).
-  /// On the HCI user channel one write must be one whole packet, which this is when `bytes`
-  /// is one packet.
-  public func write(_ bytes: [UInt8]) async throws(LinkFault) {
-    let fd = descriptor.fd
-    let isSocket = isSocket
-    let code = writing.withLock { _ in
-      bytes.withUnsafeBytes { raw -> Int32 in
-        var offset = 0
-        while offset < raw.count {
-          guard let base = raw.baseAddress else { return 0 }
-          let written =
-            isSocket
-            ? Glibc.send(fd, base + offset, raw.count - offset, Int32(MSG_NOSIGNAL))
-            : Glibc.write(fd, base + offset, raw.count - offset)
-          if written < 0 {
-            if errno == EINTR { continue }
-            return errno
-          }
-          offset += written
-        }
-        return 0
-      }
-    }
-    switch code {
-    case 0: return
-    case EPIPE, ECONNRESET: throw .connectionReset
-    default: throw .io("write: \(errnoText(code))")
-    }
+  /// Writes all of `bytes` after earlier writes, without blocking (the loop sends what the
+  /// descriptor cannot take yet). On the HCI user channel one write must be one whole packet,
+  /// which this is when `bytes` is one packet. Throws what ended the stream.
+  public func write(_ bytes: [UInt8]) throws(LinkFault) {
+    if send(bytes) { return }
+    throw state.withLock { $0.fault } ?? .io("the stream has ended")
   }
 
-  /// Ends the stream: the reader thread stops, `read` then returns nil, and the descriptor is
-  /// closed once nothing uses it.
-  public func close() {
+  /// Ends the stream: `read` then returns what was already received and then nil, the loop
+  /// stops watching the descriptor, and it is closed once nothing uses it.
+  public func close() { disconnect(fault: nil) }
+
+  override var isClosed: Bool { down.load(ordering: .acquiring) }
+
+  override func disconnect(fault: LinkFault?) {
+    let first = state.withLock { state -> Bool in
+      if state.closed { return false }
+      state.closed = true
+      state.fault = fault
+      down.store(true, ordering: .releasing)
+      return true
+    }
+    guard first else { return }
+    writeWaitingOnce()
+    // A socket's peer sees the end now, not when the descriptor is released.
     if isSocket { descriptor.shutdown() }
-    wake.wake()
+    chunks.close()
+    // Taken out by the loop: a serial port closed by this side never reads as ended.
+    loop.unregister(self)
   }
 
-  private func readLoop() {
-    var buffer = [UInt8](repeating: 0, count: 4096)
+  override func readAvailable(into buffer: inout [UInt8], turns: Int) -> Bool {
     let fd = descriptor.fd
-    while true {
-      switch wake.wait(for: fd, events: Int32(POLLIN)) {
-      case .woken:
-        chunks.close()
-        return
-      case .failed(let code):
-        fault.withLock { $0 = .io("poll: \(errnoText(code))") }
-        chunks.close()
-        return
-      case .ready: break
-      }
+    for _ in 0..<turns {
+      if isClosed { return false }
       let count = buffer.withUnsafeMutableBytes { raw in Glibc.read(fd, raw.baseAddress, raw.count) }
       if count > 0 {
         chunks.push(Array(buffer[0..<count]))
         continue
       }
-      if count < 0 {
-        let code = errno
-        if code == EINTR || code == EAGAIN { continue }
-        fault.withLock {
-          switch code {
-          case ECONNRESET: $0 = .connectionReset
-          // A serial device unplugged, or the far end of a pseudo-terminal closed.
-          case EIO, ENODEV, ENXIO: $0 = .io("the device went away (\(errnoText(code)))")
-          default: $0 = .io("read: \(errnoText(code))")
-          }
-        }
+      if count == 0 {
+        disconnect(fault: nil)
+        return false
       }
-      chunks.close()
-      return
+      let code = errno
+      if code == EINTR { continue }
+      if code == EAGAIN || code == EWOULDBLOCK { return true }
+      switch code {
+      case ECONNRESET: disconnect(fault: .connectionReset)
+      // A serial device unplugged, or the far end of a pseudo-terminal closed.
+      case EIO, ENODEV, ENXIO: disconnect(fault: .io("the device went away (\(errnoText(code)))"))
+      default: disconnect(fault: .io("read: \(errnoText(code))"))
+      }
+      return false
     }
+    return true
   }
 }

@@ -5,19 +5,20 @@ import Links
 import Runtime
 import Wire
 
-/// An event loop: one thread that reads the socket links handed to it and, once
-/// `unsafeTakeOverGlobalExecutor(_:)` made it the process's executor, also runs the tasks of
-/// Swift concurrency. There is no process-wide loop: whoever opens a link says which loop
-/// (or group of loops, `EventLoopGroup`) reads it, and a loop ends with `shutdown()`.
+/// An event loop: one thread that reads the socket links and controller streams
+/// (`DescriptorStream`) handed to it and, once `unsafeTakeOverGlobalExecutor(_:)` made it
+/// the process's executor, also runs the tasks of Swift concurrency. There is no
+/// process-wide loop: whoever opens a link says which loop (or group of loops,
+/// `EventLoopGroup`) reads it, and a loop ends with `shutdown()`.
 ///
-/// **Reading.** The loop waits on all socket links at once with epoll (level-triggered) and,
-/// for each one that is readable, reads what is there without blocking (`MSG_DONTWAIT`), to
-/// the link's connection in place when it runs on the loop, else into the link's queue. One
+/// **Reading.** The loop waits on all its descriptors at once with epoll (level-triggered)
+/// and, for each one that is readable, reads what is there without blocking: a link's PDUs
+/// go to its connection in place when that runs on the loop, else into the link's queue. One
 /// thread instead of one per link: a phone serving a thousand watches keeps one thread and
 /// one stack, not a thousand, and a busy moment costs one wake-up for all the links that
-/// have data rather than one each. The loop holds each link's
-/// `SocketCore` (and so its descriptor) from `register` until the link ends; the descriptor
-/// is then removed from epoll before it can be closed, so a recycled descriptor number never
+/// have data rather than one each. The loop holds each `LoopDescriptor` (and so its
+/// descriptor) from `register` until the link ends or is `unregister`ed; the descriptor is
+/// then removed from epoll before it can be closed, so a recycled descriptor number never
 /// reaches the wrong link.
 ///
 /// **Writing.** A link's write never blocks either: what the socket's buffer cannot take
@@ -97,6 +98,8 @@ public final class EventLoop: @unchecked Sendable {
     var ended = false
     /// `shutdown()` calls waiting for the end.
     var endWaiters: [CheckedContinuation<Void, Never>] = []
+    /// Descriptors to stop watching (`unregister`), for the loop's thread to take out.
+    var leaving: [LoopDescriptor] = []
   }
 
   /// The epoll instance; -1 when it could not be made (every `register` then fails).
@@ -105,11 +108,11 @@ public final class EventLoop: @unchecked Sendable {
   private let wake: Int32
   /// False when the loop's thread could not be started. Set once, in `init`.
   private var running = false
-  /// Links being read, by descriptor: they hold each `SocketCore` while epoll names it (by
+  /// Links being read, by descriptor: they hold each `LoopDescriptor` while epoll names it (by
   /// address, in its event's data), so the loop finds a readable link with no look-up.
   /// Touched by `register` (any thread) and the loop. Nil once the loop has ended: nothing
   /// more can be registered.
-  private let links = Locked<[Int32: SocketCore]?>([:])
+  private let links = Locked<[Int32: LoopDescriptor]?>([:])
   private let queue = Locked(Queue())
   /// Jobs queued after the loop's end, waiting for the orphan thread, and whether it runs.
   private let orphans = Locked((jobs: FIFO<Job>(), running: false))
@@ -221,12 +224,12 @@ public final class EventLoop: @unchecked Sendable {
 
   /// Starts reading `core`'s socket; false (errno set) when it cannot be watched: ESHUTDOWN
   /// once the loop has been shut down.
-  func register(_ core: SocketCore) -> Bool {
+  func register(_ core: LoopDescriptor) -> Bool {
     guard running else {
       errno = EMFILE
       return false
     }
-    let fd = core.socket.fd
+    let fd = core.descriptor.fd
     // Added under the lock that the loop's end takes, so a link is either ended with the
     // loop or refused, never left unread.
     let code = links.withLock { links -> Int32 in
@@ -243,14 +246,46 @@ public final class EventLoop: @unchecked Sendable {
     return code == 0
   }
 
+  /// Stops watching `core` and lets go of it, from any thread: for a descriptor whose end
+  /// the loop would not see by itself (a serial port closed by this side stays silent, where
+  /// a socket shut down reads as its end). The loop's thread takes it out, so no event for it
+  /// is being handled meanwhile.
+  func unregister(_ core: LoopDescriptor) {
+    queue.withLock { queue in
+      if queue.ended { return }
+      queue.leaving.append(core)
+      wakeLocked()
+    }
+  }
+
+  /// Takes out the descriptors `unregister` named; on the loop's thread.
+  private func takeOutLeaving() {
+    let leaving = queue.withLock { queue -> [LoopDescriptor] in
+      defer { queue.leaving = [] }
+      return queue.leaving
+    }
+    for core in leaving { forget(core) }
+  }
+
+  /// Takes `core` out of epoll, then lets go of it (its descriptor closes with its last
+  /// owner); on the loop's thread, after its last event.
+  private func forget(_ core: LoopDescriptor) {
+    let fd = core.descriptor.fd
+    links.withLock { links in
+      guard links?[fd] === core else { return }
+      _ = epoll_ctl(epoll, EPOLL_CTL_DEL, fd, nil)
+      links?[fd] = nil
+    }
+  }
+
   /// Watches `core`'s socket for room to write too (`on`: its backlog waits), or no longer;
   /// from any thread, under the core's backlog lock, so the last call is the one that holds.
-  func watchWritable(_ core: SocketCore, _ on: Bool) {
+  func watchWritable(_ core: LoopDescriptor, _ on: Bool) {
     var event = epoll_event()
     event.events = EPOLLIN.rawValue | EPOLLRDHUP.rawValue | (on ? EPOLLOUT.rawValue : 0)
     event.data.ptr = Unmanaged.passUnretained(core).toOpaque()
     // Fails harmlessly (ENOENT) once the loop has taken the socket out of epoll.
-    _ = epoll_ctl(epoll, EPOLL_CTL_MOD, core.socket.fd, &event)
+    _ = epoll_ctl(epoll, EPOLL_CTL_MOD, core.descriptor.fd, &event)
   }
 
   // MARK: Jobs
@@ -440,15 +475,16 @@ public final class EventLoop: @unchecked Sendable {
       if wait < 0 { queue.withLock { $0.asleep = false } }
       if count > 0 { lastBusy = Self.monotonicNanoseconds() }
       if count < 0 { continue }  // EINTR; nothing else can fail with these arguments
+      var woken = false
       for index in 0..<Int(count) {
         guard let named = events[index].data.ptr else {
           var value: UInt64 = 0
           _ = read(wake, &value, MemoryLayout<UInt64>.size)
+          woken = true
           continue
         }
         // Still in `links`: only this thread takes a core out, right after its last event.
-        let core = Unmanaged<SocketCore>.fromOpaque(named).takeUnretainedValue()
-        let fd = core.socket.fd
+        let core = Unmanaged<LoopDescriptor>.fromOpaque(named).takeUnretainedValue()
         let ready = events[index].events
         if ready & EPOLLOUT.rawValue != 0 {
           core.flush()
@@ -457,12 +493,10 @@ public final class EventLoop: @unchecked Sendable {
         }
         let open = core.readAvailable(into: &buffer, turns: Self.readsPerTurn)
         runCalls()
-        if !open {
-          // Out of epoll first, then let go: the descriptor closes with the last owner.
-          _ = epoll_ctl(epoll, EPOLL_CTL_DEL, fd, nil)
-          links.withLock { $0?[fd] = nil }
-        }
+        if !open { forget(core) }
       }
+      // After the batch: an event later in it may name a descriptor that is leaving.
+      if woken { takeOutLeaving() }
     }
     end()
   }
@@ -471,12 +505,12 @@ public final class EventLoop: @unchecked Sendable {
   /// descriptors can close), the jobs still queued and any queued later run on threads of
   /// their own, and `shutdown()` returns.
   private func end() {
-    let cores = links.withLock { links -> [SocketCore] in
+    let cores = links.withLock { links -> [LoopDescriptor] in
       defer { links = nil }
       return Array((links ?? [:]).values)
     }
     for core in cores {
-      _ = epoll_ctl(epoll, EPOLL_CTL_DEL, core.socket.fd, nil)
+      _ = epoll_ctl(epoll, EPOLL_CTL_DEL, core.descriptor.fd, nil)
       core.disconnect(fault: .io("its event loop was shut down"))
     }
     let (left, waiters) = queue.withLock { queue -> ([Job], [CheckedContinuation<Void, Never>]) in

@@ -91,8 +91,9 @@ package protocol KernelSecurity: Sendable {
   func raise(_ fd: Int32, to level: SecurityLevel) async -> Result<SecurityLevel, BearerError>
 }
 
-/// The state a socket link's reader thread shares with its users; it owns the descriptor.
-final class SocketCore: Sendable {
+/// The state a socket link's event loop shares with its users; it owns the descriptor
+/// (`LoopDescriptor`, which also writes it).
+final class SocketCore: LoopDescriptor, @unchecked Sendable {
   enum Framing: Sendable {
     /// One SOCK_SEQPACKET message per frame body.
     case messages
@@ -114,7 +115,6 @@ final class SocketCore: Sendable {
     var exchange: BondExchange?
   }
 
-  let socket: OwnedFD
   let framing: Framing
   let name: String
   let pairing: PairingPolicy
@@ -127,21 +127,6 @@ final class SocketCore: Sendable {
   /// `state.closed`, readable without the lock: checked before every read, delivery and
   /// write.
   private let down = Atomic<Bool>(false)
-  /// What the peer has not taken yet: frames a write could not put in the socket's buffer
-  /// without blocking, in order, sent as the loop sees the socket writable again. Also
-  /// serialises a byte stream's writes, whose frames could otherwise interleave (a SEQPACKET
-  /// message is written whole by one call).
-  private let backlog = Locked(Backlog())
-  /// The backlog holds something: readable without its lock, so a message link's write
-  /// while nothing waits takes no lock.
-  private let backlogged = Atomic<Bool>(false)
-  /// How much memory what the peer leaves unread beyond the socket's own buffer may hold
-  /// (`Backlog.cost`: its bytes and a per-frame overhead) before the link is given up
-  /// (`LinkFault.peerNotReading`): far beyond any flood a scenario sends, only a bound on the
-  /// memory a peer that stopped reading can hold.
-  static let backlogLimit = 64 << 20
-  /// The loop that reads the socket.
-  let loop: EventLoop
   /// The connection (or a wrapper's stage before it) PDUs go to in place (`handOver(to:)`);
   /// nil: they go to `inbox`.
   private let receiver: LoopBound<(any PDUReceiver)?>
@@ -152,10 +137,8 @@ final class SocketCore: Sendable {
     fd: Int32, framing: Framing, name: String, pairing: PairingPolicy, keyring: Keyring?, level: SecurityLevel,
     kernel: (any KernelSecurity)?, loop: EventLoop
   ) {
-    self.loop = loop
     receiver = LoopBound(nil, on: loop)
     streamDecoder = LoopBound(StreamFrameDecoder(), on: loop)
-    self.socket = OwnedFD(fd)
     self.framing = framing
     self.name = name
     self.pairing = pairing
@@ -163,6 +146,8 @@ final class SocketCore: Sendable {
     self.kernel = kernel
     self.state = Locked(
       State(level: level, exchange: keyring.map { BondExchange(keyring: $0, policy: pairing) }))
+    // A message (or a bare ATT PDU) is one write.
+    super.init(fd: fd, wholeWrites: framing != .stream, loop: loop)
   }
 
   /// Takes over a connected socket and has `loop` read it (closing the socket if it cannot).
@@ -181,11 +166,11 @@ final class SocketCore: Sendable {
     return SocketBearer(core: core)
   }
 
-  var isClosed: Bool { down.load(ordering: .acquiring) }
+  override var isClosed: Bool { down.load(ordering: .acquiring) }
   var peerAddress: String? { state.withLock { $0.exchange?.peer } }
   var fault: LinkFault? { state.withLock { $0.fault } }
   var securityLevel: SecurityLevel {
-    if let kernel { return kernel.level(of: socket.fd) }
+    if let kernel { return kernel.level(of: descriptor.fd) }
     return state.withLock { $0.level }
   }
 
@@ -193,7 +178,7 @@ final class SocketCore: Sendable {
   /// waits in the backlog is written once more, as far as the socket takes it without
   /// blocking, and the rest is dropped: a peer more than a socket's buffer behind loses the
   /// tail of what was sent before the close.
-  func disconnect(fault: LinkFault?) {
+  override func disconnect(fault: LinkFault?) {
     let waiters = state.withLock { state -> [PairWaiter]? in
       if state.closed { return nil }
       state.closed = true
@@ -203,11 +188,8 @@ final class SocketCore: Sendable {
       return state.pendingPairs
     }
     guard let waiters else { return }
-    backlog.withLock { backlog in
-      while let next = backlog.first, case .written = write(next) { backlog.removeFirst(next.count) }
-      backlog = Backlog()
-    }
-    socket.shutdown()
+    writeWaitingOnce()
+    descriptor.shutdown()
     inbox.close()
     for waiter in waiters { waiter.resume(returning: .failure(.disconnected)) }
   }
@@ -232,108 +214,10 @@ final class SocketCore: Sendable {
     try writeFrame(frame)
   }
 
-  /// Writes the frame without blocking, or queues it behind what the peer has not taken yet:
-  /// a peer that reads slowly, or not at all, never stalls the sender (the event loop, with
-  /// every other link on it). Frames leave in the order they were written.
+  /// Writes the frame without blocking, or queues it behind what the peer has not taken
+  /// yet (`LoopDescriptor.send`).
   private func writeFrame(_ frame: [UInt8]) throws(BearerError) {
-    if isClosed { throw .disconnected }
-    if framing != .stream && !backlogged.load(ordering: .acquiring) {
-      // Nothing waits: a message goes whole or not at all, with no lock.
-      switch write(frame[...]) {
-      case .written: return
-      case .failed(let code):
-        disconnect(fault: Self.writeFault(code))
-        throw .disconnected
-      case .blocked: break
-      }
-    }
-    let outcome = backlog.withLock { backlog -> Queueing in
-      var rest = frame[...]
-      if backlog.isEmpty {
-        switch write(rest) {
-        case .written: return .done
-        case .failed(let code): return .ends(Self.writeFault(code))
-        case .blocked(let written): rest = rest.dropFirst(written)
-        }
-        backlogged.store(true, ordering: .releasing)
-        loop.watchWritable(self, true)
-      }
-      backlog.append(rest)
-      if backlog.cost > Self.backlogLimit { return .ends(.peerNotReading(bytes: backlog.bytes)) }
-      return .done
-    }
-    if case .ends(let fault) = outcome {
-      disconnect(fault: fault)
-      throw .disconnected
-    }
-  }
-
-  private enum Queueing {
-    /// Written, or queued behind the backlog.
-    case done
-    /// The link ends, for this reason (nil: the peer went away).
-    case ends(LinkFault?)
-  }
-
-  /// Sends what waits in the backlog, as far as the socket takes it; on the loop, when the
-  /// socket is writable again. Once it is all gone, the loop stops watching for room.
-  func flush() {
-    let outcome = backlog.withLock { backlog -> Queueing in
-      while let next = backlog.first {
-        switch write(next) {
-        case .written: backlog.removeFirst(next.count)
-        case .blocked(let written):
-          backlog.removeFirst(written)
-          return .done
-        case .failed(let code): return .ends(Self.writeFault(code))
-        }
-      }
-      backlogged.store(false, ordering: .releasing)
-      if !isClosed { loop.watchWritable(self, false) }
-      return .done
-    }
-    // A peer that went away (EPIPE) ends the link too, with no fault: otherwise the socket
-    // would stay writable-but-failing and the loop would come back to it forever.
-    if case .ends(let fault) = outcome { disconnect(fault: fault) }
-  }
-
-  /// Bytes written but not yet taken by the socket (for tests).
-  package var backlogBytes: Int { backlog.withLock { $0.bytes } }
-
-  private enum Write {
-    case written
-    /// The socket's buffer is full: only the first `written` bytes went.
-    case blocked(written: Int)
-    case failed(Int32)
-  }
-
-  /// Writes `bytes` without blocking: retries on EINTR and continues after a partial write
-  /// (TCP). MSG_NOSIGNAL turns a write to a closed peer into EPIPE instead of SIGPIPE.
-  private func write(_ bytes: ArraySlice<UInt8>) -> Write {
-    bytes.withUnsafeBytes { raw -> Write in
-      var offset = 0
-      while offset < raw.count {
-        let flags = Int32(MSG_NOSIGNAL) | Int32(MSG_DONTWAIT)
-        let written = Glibc.send(socket.fd, raw.baseAddress! + offset, raw.count - offset, flags)
-        if written < 0 {
-          let code = errno
-          if code == EINTR { continue }
-          if code == EAGAIN || code == EWOULDBLOCK { return .blocked(written: offset) }
-          return .failed(code)
-        }
-        offset += written
-      }
-      return .written
-    }
-  }
-
-  /// Why a write failed: nil when the peer just went away.
-  private static func writeFault(_ code: Int32) -> LinkFault? {
-    switch code {
-    case EPIPE, ENOTCONN, ESHUTDOWN: return nil
-    case ECONNRESET: return .connectionReset
-    default: return .io("send: \(errnoText(code))")
-    }
+    if !send(frame) { throw .disconnected }
   }
 
   // MARK: Pairing
@@ -341,7 +225,7 @@ final class SocketCore: Sendable {
   func pair(_ wanted: SecurityLevel) async -> Result<SecurityLevel, BearerError> {
     if let kernel {
       if isClosed { return .failure(.disconnected) }
-      return await kernel.raise(socket.fd, to: wanted)
+      return await kernel.raise(descriptor.fd, to: wanted)
     }
     return await withCheckedContinuation { (waiter: PairWaiter) in
       let request = state.withLock { state -> ControlMessage? in
@@ -390,13 +274,13 @@ final class SocketCore: Sendable {
   /// Reads what the socket holds, at most `turns` reads, without blocking. False once the
   /// link is down (the peer closed, reset or broke the framing, or this end closed): the
   /// event loop then stops watching it.
-  func readAvailable(into buffer: inout [UInt8], turns: Int) -> Bool {
+  override func readAvailable(into buffer: inout [UInt8], turns: Int) -> Bool {
     for _ in 0..<turns {
       if isClosed { return false }
       // MSG_TRUNC makes a SEQPACKET recv return the message's real length, so an oversized
       // one shows; a stream reads what fits.
       let flags = Int32(MSG_DONTWAIT) | (framing != .stream ? Int32(MSG_TRUNC) : 0)
-      let count = buffer.withUnsafeMutableBytes { raw in recv(socket.fd, raw.baseAddress, raw.count, flags) }
+      let count = buffer.withUnsafeMutableBytes { raw in recv(descriptor.fd, raw.baseAddress, raw.count, flags) }
       if count < 0 {
         let code = errno
         if code == EINTR { continue }
@@ -569,42 +453,5 @@ final class SocketCore: Sendable {
       }
     }
     return true
-  }
-}
-
-/// Frames a socket could not take yet (`SocketCore.writeFrame`), in order; the first may be
-/// partly written (a byte stream).
-struct Backlog {
-  /// The first frame's unwritten part; nil when nothing waits.
-  private(set) var first: ArraySlice<UInt8>?
-  private var rest = FIFO<ArraySlice<UInt8>>()
-  /// The bytes waiting.
-  private(set) var bytes = 0
-  /// The frames waiting.
-  private(set) var frames = 0
-  /// What the frames waiting hold in memory, about: their bytes and, per frame, its array's
-  /// header and its slot in the queue.
-  var cost: Int { bytes + frames * 64 }
-
-  var isEmpty: Bool { first == nil }
-
-  mutating func append(_ frame: ArraySlice<UInt8>) {
-    if first == nil { first = frame } else { rest.append(frame) }
-    bytes += frame.count
-    frames += 1
-  }
-
-  /// Drops the first `count` bytes of the first frame, which the socket took.
-  mutating func removeFirst(_ count: Int) {
-    guard let head = first else { return }
-    bytes -= count
-    if count < head.count {
-      first = head.dropFirst(count)
-      return
-    }
-    frames -= 1
-    first = rest.popFirst()
-    // Drained: let go of the queue's room too, which a burst may have made large.
-    if first == nil { rest = FIFO() }
   }
 }

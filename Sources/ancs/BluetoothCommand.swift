@@ -167,7 +167,7 @@ enum BluetoothCommandLine {
     do {
       // The address of earlier runs, so that peers bonded with this device find it again.
       let (host, setup) = try await HCIHost.open(
-        transport: settings.transport, logger: logger, capturePath: capture, security: security,
+        transport: settings.transport, on: loops.next(), logger: logger, capturePath: capture, security: security,
         randomAddress: store.localAddress)
       logger.info("\(settings.transport): controller ready, random address \(setup.randomAddress)")
       if store.localAddress == nil {

@@ -432,13 +432,13 @@ struct HostConnectionTests {
   @Test("hci-uart: a missing device, and a file that is not a terminal, fail with what to do")
   func serialErrors() async throws {
     do {
-      _ = try await HCIHost.open(transport: .hciUART(path: "/nonexistent/ttyACM9", baud: 115_200))
+      _ = try await HCIHost.open(transport: .hciUART(path: "/nonexistent/ttyACM9", baud: 115_200), on: testLoop)
       Issue.record("a missing device opened")
     } catch {
       #expect(error.description.contains("no serial device /nonexistent/ttyACM9"), "\(error)")
     }
     do {
-      _ = try await HCIHost.open(transport: .hciUART(path: "/dev/null", baud: 115_200))
+      _ = try await HCIHost.open(transport: .hciUART(path: "/dev/null", baud: 115_200), on: testLoop)
       Issue.record("/dev/null opened as a serial port")
     } catch {
       #expect(error.description.contains("/dev/null is not a serial device"), "\(error)")
@@ -452,7 +452,7 @@ struct HostConnectionTests {
     .enabled(if: !kernelHasBluetooth, "this kernel has Bluetooth sockets"))
   func noKernelBluetooth() async throws {
     do {
-      _ = try await HCIHost.open(transport: .hciUser(index: 0))
+      _ = try await HCIHost.open(transport: .hciUser(index: 0), on: testLoop)
       Issue.record("hci-user opened without kernel Bluetooth")
     } catch {
       #expect(error.description.hasPrefix("hci-user:0: this machine's kernel has no Bluetooth sockets"), "\(error)")

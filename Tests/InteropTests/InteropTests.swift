@@ -23,7 +23,7 @@ struct BumbleInteropTests {
       let capture = "/tmp/ancs-interop-\(getpid())-peripheral.btsnoop"
       defer { unlink(capture) }
       let (host, setup) = try await HCIHost.open(
-        transport: .hciTCP(host: "127.0.0.1", port: port), capturePath: capture)
+        transport: .hciTCP(host: "127.0.0.1", port: port), on: testLoop, capturePath: capture)
       defer { host.close() }
       #expect(setup.randomAddress.isRandomStatic)
       let server = try GATTServer(
@@ -62,7 +62,7 @@ struct BumbleInteropTests {
     try await withBumblePeer(role: "peripheral") { peer in
       let port = try #require(await peer.readyPort())
       #expect(await peer.line(startingWith: "advertising") != nil)
-      let (host, _) = try await HCIHost.open(transport: .hciTCP(host: "127.0.0.1", port: port))
+      let (host, _) = try await HCIHost.open(transport: .hciTCP(host: "127.0.0.1", port: port), on: testLoop)
       defer { host.close() }
       let (connection, report) = try await host.connect(scanningFor: .solicits([ancs]), timeout: .seconds(20))
       #expect(connection.role == .central)

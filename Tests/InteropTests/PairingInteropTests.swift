@@ -265,7 +265,8 @@ private func pairingHost(
   configure(&options)
   let security = SMPSecurityManager(store: store, options: options, logger: logger)
   let (host, setup) = try await HCIHost.open(
-    transport: .hciTCP(host: "127.0.0.1", port: port), security: security, randomAddress: randomAddress)
+    transport: .hciTCP(host: "127.0.0.1", port: port), on: testLoop, security: security,
+    randomAddress: randomAddress)
   return (host, setup, store)
 }
 

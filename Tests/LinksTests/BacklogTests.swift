@@ -27,7 +27,7 @@ struct BacklogTests {
     // The kernel doubles it, and makes it at least its minimum (4608 bytes on Linux).
     var size: Int32 = 2048
     let length = socklen_t(MemoryLayout<Int32>.size)
-    #expect(setsockopt(bearer.core.socket.fd, SOL_SOCKET, SO_SNDBUF, &size, length) == 0)
+    #expect(setsockopt(bearer.core.descriptor.fd, SOL_SOCKET, SO_SNDBUF, &size, length) == 0)
     if !tcp { #expect(setsockopt(raw.fd, SOL_SOCKET, SO_RCVBUF, &size, length) == 0) }
   }
 

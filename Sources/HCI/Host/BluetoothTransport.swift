@@ -93,15 +93,17 @@ public enum BluetoothTransport: Hashable, Sendable, CustomStringConvertible {
     }
   }
 
-  /// Opens the byte stream to the controller.
-  func openStream() async throws(LinkError) -> any HCIByteStream {
+  /// Opens the byte stream to the controller, read by `loop`.
+  func openStream(on loop: EventLoop) async throws(LinkError) -> any HCIByteStream {
     switch self {
     case .hciTCP(let host, let port):
-      return try await DescriptorStream.connect(host: host, port: port, name: description)
+      return try await DescriptorStream.connect(host: host, port: port, name: description, on: loop)
     case .hciUART(let path, let baud):
-      return try DescriptorStream.openSerial(path: path, baud: baud, name: description)
+      return try DescriptorStream.openSerial(path: path, baud: baud, name: description, on: loop)
     case .hciUser(let index):
-      return try DescriptorStream(adopting: try Self.openUserChannel(index), name: description)
+      // One write, one packet.
+      return try DescriptorStream(
+        adopting: try Self.openUserChannel(index), name: description, wholeWrites: true, on: loop)
     case .l2cap:
       throw LinkError(
         address: description, kind: .invalidAddress, detail: "the kernel is the host here, not this program",
@@ -170,9 +172,10 @@ extension HCIHost {
   /// CLI's `--bluetooth TRANSPORT` calls for a controller. With `capturePath`, every HCI packet
   /// is recorded in a btsnoop file (H4 datalink) that Wireshark and btmon read.
   /// `randomAddress` keeps the address of an earlier run, so a peer finds its bond again
-  /// (default: a fresh one).
+  /// (default: a fresh one). `loop` reads (and writes) the controller's descriptor.
   public static func open(
-    transport: BluetoothTransport, clock: any EngineClock = SystemClock(), options: Options = Options(),
+    transport: BluetoothTransport, on loop: EventLoop, clock: any EngineClock = SystemClock(),
+    options: Options = Options(),
     logger: Logger = .none, capturePath: String? = nil, security: any HCISecurityManager = PairingNotSupported(),
     randomAddress: BDAddress? = nil
   ) async throws(HCIHostError) -> (HCIHost, ControllerSetup) {
@@ -181,7 +184,7 @@ extension HCIHost {
     do {
       // Written record by record, so `ancs inspect --follow` and btmon can read it as it grows.
       capture = try capturePath.map { path throws(LinkError) in try BtsnoopWriter(path: path, live: true) }
-      stream = try await transport.openStream()
+      stream = try await transport.openStream(on: loop)
     } catch {
       throw .transport(error)
     }
