@@ -16,7 +16,7 @@
 //                                     calls between actors on one executor, an actor's executor,
 //                                     an executor that runs calls after its current job
 //   Wire                              bytes
-//   TestSupport (Tests/Shared)        helpers the test targets share (-> ANCS, Links, Sockets, Runtime, Wire)
+//   TestSupport (Tests/Shared)        helpers the test targets share (-> ANCS, ATT, Links, Sockets, Runtime, Wire)
 import PackageDescription
 
 let package = Package(
@@ -75,7 +75,8 @@ let package = Package(
       ]),
     // Helpers more than one test target uses (vector files, time scale, tmux, threads for
     // blocking waits): a target of their own rather than copies.
-    .target(name: "TestSupport", dependencies: ["ANCS", "Links", "Runtime", "Sockets", "Wire"], path: "Tests/Shared"),
+    .target(
+      name: "TestSupport", dependencies: ["ANCS", "ATT", "Links", "Runtime", "Sockets", "Wire"], path: "Tests/Shared"),
     .testTarget(name: "WireTests", dependencies: ["Wire"]),
     .testTarget(name: "RuntimeTests", dependencies: ["TestSupport", "Runtime"]),
     .testTarget(name: "ANCSTests", dependencies: ["TestSupport", "ANCS", "Wire"]),

@@ -7,28 +7,49 @@ import Wire
 /// A byte stream over a file descriptor, for protocols that do their own framing: the H4
 /// packets of a Bluetooth controller over TCP (a virtual controller such as Bumble's
 /// `tcp-server`), over a serial port (a UART controller), or over the Linux HCI user channel
-/// (a socket that delivers one packet per read). The `EventLoop` it was given reads it
-/// whenever it is readable, as it reads socket links; writes never block (`LoopDescriptor`):
+/// (a socket that delivers one packet per read). Once started, the `EventLoop` it was given
+/// reads it whenever it is readable, as it reads socket links, and hands what it read to the
+/// stream's receiver in place, on the loop's thread. Writes never block (`LoopDescriptor`):
 /// what the descriptor cannot take waits, in order, and the loop sends it on.
 public final class DescriptorStream: LoopDescriptor, @unchecked Sendable {
+  /// What the receiver is handed: bytes as they arrived (with no relation to packet
+  /// boundaries, except on the HCI user channel), then the end, once.
+  public enum Event: Sendable {
+    case bytes([UInt8])
+    /// The stream ended: closed by either side (nil), or broken.
+    case ended(LinkFault?)
+  }
+
   /// How the descriptor was opened, as the user named the transport
   /// ("hci-tcp:127.0.0.1:9001", "hci-uart:/dev/ttyACM0").
   public let name: String
-  private let chunks = Inbox<[UInt8]>()
+  /// Set once by `start` before the loop watches the descriptor, then called and finally let
+  /// go on the loop's thread only.
+  nonisolated(unsafe) private var receiver: (@Sendable (Event) -> Void)?
   private let state = Locked<(closed: Bool, fault: LinkFault?)>((false, nil))
   /// `state.closed`, readable without the lock.
   private let down = Atomic<Bool>(false)
 
-  /// Takes over `fd` (closed when the stream ends and is released), makes it non-blocking
-  /// and has `loop` read it. Errors name the stream as `name`.
+  /// Takes over `fd` (closed when the stream ends and is released) and makes it
+  /// non-blocking; `start` has the loop read it. Errors name the stream as `name`.
   /// - Parameter wholeWrites: each write is one packet, which the descriptor takes whole
   ///   (the HCI user channel).
-  public init(adopting fd: Int32, name: String, wholeWrites: Bool = false, on loop: EventLoop) throws(LinkError) {
+  public init(adopting fd: Int32, name: String, wholeWrites: Bool = false, on loop: EventLoop) {
     self.name = name
     _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
     super.init(fd: fd, wholeWrites: wholeWrites, loop: loop)
+  }
+
+  /// Has the loop read the descriptor from now on: `receiver` gets what arrives, in order, on
+  /// the loop's thread, one call at a time, and then the end, once (`Event.ended`); it is let
+  /// go after that. Call it once. Fails when the loop cannot watch the descriptor (ESHUTDOWN
+  /// once the loop has been shut down).
+  public func start(_ receiver: @escaping @Sendable (Event) -> Void) throws(LinkError) {
+    precondition(self.receiver == nil, "DescriptorStream.start was called twice")
+    self.receiver = receiver
     guard loop.register(self) else {
       let code = errno
+      self.receiver = nil
       throw LinkError(
         address: name, kind: .system(errno: code), detail: "cannot watch the descriptor: \(errnoText(code))")
     }
@@ -42,7 +63,7 @@ public final class DescriptorStream: LoopDescriptor, @unchecked Sendable {
       address: name, kind: .connectionRefused, detail: "connection refused",
       advice: "is the virtual controller (e.g. Bumble's tcp-server) running?")
     let fd = try await connectedTCPSocket(host: host, port: port, address: name, refused: refused)
-    return try DescriptorStream(adopting: fd, name: name, on: loop)
+    return DescriptorStream(adopting: fd, name: name, on: loop)
   }
 
   /// The speeds a serial port can be set to, in bits per second.
@@ -105,15 +126,7 @@ public final class DescriptorStream: LoopDescriptor, @unchecked Sendable {
     }
     // Whatever the controller sent before we opened it is not ours.
     tcflush(fd, TCIOFLUSH)
-    return try DescriptorStream(adopting: fd, name: name, on: loop)
-  }
-
-  /// The next bytes received; nil at the end of the stream (or when the waiting task is
-  /// cancelled). Throws the fault that ended the stream, once what came before is read.
-  public func read() async throws(LinkFault) -> [UInt8]? {
-    if let chunk = await chunks.next() { return chunk }
-    if let fault = state.withLock({ $0.fault }) { throw fault }
-    return nil
+    return DescriptorStream(adopting: fd, name: name, on: loop)
   }
 
   /// Writes all of `bytes` after earlier writes, without blocking (the loop sends what the
@@ -124,8 +137,8 @@ public final class DescriptorStream: LoopDescriptor, @unchecked Sendable {
     throw state.withLock { $0.fault } ?? .io("the stream has ended")
   }
 
-  /// Ends the stream: `read` then returns what was already received and then nil, the loop
-  /// stops watching the descriptor, and it is closed once nothing uses it.
+  /// Ends the stream: the loop stops watching the descriptor (the receiver is told, on the
+  /// loop's thread, never inside this call), and it is closed once nothing uses it.
   public func close() { disconnect(fault: nil) }
 
   override var isClosed: Bool { down.load(ordering: .acquiring) }
@@ -142,9 +155,15 @@ public final class DescriptorStream: LoopDescriptor, @unchecked Sendable {
     writeWaitingOnce()
     // A socket's peer sees the end now, not when the descriptor is released.
     if isSocket { descriptor.shutdown() }
-    chunks.close()
-    // Taken out by the loop: a serial port closed by this side never reads as ended.
+    // Taken out by the loop, which then tells the receiver: a serial port closed by this
+    // side never reads as ended, and the receiver is never called inside a write or a close
+    // (its caller may hold a lock that the receiver takes).
     loop.unregister(self)
+  }
+
+  override func didLeave() {
+    let receiver = self.receiver.take()
+    receiver?(.ended(state.withLock { $0.fault }))
   }
 
   override func readAvailable(into buffer: inout [UInt8], turns: Int) -> Bool {
@@ -153,7 +172,7 @@ public final class DescriptorStream: LoopDescriptor, @unchecked Sendable {
       if isClosed { return false }
       let count = buffer.withUnsafeMutableBytes { raw in Glibc.read(fd, raw.baseAddress, raw.count) }
       if count > 0 {
-        chunks.push(Array(buffer[0..<count]))
+        receiver?(.bytes(Array(buffer[0..<count])))
         continue
       }
       if count == 0 {

@@ -267,15 +267,17 @@ public final class EventLoop: @unchecked Sendable {
     for core in leaving { forget(core) }
   }
 
-  /// Takes `core` out of epoll, then lets go of it (its descriptor closes with its last
-  /// owner); on the loop's thread, after its last event.
+  /// Takes `core` out of epoll, tells it, then lets go of it (its descriptor closes with its
+  /// last owner); on the loop's thread, after its last event.
   private func forget(_ core: LoopDescriptor) {
     let fd = core.descriptor.fd
-    links.withLock { links in
-      guard links?[fd] === core else { return }
+    let removed = links.withLock { links -> Bool in
+      guard links?[fd] === core else { return false }
       _ = epoll_ctl(epoll, EPOLL_CTL_DEL, fd, nil)
       links?[fd] = nil
+      return true
     }
+    if removed { core.didLeave() }
   }
 
   /// Watches `core`'s socket for room to write too (`on`: its backlog waits), or no longer;
@@ -512,11 +514,13 @@ public final class EventLoop: @unchecked Sendable {
     for core in cores {
       _ = epoll_ctl(epoll, EPOLL_CTL_DEL, core.descriptor.fd, nil)
       core.disconnect(fault: .io("its event loop was shut down"))
+      core.didLeave()
     }
     let (left, waiters) = queue.withLock { queue -> ([Job], [CheckedContinuation<Void, Never>]) in
       // Closed under the lock every write to the eventfd takes, and marked ended with it.
       Self.closeDescriptors(epoll, wake)
       queue.ended = true
+      queue.leaving = []
       var left: [Job] = []
       while let job = queue.jobs.popFirst() { left.append(job) }
       defer { queue.endWaiters = [] }

@@ -1,17 +1,17 @@
 /// A value that only its event loop's thread touches, as swift-nio's `NIOLoopBound`: no
 /// lock, and every access checks that it is on the loop (stopping the program when it is
 /// not, which is a bug of the program).
-final class LoopBound<Value>: @unchecked Sendable {
-  let loop: EventLoop
+package final class LoopBound<Value>: @unchecked Sendable {
+  package let loop: EventLoop
   private var stored: Value
 
-  init(_ value: Value, on loop: EventLoop) {
+  package init(_ value: Value, on loop: EventLoop) {
     self.loop = loop
     stored = value
   }
 
   /// The value; on the loop's thread only.
-  var value: Value {
+  package var value: Value {
     get {
       precondition(loop.inEventLoop, "a loop-bound value was read off its event loop's thread")
       return stored
@@ -23,7 +23,7 @@ final class LoopBound<Value>: @unchecked Sendable {
   }
 
   /// Changes the value in place; on the loop's thread only.
-  func modify<T>(_ body: (inout Value) -> T) -> T {
+  package func modify<T>(_ body: (inout Value) -> T) -> T {
     precondition(loop.inEventLoop, "a loop-bound value was changed off its event loop's thread")
     return body(&stored)
   }

@@ -12,7 +12,7 @@ import Synchronization
 public class LoopDescriptor: @unchecked Sendable {
   let descriptor: OwnedFD
   /// The loop that reads the descriptor.
-  let loop: EventLoop
+  package let loop: EventLoop
   /// Sockets are written with send(2) (MSG_NOSIGNAL: a peer that went away is EPIPE, not
   /// SIGPIPE); anything else (a serial port) with write(2), and must be non-blocking.
   let isSocket: Bool
@@ -55,6 +55,11 @@ public class LoopDescriptor: @unchecked Sendable {
 
   /// True once the link is down.
   var isClosed: Bool { preconditionFailure("\(Self.self) must say when it is down") }
+
+  /// The loop has stopped watching the descriptor and let go of it (its link ended, was
+  /// `unregister`ed, or the loop was shut down): called once, on the loop's thread, after
+  /// the last `readAvailable`.
+  func didLeave() {}
 
   // MARK: Writing
 

@@ -167,13 +167,18 @@ enum WatchCommand {
         acceptRepairing: !options.faults.contains(.refuseRepairing), ioCapability: security.io, mitm: mitm,
         requireMITM: mitm, passkey: answers.passkey, confirmsNumbers: answers.confirm)
       if options.faults.contains(.wrongPasskeyMisreported) { smp.wrongPasskeyReason = .unspecifiedReason }
+      // The engine runs on the loop that reads the controller, which hands it each PDU in
+      // place, as over a socket link.
+      let loop = loops.next()
       let host = try await BluetoothCommandLine.open(
-        bluetooth, on: loops, capture: capture, logger: logger, security: smp)
+        bluetooth, on: loop, capture: capture, logger: logger, security: smp)
       let advertisement = Advertisement(
         name: options.deviceName, solicitedServices: [BluetoothCommandLine.ancs])
       // A peripheral, as a watch is: advertise the ANCS solicitation, take the phone's
       // connection; the engine then pairs (a Security Request) and goes on as over any link.
-      engine = WatchEngine(options: options, logger: logger) { try await host.acceptLink(advertisement, timeout: nil) }
+      engine = WatchEngine(options: options, logger: logger, executor: loop) {
+        try await host.acceptLink(advertisement, timeout: nil)
+      }
       if let store = BluetoothCommandLine.bonds(of: host) { engine.keepBonds(in: store) }
       radio = host
       onTerminationSignal { blocking { await host.leave() } }

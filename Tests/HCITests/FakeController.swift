@@ -1,14 +1,19 @@
 import ATT
+import Glibc
 import HCI
 import Links
 import Runtime
+import Sockets
+import TestSupport
 import Testing
 import Wire
 
-/// An in-memory controller for the host's tests: it reads the H4 bytes the host writes, keeps
-/// every command and ACL packet for the test to await, and answers commands the way a
-/// controller does unless told to stay silent. The test makes it send events and ACL data.
-final class FakeController: HCIByteStream {
+/// A controller for the host's tests, at the far end of a Unix stream socket pair whose near
+/// end is the host's `stream` (a `DescriptorStream` read by the test loop, as a real
+/// controller's is): a thread of its own reads the H4 bytes the host writes, keeps every
+/// command and ACL packet for the test to await, and answers commands the way a controller
+/// does unless told to stay silent. The test makes it send events and ACL data.
+final class FakeController: Sendable {
   struct Settings {
     /// Answer commands automatically (Command Complete, or Command Status for the commands
     /// that complete later).
@@ -24,52 +29,93 @@ final class FakeController: HCIByteStream {
     var sharedACLCount: UInt16 = 4
   }
 
-  let name = "fake"
-  private let toHost = Inbox<[UInt8]>()
+  /// The host's end.
+  let stream: DescriptorStream
+  /// The controller's end.
+  private let far: OwnedFD
   /// Commands from the host, in order.
   let commands = Inbox<HCICommandPacket>()
   /// ACL packets from the host, in order.
   let acl = Inbox<ACLPacket>()
-  private let decoder = Locked(H4Decoder())
   private let reassembler = Locked(ACLReassembler())
+  /// Serialises writes to the host, so that two packets never interleave.
+  private let writing = Locked(())
   let settings: Locked<Settings>
 
   init(_ settings: Settings = Settings()) {
     self.settings = Locked(settings)
+    var fds: [Int32] = [-1, -1]
+    let made = socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &fds)
+    precondition(made == 0, "socketpair: \(errno)")
+    stream = DescriptorStream(adopting: fds[0], name: "fake", on: testLoop)
+    far = OwnedFD(fds[1])
+    // The thread holds the fake until the host's end closes.
+    _ = spawnThread { [self] in readLoop() }
   }
 
-  func read() async throws(LinkFault) -> [UInt8]? { await toHost.next() }
+  /// Closes the controller's end: the host sees its stream end.
+  func close() { far.shutdown() }
 
-  func write(_ bytes: [UInt8]) async throws(LinkFault) {
-    let packets = decoder.withLock { decoder in (try? decoder.packets(after: bytes)) ?? [] }
-    for packet in packets {
-      switch packet.type {
-      case .command:
-        guard let command = try? HCICommandPacket(decoding: packet.bytes) else {
-          Issue.record("the host sent a malformed command: \(packet.bytes)")
-          continue
-        }
-        commands.push(command)
-        answer(command)
-      case .acl:
-        guard let data = try? ACLPacket(decoding: packet.bytes) else {
-          Issue.record("the host sent malformed ACL data: \(packet.bytes)")
-          continue
-        }
-        acl.push(data)
-      default:
-        Issue.record("the host sent a \(packet.type) packet")
+  private func readLoop() {
+    var decoder = H4Decoder()
+    var buffer = [UInt8](repeating: 0, count: 4096)
+    while true {
+      let count = buffer.withUnsafeMutableBytes { Glibc.read(far.fd, $0.baseAddress, $0.count) }
+      if count < 0 && errno == EINTR { continue }
+      guard count > 0 else { break }
+      let packets: [H4Packet]
+      do {
+        packets = try decoder.packets(after: buffer[0..<count])
+      } catch {
+        Issue.record("the host broke the H4 stream: \(error)")
+        break
       }
+      for packet in packets { received(packet) }
+    }
+    commands.close()
+    acl.close()
+  }
+
+  private func received(_ packet: H4Packet) {
+    switch packet.type {
+    case .command:
+      guard let command = try? HCICommandPacket(decoding: packet.bytes) else {
+        Issue.record("the host sent a malformed command: \(packet.bytes)")
+        return
+      }
+      commands.push(command)
+      answer(command)
+    case .acl:
+      guard let data = try? ACLPacket(decoding: packet.bytes) else {
+        Issue.record("the host sent malformed ACL data: \(packet.bytes)")
+        return
+      }
+      acl.push(data)
+    default:
+      Issue.record("the host sent a \(packet.type) packet")
     }
   }
 
-  func close() { toHost.close() }
-
   // MARK: Sending to the host
 
-  func send(_ event: HCIEvent) { toHost.push([H4PacketType.event.rawValue] + event.encoded) }
-  func send(_ packet: ACLPacket) { toHost.push([H4PacketType.acl.rawValue] + packet.encoded) }
-  func sendRaw(_ bytes: [UInt8]) { toHost.push(bytes) }
+  func send(_ event: HCIEvent) { sendRaw([H4PacketType.event.rawValue] + event.encoded) }
+  func send(_ packet: ACLPacket) { sendRaw([H4PacketType.acl.rawValue] + packet.encoded) }
+
+  /// Writes `bytes` to the host whole (a blocking write: the host's loop always reads). A
+  /// host that closed its end takes nothing.
+  func sendRaw(_ bytes: [UInt8]) {
+    writing.withLock { _ in
+      bytes.withUnsafeBytes { raw in
+        var offset = 0
+        while offset < raw.count {
+          let written = Glibc.send(far.fd, raw.baseAddress! + offset, raw.count - offset, Int32(MSG_NOSIGNAL))
+          if written < 0 && errno == EINTR { continue }
+          guard written > 0 else { return }
+          offset += written
+        }
+      }
+    }
+  }
 
   /// An L2CAP frame in one ACL packet (PB 0b10, as controllers send), of any size.
   func send(_ channel: ChannelID, _ payload: [UInt8], handle: UInt16 = 0x0040) {
@@ -164,7 +210,7 @@ func startHost(
   options: HCIHost.Options = HCIHost.Options(), security: any HCISecurityManager = PairingNotSupported()
 ) async throws -> (FakeController, HCIHost) {
   let fake = FakeController(settings)
-  let host = HCIHost(stream: fake, clock: clock, options: options, security: security)
+  let host = HCIHost(stream: fake.stream, clock: clock, options: options, security: security)
   try await host.setUp()
   while fake.commands.count > 0 { _ = await fake.commands.next() }
   return (fake, host)

@@ -23,7 +23,7 @@ struct HostCommandTests {
   @Test("set-up: Reset, event masks, LE buffer size, BD_ADDR, a random static address")
   func setUpSequence() async throws {
     let fake = FakeController()
-    let host = HCIHost(stream: fake)
+    let host = HCIHost(stream: fake.stream)
     let setup = try await host.setUp()
     var opcodes: [HCIOpcode] = []
     while fake.commands.count > 0, let command = await fake.commands.next() { opcodes.append(command.opcode) }
@@ -44,7 +44,7 @@ struct HostCommandTests {
     var settings = FakeController.Settings()
     settings.failing = [LESetScanEnable.opcode: .commandDisallowed, LESetAdvertisingEnable.opcode: .commandDisallowed]
     let fake = FakeController(settings)
-    let host = HCIHost(stream: fake)
+    let host = HCIHost(stream: fake.stream)
     let setup = try await host.setUp()
     #expect(setup.randomAddress.isRandomStatic)
     var sent: [HCICommandPacket] = []
@@ -93,7 +93,7 @@ struct HostCommandTests {
     settings.autoAnswer = false
     let fake = FakeController(settings)
     let clock = ManualClock()
-    let host = HCIHost(stream: fake, clock: clock)
+    let host = HCIHost(stream: fake.stream, clock: clock)
     let first = Task { try await host.execute(Reset()) }
     #expect(await fake.nextCommand()?.opcode == Reset.opcode)
     fake.complete(Reset.opcode, credits: 0)  // answered, but no credit left

@@ -18,6 +18,25 @@ struct DescriptorStreamTests {
     case packets
   }
 
+  /// What a stream's receiver was handed, for the test to await: each chunk, then nil
+  /// at the end (whose fault is kept).
+  final class Received: Sendable {
+    let chunks = Inbox<[UInt8]>()
+    let fault = Locked<LinkFault?>(nil)
+    /// Each call's thread was the loop's.
+    let onLoop = Locked(true)
+
+    func take(_ event: DescriptorStream.Event) {
+      onLoop.withLock { $0 = $0 && testLoop.inEventLoop }
+      switch event {
+      case .bytes(let chunk): chunks.push(chunk)
+      case .ended(let fault):
+        self.fault.withLock { $0 = fault }
+        chunks.close()
+      }
+    }
+  }
+
   /// A stream of `kind` read by the test loop, and the descriptor of its far end (the
   /// controller's side), left blocking for the test to read.
   static func open(_ kind: Kind) throws -> (DescriptorStream, Int32) {
@@ -61,12 +80,15 @@ struct DescriptorStreamTests {
     arguments: Kind.allCases)
   func bothWays(_ kind: Kind) async throws {
     let (stream, far) = try Self.open(kind)
+    let received = Received()
+    try stream.start(received.take)
     defer {
       stream.close()
       Glibc.close(far)
     }
     _ = ([0x04, 0x0E, 0x01] as [UInt8]).withUnsafeBytes { Glibc.write(far, $0.baseAddress, $0.count) }
-    #expect(try await stream.read() == [0x04, 0x0E, 0x01])
+    #expect(await received.chunks.next() == [0x04, 0x0E, 0x01])
+    #expect(received.onLoop.withLock { $0 })
     // Far more than the descriptor's buffer takes, while nobody reads: before the loop wrote
     // it, the write blocked its thread (into the time limit).
     // Written on a thread of their own, so that a write that blocks fails the test by its
@@ -77,17 +99,15 @@ struct DescriptorStreamTests {
     }
     #expect(written)
     #expect(stream.backlogBytes > 0)
-    var received: [UInt8] = []
-    var reads = 0
-    while received.count < count * 1000 {
+    var taken: [UInt8] = []
+    while taken.count < count * 1000 {
       let more = await Self.readFar(far)
       if more.isEmpty { break }
       // One read, one packet, on the packet socket: each write went whole.
       if kind == .packets { #expect(more.count == 1000) }
-      received += more
-      reads += 1
+      taken += more
     }
-    #expect(received == (0..<count).flatMap { Self.packet($0) })
+    #expect(taken == (0..<count).flatMap { Self.packet($0) })
     #expect(stream.backlogBytes == 0)
   }
 
@@ -97,9 +117,11 @@ struct DescriptorStreamTests {
   func closeReleasesTheDescriptor(_ kind: Kind) async throws {
     let far: Int32
     weak var watched: DescriptorStream?
+    let received = Received()
     do {
       let (stream, other) = try Self.open(kind)
       (far, watched) = (other, stream)
+      try stream.start(received.take)
       stream.close()
     }
     defer { Glibc.close(far) }
@@ -113,15 +135,21 @@ struct DescriptorStreamTests {
     // The serial port's hang-up means its descriptor closed: the stream is gone. (A socket
     // is shut down at once, so its peer may see the end before the loop lets go.)
     if kind == .serial { #expect(watched == nil) }
+    // The receiver was told, on the loop, of a clean end.
+    #expect(await received.chunks.next() == nil)
+    #expect(received.fault.withLock { $0 } == nil)
+    #expect(received.onLoop.withLock { $0 })
   }
 
   @Test("a serial device that goes away ends the stream: read returns nil, and a write says the stream has ended")
   func deviceGoneAway() async throws {
     let (stream, far) = try Self.open(.serial)
+    let received = Received()
+    try stream.start(received.take)
     defer { stream.close() }
     // The terminal hangs up; its reads return 0, as an unplugged USB serial device's do.
     Glibc.close(far)
-    #expect(try await stream.read() == nil)
+    #expect(await received.chunks.next() == nil)
     #expect(throws: LinkFault.io("the stream has ended")) { try stream.write([0x01]) }
   }
 }

@@ -347,57 +347,6 @@ private actor LoopSender {
   }
 }
 
-/// Whether a sender's step runs now.
-private final class StepFlag: Sendable {
-  private let running = Locked(false)
-  func set(_ value: Bool) { running.withLock { $0 = value } }
-  var isSet: Bool { running.withLock { $0 } }
-}
-
-/// An actor on a loop, lending its executor to a connection.
-private actor OnLoop {
-  let loop: EventLoop
-  init(_ loop: EventLoop) { self.loop = loop }
-  nonisolated var unownedExecutor: UnownedSerialExecutor { loop.asUnownedSerialExecutor() }
-}
-
-/// What a server saw of each write: its value, whether a task ran it, and on which thread.
-private final class ServedLog: Sendable {
-  struct Entry: Sendable {
-    var value: UInt8
-    var inTask: Bool
-    var onLoop: Bool
-    /// A sender's step (`LoopSender`) was still running.
-    var inSendersStep = false
-  }
-  private let log = Locked<[Entry]>([])
-  func add(_ entry: Entry) { log.withLock { $0.append(entry) } }
-  var entries: [Entry] { log.withLock { $0 } }
-}
-
-/// Answers every write, noting it in `log`; closes the link when it serves `closesOn`.
-private struct RecordingServer: ATTServerHandler {
-  let log: ServedLog
-  var closesOn: UInt8?
-  var step: StepFlag?
-
-  init(log: ServedLog, closesOn: UInt8? = nil, step: StepFlag? = nil) {
-    self.log = log
-    self.closesOn = closesOn
-    self.step = step
-  }
-
-  func handle(_ pdu: ATTPDU, on connection: isolated ATTConnection) -> ATTServerReply {
-    guard case .writeRequest(let write) = pdu, let value = write.value.first else { return ATTServerReply(nil) }
-    log.add(
-      .init(
-        value: value, inTask: withUnsafeCurrentTask { $0 != nil }, onLoop: testLoop.inEventLoop,
-        inSendersStep: step?.isSet ?? false))
-    if value == closesOn { connection.bearer.close() }
-    return ATTServerReply(.writeResponse(WriteResponse()))
-  }
-}
-
 /// Runs `body` on a thread of its own and waits for it, blocking the caller's thread (a test
 /// on the loop that needs a send from elsewhere to happen within one of its steps).
 private func onAnotherThread(_ body: @escaping @Sendable () throws -> Void) throws {

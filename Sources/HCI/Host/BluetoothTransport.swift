@@ -94,7 +94,7 @@ public enum BluetoothTransport: Hashable, Sendable, CustomStringConvertible {
   }
 
   /// Opens the byte stream to the controller, read by `loop`.
-  func openStream(on loop: EventLoop) async throws(LinkError) -> any HCIByteStream {
+  func openStream(on loop: EventLoop) async throws(LinkError) -> DescriptorStream {
     switch self {
     case .hciTCP(let host, let port):
       return try await DescriptorStream.connect(host: host, port: port, name: description, on: loop)
@@ -179,7 +179,7 @@ extension HCIHost {
     logger: Logger = .none, capturePath: String? = nil, security: any HCISecurityManager = PairingNotSupported(),
     randomAddress: BDAddress? = nil
   ) async throws(HCIHostError) -> (HCIHost, ControllerSetup) {
-    let stream: any HCIByteStream
+    let stream: DescriptorStream
     let capture: BtsnoopWriter?
     do {
       // Written record by record, so `ancs inspect --follow` and btmon can read it as it grows.

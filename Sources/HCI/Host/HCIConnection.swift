@@ -1,5 +1,6 @@
 import ATT
 import Runtime
+import Sockets
 import Wire
 
 /// The role of this host on a connection.
@@ -14,7 +15,8 @@ public enum LinkRole: Hashable, Sendable, CustomStringConvertible {
 /// one ATT PDU on L2CAP CID 0x0004, one `receive` one PDU from it. The LE signalling channel
 /// (0x0005) is answered here; SMP (0x0006) goes to the host's `HCISecurityManager`. After
 /// Disconnection Complete (or the host's end), `receive` returns nil and `send` throws
-/// `.disconnected`.
+/// `.disconnected`. ATT PDUs reach a connection that runs on the host's event loop in place
+/// (`handOver(to:)`), in the read of the chunk that completed them.
 public final class HCIConnection: ATTBearer {
   private struct State {
     var encrypted = false
@@ -42,6 +44,9 @@ public final class HCIConnection: ATTBearer {
   let host: HCIHost
   private let state = Locked(State())
   private let att = Inbox<[UInt8]>()
+  /// Who takes ATT PDUs in place (`handOver(to:)`); nil: they go to `att`. On the host's
+  /// loop, where its reads are.
+  private let receiver: LoopBound<(any PDUReceiver)?>
 
   init(host: HCIHost, event: LEConnectionComplete) {
     self.host = host
@@ -50,6 +55,7 @@ public final class HCIConnection: ATTBearer {
     role = event.role == 0x00 ? .central : .peripheral
     peer = DeviceAddress(type: event.peerAddressType, address: event.peerAddress)
     local = DeviceAddress(type: .random, address: host.state.withLock { $0.randomAddress })
+    receiver = LoopBound(nil, on: host.stream.loop)
   }
 
   public var name: String { "\(host.stream.name) \(role) to \(peer.address)" }
@@ -91,6 +97,23 @@ public final class HCIConnection: ATTBearer {
 
   nonisolated(nonsending) public func receive() async throws(BearerError) -> [UInt8]? {
     await att.next()
+  }
+
+  public func receiveIfReady() -> [UInt8]? { att.nextIfReady() }
+
+  /// Hands each ATT PDU over in place when `receiver` runs on the loop that reads the host's
+  /// stream and this is called there; declines otherwise. Only on the loop, where the reads
+  /// are, so no read runs meanwhile and what was queued before stays first.
+  public func handOver(to receiver: (any PDUReceiver)?) -> Bool {
+    let loop = host.stream.loop
+    guard loop.inEventLoop else { return false }
+    guard let receiver else {
+      self.receiver.value = nil
+      return true
+    }
+    guard receiver.runs(on: loop) else { return false }
+    self.receiver.value = receiver
+    return true
   }
 
   /// Pairs (or encrypts with a stored bond) through the host's security manager, and returns
@@ -164,12 +187,17 @@ public final class HCIConnection: ATTBearer {
     return first
   }
 
-  // MARK: From the host's reader
+  // MARK: From the host's reads, on its loop
 
   func received(_ frame: L2CAPFrame) {
     switch frame.channel {
     case .att:
-      if state.withLock({ $0.open && !$0.disconnecting }) { att.push(frame.payload) }
+      guard state.withLock({ $0.open && !$0.disconnecting }) else { return }
+      if let receiver = receiver.value {
+        receiver.take(frame.payload)
+      } else {
+        att.push(frame.payload)
+      }
     case .leSignaling:
       let judge = host.parameterJudge
       let outcome = LESignalingOutcome.answer(frame.payload, isCentral: role == .central) {

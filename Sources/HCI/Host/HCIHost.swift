@@ -1,6 +1,7 @@
 import ATT
 import Links
 import Runtime
+import Sockets
 import Wire
 
 /// What a command got back from the controller.
@@ -16,9 +17,13 @@ public enum CommandAnswer: Hashable, Sendable {
 /// Completed Packets flow control, and routes L2CAP's fixed channels of each connection
 /// (`HCIConnection`). Roles and set-up are in HCIHost+Roles.swift.
 ///
-/// One task reads the stream, another writes it, and a third, the host's one timer
-/// (`Watchdog`), fails the commands past their deadline and tells the security manager the
-/// time; nothing a controller or peer sends can trap:
+/// The event loop the stream was opened on reads it and hands each chunk to the host in
+/// place, on the loop's thread: the host decodes its packets and dispatches them there (an
+/// ATT PDU to a connection that runs on the loop, in place too: `HCIConnection`). Packets to
+/// the controller are written when the host's state releases them, under its lock, so they
+/// leave in the order it decided; the write never blocks. The host's one timer (`Watchdog`)
+/// fails the commands past their deadline and tells the security manager the time. Nothing
+/// a controller or peer sends can trap:
 /// a malformed packet is logged and dropped, and an H4 desynchronisation (the stream cannot
 /// find packet boundaries again) or the end of the stream closes the host, failing every wait
 /// with `.closed(why)`.
@@ -86,7 +91,7 @@ public final class HCIHost: Sendable {
     set { state.withLock { $0.parameterJudge = newValue } }
   }
 
-  public let stream: any HCIByteStream
+  public let stream: DescriptorStream
   public let options: Options
   /// The host's time: command deadlines, and the security manager's.
   public let clock: any EngineClock
@@ -96,17 +101,19 @@ public final class HCIHost: Sendable {
   let state = Locked(State())
   /// The host's one timer.
   let watchdog: Watchdog
-  private let outbox = Inbox<H4Packet>()
+  /// The H4 packet being read, between chunks; touched only on the stream's loop.
+  private let decoder: LoopBound<H4Decoder>
   /// LE Connection Complete events, as connections or failures, for `accept` and `connect`.
   let connectionEvents = Inbox<ConnectionOutcome>()
 
-  /// Starts reading and writing `stream`. Call `setUp()` before anything else, and `close()`
-  /// when done: the host runs (and stays alive) until its stream ends.
+  /// Starts reading and writing `stream` (on the event loop it was opened on). Call
+  /// `setUp()` before anything else, and `close()` when done: the host runs (and stays
+  /// alive) until its stream ends.
   /// - Parameters:
   ///   - capture: records every H4 packet both ways (create it with `connection: nil`).
   ///   - security: handles SMP (CID 0x0006) and Long Term Key requests.
   public init(
-    stream: any HCIByteStream, clock: any EngineClock = SystemClock(), options: Options = Options(),
+    stream: DescriptorStream, clock: any EngineClock = SystemClock(), options: Options = Options(),
     logger: Logger = .none, capture: BtsnoopWriter? = nil, security: any HCISecurityManager = PairingNotSupported()
   ) {
     self.stream = stream
@@ -116,14 +123,22 @@ public final class HCIHost: Sendable {
     self.capture = capture
     self.security = security
     watchdog = Watchdog(clock: clock)
-    Task {
-      await withTaskGroup(of: Void.self) { group in
-        group.addTask { await self.watchdog.run(next: { self.deadline }, fire: { self.timerFired(now: $0) }) }
-        await self.readLoop()
-        group.cancelAll()
+    decoder = LoopBound(H4Decoder(), on: stream.loop)
+    let timer = Task { await self.watchdog.run(next: { self.deadline }, fire: { self.timerFired(now: $0) }) }
+    do {
+      // The stream holds the host (through its receiver) until it ends.
+      try stream.start { [self] event in
+        switch event {
+        case .bytes(let chunk): read(chunk)
+        case .ended(let fault):
+          timer.cancel()
+          shutdown(fault.map { "\(stream.name): \($0)" } ?? "\(stream.name): the controller's stream ended")
+        }
       }
+    } catch {
+      timer.cancel()
+      shutdown("\(error)")
     }
-    Task { await self.writeLoop() }
   }
 
   /// Nil while the host runs; otherwise why it closed.
@@ -217,21 +232,21 @@ public final class HCIHost: Sendable {
   @discardableResult
   func submit(_ packet: HCICommandPacket, name: String, onAnswer: @escaping Answer) -> UInt64 {
     let deadline = clock.now + options.commandTimeout
-    let submitted = state.withLock { state -> Result<(UInt64, [[UInt8]]), HCIHostError> in
+    let submitted = state.withLock { state -> Result<UInt64, HCIHostError> in
       if let closed = state.closed { return .failure(.closed(closed)) }
       state.nextID += 1
       let writes = state.commands.submit(
         id: state.nextID, opcode: packet.opcode, packet: packet.encoded, deadline: deadline,
         waiter: Pending(name: name, onAnswer: onAnswer))
-      return .success((state.nextID, writes))
+      output(commands: writes)
+      return .success(state.nextID)
     }
     switch submitted {
     case .failure(let error):
       onAnswer(.failure(error))
       return 0
-    case .success(let (id, writes)):
+    case .success(let id):
       watchdog.wake(for: deadline)
-      for bytes in writes { output(H4Packet(type: .command, bytes: bytes)) }
       return id
     }
   }
@@ -239,8 +254,11 @@ public final class HCIHost: Sendable {
   /// Forgets a command whose caller stopped waiting; its `onAnswer` is told `.cancelled`
   /// (unless the answer, the deadline or the host's end took it first).
   private func abandon(_ id: UInt64) {
-    let (pending, writes) = state.withLock { $0.commands.abandon(id: id) }
-    for bytes in writes { output(H4Packet(type: .command, bytes: bytes)) }
+    let pending = state.withLock { state in
+      let (pending, writes) = state.commands.abandon(id: id)
+      output(commands: writes)
+      return pending
+    }
     pending?.onAnswer(.failure(.cancelled))
   }
 
@@ -259,8 +277,11 @@ public final class HCIHost: Sendable {
   /// The watchdog's call: the commands past their deadline fail, and the security manager
   /// is told the time.
   private func timerFired(now: Duration) {
-    let (expired, writes) = state.withLock { $0.commands.timerFired(now: now) }
-    for bytes in writes { output(H4Packet(type: .command, bytes: bytes)) }
+    let expired = state.withLock { state in
+      let (expired, writes) = state.commands.timerFired(now: now)
+      output(commands: writes)
+      return expired
+    }
     for (opcode, command) in expired {
       logger.error("\(stream.name): \(command.name): no answer within \(options.commandTimeout)")
       command.onAnswer(
@@ -279,12 +300,11 @@ public final class HCIHost: Sendable {
   /// Sends one L2CAP PDU on `handle`, split to the controller's ACL packet length; packets
   /// leave as the controller frees buffers. Never waits.
   func sendL2CAP(_ frame: L2CAPFrame, handle: UInt16) {
-    let released = state.withLock { state -> [ACLPacket] in
-      guard state.closed == nil, state.connections[handle] != nil else { return [] }
+    state.withLock { state in
+      guard state.closed == nil, state.connections[handle] != nil else { return }
       let fragments = ACLPacket.fragments(of: frame.encoded, handle: handle, bufferSize: state.aclPacketLength)
-      return state.acl.enqueue(fragments)
+      output(acl: state.acl.enqueue(fragments))
     }
-    for packet in released { output(H4Packet(type: .acl, bytes: packet.encoded)) }
   }
 
   /// Packets held back by ACL flow control and packets the controller has not yet freed.
@@ -294,50 +314,42 @@ public final class HCIHost: Sendable {
 
   // MARK: - I/O
 
-  func output(_ packet: H4Packet) {
+  /// Writes packets to the controller; called under the state's lock by whatever released
+  /// them, so that they leave in the order the state released them (the write never blocks,
+  /// and never calls back into the host: a failed one ends the stream, whose end reaches
+  /// the host from the loop).
+  private func output(_ packet: H4Packet) {
     capture?.record(h4Packet: packet.encoded, direction: .sent, isEvent: packet.type == .command)
-    outbox.push(packet)
+    try? stream.write(packet.encoded)
   }
 
-  private func writeLoop() async {
-    while let packet = await outbox.next() {
-      do {
-        try await stream.write(packet.encoded)
-      } catch {
-        shutdown("\(stream.name): write failed: \(error)")
-        return
-      }
-    }
+  private func output(commands: [[UInt8]]) {
+    for bytes in commands { output(H4Packet(type: .command, bytes: bytes)) }
   }
 
-  private func readLoop() async {
-    var decoder = H4Decoder()
-    while true {
-      let chunk: [UInt8]?
-      do {
-        chunk = try await stream.read()
-      } catch {
-        shutdown("\(stream.name): \(error)")
-        return
-      }
-      guard let chunk else {
-        shutdown("\(stream.name): the controller's stream ended")
-        return
-      }
+  private func output(acl packets: [ACLPacket]) {
+    for packet in packets { output(H4Packet(type: .acl, bytes: packet.encoded)) }
+  }
+
+  /// A chunk from the controller, on the stream's loop: its whole packets are dispatched in
+  /// place. A stream that lost the packet boundaries closes the host, after the packets
+  /// before the break.
+  private func read(_ chunk: [UInt8]) {
+    let (packets, broken) = decoder.modify { decoder -> ([H4Packet], H4Error?) in
       decoder.append(chunk)
-      while true {
-        let packet: H4Packet?
-        do {
-          packet = try decoder.next()
-        } catch {
-          shutdown("\(stream.name): \(error); reopen the transport and reset the controller")
-          return
-        }
-        guard let packet else { break }
-        capture?.record(h4Packet: packet.encoded, direction: .received, isEvent: packet.type == .event)
-        received(packet)
+      var packets: [H4Packet] = []
+      do throws(H4Error) {
+        while let packet = try decoder.next() { packets.append(packet) }
+      } catch {
+        return (packets, error)
       }
+      return (packets, nil)
     }
+    for packet in packets {
+      capture?.record(h4Packet: packet.encoded, direction: .received, isEvent: packet.type == .event)
+      received(packet)
+    }
+    if let broken { shutdown("\(stream.name): \(broken); reopen the transport and reset the controller") }
   }
 
   private func received(_ packet: H4Packet) {
@@ -380,12 +392,11 @@ public final class HCIHost: Sendable {
     case .commandStatus(let event):
       answered(event.commandOpcode, credits: event.numHCICommandPackets, .status(event.status))
     case .numberOfCompletedPackets(let event):
-      let released = state.withLock { state in
-        event.entries.flatMap {
-          state.acl.completed(handle: $0.connectionHandle, count: Int($0.numCompletedPackets))
+      state.withLock { state in
+        for entry in event.entries {
+          output(acl: state.acl.completed(handle: entry.connectionHandle, count: Int(entry.numCompletedPackets)))
         }
       }
-      for packet in released { output(H4Packet(type: .acl, bytes: packet.encoded)) }
     case .leConnectionComplete(let event), .leEnhancedConnectionComplete(let event):
       connectionCompleted(event)
     case .disconnectionComplete(let event):
@@ -408,8 +419,11 @@ public final class HCIHost: Sendable {
   }
 
   private func answered(_ opcode: HCIOpcode, credits: UInt8, _ answer: CommandAnswer) {
-    let (pending, writes) = state.withLock { $0.commands.answered(opcode: opcode, credits: credits) }
-    for bytes in writes { output(H4Packet(type: .command, bytes: bytes)) }
+    let pending = state.withLock { state in
+      let (pending, writes) = state.commands.answered(opcode: opcode, credits: credits)
+      output(commands: writes)
+      return pending
+    }
     pending?.onAnswer(.success(answer))
   }
 
@@ -442,14 +456,11 @@ public final class HCIHost: Sendable {
       logger.error("\(stream.name): disconnection of handle 0x\(hex16(event.connectionHandle)) failed: \(event.status)")
       return
     }
-    let (connection, released) = state.withLock { state in
+    let connection = state.withLock { state in
       state.reassembler.reset(handle: event.connectionHandle)
-      return (
-        state.connections.removeValue(forKey: event.connectionHandle),
-        state.acl.disconnected(handle: event.connectionHandle)
-      )
+      output(acl: state.acl.disconnected(handle: event.connectionHandle))
+      return state.connections.removeValue(forKey: event.connectionHandle)
     }
-    for packet in released { output(H4Packet(type: .acl, bytes: packet.encoded)) }
     logger.info("\(stream.name): handle 0x\(hex16(event.connectionHandle)) disconnected: \(event.reason)")
     connection?.didDisconnect(reason: event.reason)
   }
@@ -480,7 +491,6 @@ public final class HCIHost: Sendable {
     for connection in connections { connection.didDisconnect(reason: nil) }
     scan?.close()
     connectionEvents.close()
-    outbox.close()
     stream.close()
     capture?.flush()
   }

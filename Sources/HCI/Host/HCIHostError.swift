@@ -1,22 +1,6 @@
 import Links
 import Sockets
 
-/// A byte stream to a controller that carries H4 packets: a TCP socket to a virtual controller,
-/// a UART, or an in-memory fake in tests. Chunks have no relation to packet boundaries.
-public protocol HCIByteStream: AnyObject, Sendable {
-  /// The next bytes from the controller; nil once the stream has ended (closed by either
-  /// side, or the waiting task was cancelled). Throws what broke the stream.
-  func read() async throws(LinkFault) -> [UInt8]?
-  /// Writes all of `bytes`, in order with earlier writes.
-  func write(_ bytes: [UInt8]) async throws(LinkFault)
-  /// Ends the stream; a pending `read` returns nil.
-  func close()
-  /// The transport as the user named it ("hci-tcp:127.0.0.1:9001").
-  var name: String { get }
-}
-
-extension DescriptorStream: HCIByteStream {}
-
 /// Why the host could not do what was asked. Its description is one line that names the
 /// command or the step.
 public enum HCIHostError: Error, Hashable, Sendable, CustomStringConvertible {
