@@ -31,12 +31,13 @@ public final class DescriptorStream: LoopDescriptor, @unchecked Sendable {
   private let down = Atomic<Bool>(false)
 
   /// Takes over `fd` (closed when the stream ends and is released) and makes it
-  /// non-blocking; `start` has the loop read it. Errors name the stream as `name`.
+  /// non-blocking; `start` has the loop read it. Errors and logs name the stream `name`.
   /// - Parameter wholeWrites: each write is one packet, which the descriptor takes whole
   ///   (the HCI user channel).
   public init(adopting fd: Int32, name: String, wholeWrites: Bool = false, on loop: EventLoop) {
     self.name = name
-    _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+    let flags = fcntl(fd, F_GETFL)
+    if flags >= 0 { _ = fcntl(fd, F_SETFL, flags | O_NONBLOCK) }
     super.init(fd: fd, wholeWrites: wholeWrites, loop: loop)
   }
 
@@ -46,6 +47,9 @@ public final class DescriptorStream: LoopDescriptor, @unchecked Sendable {
   /// once the loop has been shut down).
   public func start(_ receiver: @escaping @Sendable (Event) -> Void) throws(LinkError) {
     precondition(self.receiver == nil, "DescriptorStream.start was called twice")
+    if isClosed {
+      throw LinkError(address: name, kind: .system(errno: EBADF), detail: "the stream was closed before it started")
+    }
     self.receiver = receiver
     guard loop.register(self) else {
       let code = errno
@@ -111,7 +115,8 @@ public final class DescriptorStream: LoopDescriptor, @unchecked Sendable {
     cfmakeraw(&settings)
     settings.c_cflag |= tcflag_t(CLOCAL | CREAD) | tcflag_t(CRTSCTS)
     settings.c_cflag &= ~tcflag_t(CSTOPB | PARENB)
-    // Blocking reads that return whatever has arrived (at least one byte).
+    // Reads that return whatever has arrived: with VMIN 0, a read of a quiet port returns
+    // 0, which would read as its end.
     withUnsafeMutableBytes(of: &settings.c_cc) { cc in
       cc[Int(VMIN)] = 1
       cc[Int(VTIME)] = 0

@@ -222,8 +222,8 @@ public final class EventLoop: @unchecked Sendable {
 
   // MARK: Sockets
 
-  /// Starts reading `core`'s socket; false (errno set) when it cannot be watched: ESHUTDOWN
-  /// once the loop has been shut down.
+  /// Starts reading `core`'s descriptor; false (errno set) when it cannot be watched:
+  /// ESHUTDOWN once the loop has been shut down, EMFILE when its thread never started.
   func register(_ core: LoopDescriptor) -> Bool {
     guard running else {
       errno = EMFILE
@@ -251,6 +251,8 @@ public final class EventLoop: @unchecked Sendable {
   /// a socket shut down reads as its end). The loop's thread takes it out, so no event for it
   /// is being handled meanwhile.
   func unregister(_ core: LoopDescriptor) {
+    // A loop whose thread never started watches nothing (and its eventfd is closed).
+    guard running else { return }
     queue.withLock { queue in
       if queue.ended { return }
       queue.leaving.append(core)
@@ -265,6 +267,8 @@ public final class EventLoop: @unchecked Sendable {
       return queue.leaving
     }
     for core in leaving { forget(core) }
+    // What the ends they told of queued.
+    runCalls()
   }
 
   /// Takes `core` out of epoll, tells it, then lets go of it (its descriptor closes with its
@@ -280,7 +284,7 @@ public final class EventLoop: @unchecked Sendable {
     if removed { core.didLeave() }
   }
 
-  /// Watches `core`'s socket for room to write too (`on`: its backlog waits), or no longer;
+  /// Watches `core`'s descriptor for room to write too (`on`: its backlog waits), or no longer;
   /// from any thread, under the core's backlog lock, so the last call is the one that holds.
   func watchWritable(_ core: LoopDescriptor, _ on: Bool) {
     var event = epoll_event()
@@ -494,8 +498,8 @@ public final class EventLoop: @unchecked Sendable {
           if ready == EPOLLOUT.rawValue { continue }
         }
         let open = core.readAvailable(into: &buffer, turns: Self.readsPerTurn)
-        runCalls()
         if !open { forget(core) }
+        runCalls()
       }
       // After the batch: an event later in it may name a descriptor that is leaving.
       if woken { takeOutLeaving() }
@@ -516,16 +520,20 @@ public final class EventLoop: @unchecked Sendable {
       core.disconnect(fault: .io("its event loop was shut down"))
       core.didLeave()
     }
+    runCalls()
+    // Let go of outside the lock: the last owner of a descriptor closes it.
+    var leaving: [LoopDescriptor] = []
     let (left, waiters) = queue.withLock { queue -> ([Job], [CheckedContinuation<Void, Never>]) in
       // Closed under the lock every write to the eventfd takes, and marked ended with it.
       Self.closeDescriptors(epoll, wake)
       queue.ended = true
-      queue.leaving = []
+      swap(&leaving, &queue.leaving)
       var left: [Job] = []
       while let job = queue.jobs.popFirst() { left.append(job) }
       defer { queue.endWaiters = [] }
       return (left, queue.endWaiters)
     }
+    leaving = []
     for job in left { runOrphan(job) }
     pthread_setspecific(Self.currentKey, nil)
     for waiter in waiters { waiter.resume() }

@@ -138,6 +138,10 @@ public class LoopDescriptor: @unchecked Sendable {
       while let next = backlog.first, case .written = write(next) { backlog.removeFirst(next.count) }
       backlog = Backlog()
     }
+    // A serial port's close(2) waits for its output to drain (up to 30 s by default, and
+    // for good when RTS/CTS holds it), whatever O_NONBLOCK says: what it holds is dropped
+    // too, so that letting go of the descriptor, on the loop, never stalls it.
+    if !isSocket { tcflush(descriptor.fd, TCOFLUSH) }
   }
 
   /// Bytes written but not yet taken by the descriptor (for tests).
@@ -168,6 +172,8 @@ public class LoopDescriptor: @unchecked Sendable {
           if code == EAGAIN || code == EWOULDBLOCK { return .blocked(written: offset) }
           return .failed(code)
         }
+        // Nothing taken, and no error: as full (the loop comes back when it has room).
+        if written == 0 { return .blocked(written: offset) }
         offset += written
       }
       return .written

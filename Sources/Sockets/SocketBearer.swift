@@ -248,16 +248,7 @@ final class SocketCore: LoopDescriptor, @unchecked Sendable {
   /// Starts (or, with nil, stops) handing PDUs to `connection` in place; see
   /// `SocketBearer.handOver(to:)`. Only on the loop's thread, where the reads are, so no
   /// read runs meanwhile and what was queued before stays first.
-  func handOver(to receiver: (any PDUReceiver)?) -> Bool {
-    guard loop.inEventLoop else { return false }
-    guard let receiver else {
-      self.receiver.value = nil
-      return true
-    }
-    guard receiver.runs(on: loop) else { return false }
-    self.receiver.value = receiver
-    return true
-  }
+  func handOver(to receiver: (any PDUReceiver)?) -> Bool { self.receiver.handOver(to: receiver) }
 
   /// One ATT PDU read: to the connection in place, or queued. False once the link is down
   /// (it may close in the connection's hands).

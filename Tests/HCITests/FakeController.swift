@@ -50,7 +50,7 @@ final class FakeController: Sendable {
     stream = DescriptorStream(adopting: fds[0], name: "fake", on: testLoop)
     far = OwnedFD(fds[1])
     // The thread holds the fake until the host's end closes.
-    _ = spawnThread { [self] in readLoop() }
+    precondition(spawnThread { [self] in readLoop() }, "cannot start the fake controller's thread")
   }
 
   /// Closes the controller's end: the host sees its stream end.

@@ -55,7 +55,11 @@ struct DescriptorStreamTests {
       var fds: [Int32] = [-1, -1]
       let type = Int32(kind == .stream ? SOCK_STREAM.rawValue : SOCK_SEQPACKET.rawValue) | Int32(SOCK_CLOEXEC.rawValue)
       #expect(socketpair(AF_UNIX, type, 0, &fds) == 0)
-      let stream = try DescriptorStream(
+      // A small send buffer (the kernel makes it at least its minimum), so a few kilobytes
+      // fill it whatever the machine's default.
+      var size: Int32 = 2048
+      #expect(setsockopt(fds[0], SOL_SOCKET, SO_SNDBUF, &size, socklen_t(MemoryLayout<Int32>.size)) == 0)
+      let stream = DescriptorStream(
         adopting: fds[0], name: kind.rawValue, wholeWrites: kind == .packets, on: testLoop)
       return (stream, fds[1])
     }
@@ -141,15 +145,37 @@ struct DescriptorStreamTests {
     #expect(received.onLoop.withLock { $0 })
   }
 
-  @Test("a serial device that goes away ends the stream: read returns nil, and a write says the stream has ended")
+  @Test("a serial device that goes away ends the stream, and a write then fails")
   func deviceGoneAway() async throws {
     let (stream, far) = try Self.open(.serial)
     let received = Received()
     try stream.start(received.take)
     defer { stream.close() }
-    // The terminal hangs up; its reads return 0, as an unplugged USB serial device's do.
+    // The terminal hangs up, as an unplugged USB serial device does: a read then returns 0
+    // (the end), or EIO if the loop reads in the moment before the hang-up.
     Glibc.close(far)
     #expect(await received.chunks.next() == nil)
-    #expect(throws: LinkFault.io("the stream has ended")) { try stream.write([0x01]) }
+    let gone = LinkFault.io("the device went away (Input/output error)")
+    let fault = received.fault.withLock { $0 }
+    #expect(fault == nil || fault == gone)
+    #expect(throws: fault ?? .io("the stream has ended")) { try stream.write([0x01]) }
+  }
+
+  @Test("a loop that is shut down ends the streams it reads, telling each receiver on its thread")
+  func loopShutDown() async throws {
+    let loop = EventLoop()
+    var fds: [Int32] = [-1, -1]
+    #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &fds) == 0)
+    defer { Glibc.close(fds[1]) }
+    let stream = DescriptorStream(adopting: fds[0], name: "shut", on: loop)
+    let ended = Locked<(fault: LinkFault?, onLoop: Bool)?>(nil)
+    try stream.start { event in
+      if case .ended(let fault) = event { ended.withLock { $0 = (fault, loop.inEventLoop) } }
+    }
+    try await loop.shutdown()
+    let told = ended.withLock { $0 }
+    #expect(told?.fault == .io("its event loop was shut down"))
+    #expect(told?.onLoop == true)
+    #expect(throws: LinkFault.io("its event loop was shut down")) { try stream.write([0x01]) }
   }
 }

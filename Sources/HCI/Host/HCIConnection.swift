@@ -104,17 +104,7 @@ public final class HCIConnection: ATTBearer {
   /// Hands each ATT PDU over in place when `receiver` runs on the loop that reads the host's
   /// stream and this is called there; declines otherwise. Only on the loop, where the reads
   /// are, so no read runs meanwhile and what was queued before stays first.
-  public func handOver(to receiver: (any PDUReceiver)?) -> Bool {
-    let loop = host.stream.loop
-    guard loop.inEventLoop else { return false }
-    guard let receiver else {
-      self.receiver.value = nil
-      return true
-    }
-    guard receiver.runs(on: loop) else { return false }
-    self.receiver.value = receiver
-    return true
-  }
+  public func handOver(to receiver: (any PDUReceiver)?) -> Bool { self.receiver.handOver(to: receiver) }
 
   /// Pairs (or encrypts with a stored bond) through the host's security manager, and returns
   /// once the link is encrypted: as central it starts pairing, as peripheral it sends a
@@ -130,7 +120,7 @@ public final class HCIConnection: ATTBearer {
   public func close() { startDisconnect(reason: .remoteUserTerminatedConnection) }
 
   /// Sends HCI_Disconnect with `reason` and returns without waiting (a failure is logged);
-  /// `receive` returns nil at once. For the reader's context, where waiting is not allowed.
+  /// `receive` returns nil at once. For the loop's reads, where waiting is not allowed.
   public func startDisconnect(reason: HCIStatus) {
     guard beginDisconnect() else { return }
     host.post(Disconnect(connectionHandle: handle, reason: reason), context: "disconnecting handle 0x\(hex16(handle))")
@@ -172,8 +162,8 @@ public final class HCIConnection: ATTBearer {
     host.sendL2CAP(L2CAPFrame(channel: .smp, payload: pdu), handle: handle)
   }
 
-  /// Sends a command for this connection from the reader's context, without waiting there
-  /// (its answer only the reader can deliver); failures are logged.
+  /// Sends a command for this connection from the loop's reads, without waiting there
+  /// (its answer only a later read can deliver); failures are logged.
   public func sendCommand<C: HCICommand>(_ command: C) { host.post(command) }
 
   /// Marks the bearer closed for ATT; false when it already was.
@@ -262,7 +252,7 @@ public final class HCIConnection: ATTBearer {
 }
 
 /// Handles the Security Manager channel (L2CAP CID 0x0006) and the controller's Long Term Key
-/// requests. Called on the host's reader: it must not wait for the controller or the peer
+/// requests. Called in the host's reads, on its loop's thread: it must not wait for the controller or the peer
 /// (send with `HCIConnection.sendSMP` and `sendCommand`, which do not wait).
 public protocol HCISecurityManager: Sendable {
   /// One SMP PDU from the peer.

@@ -188,7 +188,7 @@ public final class HCIHost: Sendable {
   }
 
   /// Sends a command that the controller answers with Command Status and completes later,
-  /// without waiting: a refusal or a failure is logged. For the reader's context (the security
+  /// without waiting: a refusal or a failure is logged. For the loop's reads (the security
   /// manager's answers to the controller, a connection's end), where waiting is not allowed.
   /// - Parameter context: what the log says the command was for.
   public func post<C: HCICommand>(_ command: C, context: String? = nil) {
@@ -226,7 +226,7 @@ public final class HCIHost: Sendable {
   }
 
   /// Sends one command packet when a credit allows and returns its number; `onAnswer` runs
-  /// exactly once: on the reader with the controller's answer, on the watchdog when
+  /// exactly once: on the loop's read of the controller's answer, on the watchdog when
   /// `options.commandTimeout` passes first, or when the host closes or the command is
   /// abandoned.
   @discardableResult
