@@ -146,7 +146,7 @@ public final class DescriptorStream: LoopDescriptor, @unchecked Sendable {
   /// loop's thread, never inside this call), and it is closed once nothing uses it.
   public func close() { disconnect(fault: nil) }
 
-  override var isClosed: Bool { down.load(ordering: .acquiring) }
+  override package var isClosed: Bool { down.load(ordering: .acquiring) }
 
   override func disconnect(fault: LinkFault?) {
     let first = state.withLock { state -> Bool in

@@ -54,7 +54,7 @@ public class LoopDescriptor: @unchecked Sendable {
   }
 
   /// True once the link is down.
-  var isClosed: Bool { preconditionFailure("\(Self.self) must say when it is down") }
+  package var isClosed: Bool { preconditionFailure("\(Self.self) must say when it is down") }
 
   /// The loop has stopped watching the descriptor and let go of it (its link ended, was
   /// `unregister`ed, or the loop was shut down): called once, on the loop's thread, after

@@ -166,7 +166,7 @@ final class SocketCore: LoopDescriptor, @unchecked Sendable {
     return SocketBearer(core: core)
   }
 
-  override var isClosed: Bool { down.load(ordering: .acquiring) }
+  override package var isClosed: Bool { down.load(ordering: .acquiring) }
   var peerAddress: String? { state.withLock { $0.exchange?.peer } }
   var fault: LinkFault? { state.withLock { $0.fault } }
   var securityLevel: SecurityLevel {

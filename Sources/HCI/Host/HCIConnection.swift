@@ -1,6 +1,7 @@
 import ATT
 import Runtime
 import Sockets
+import Synchronization
 import Wire
 
 /// The role of this host on a connection.
@@ -43,6 +44,9 @@ public final class HCIConnection: ATTBearer {
   public let event: LEConnectionComplete
   let host: HCIHost
   private let state = Locked(State())
+  /// ATT still flows: `state.open && !state.disconnecting`, readable without the lock, as
+  /// every PDU each way checks it.
+  private let attOpen = Atomic<Bool>(true)
   private let att = Inbox<[UInt8]>()
   /// Who takes ATT PDUs in place (`handOver(to:)`); nil: they go to `att`. On the host's
   /// loop, where its reads are.
@@ -90,7 +94,7 @@ public final class HCIConnection: ATTBearer {
 
   /// Hands the PDU to the host, which queues it for the controller; never suspends.
   public func send(_ pdu: [UInt8]) throws(BearerError) {
-    guard state.withLock({ $0.open && !$0.disconnecting }) else { throw .disconnected }
+    guard attOpen.load(ordering: .acquiring) else { throw .disconnected }
     guard pdu.count <= Int(UInt16.max) else { throw .tooLarge(size: pdu.count, limit: Int(UInt16.max)) }
     host.sendL2CAP(L2CAPFrame(channel: .att, payload: pdu), handle: handle)
   }
@@ -171,6 +175,7 @@ public final class HCIConnection: ATTBearer {
     let first = state.withLock { state -> Bool in
       guard state.open, !state.disconnecting else { return false }
       state.disconnecting = true
+      attOpen.store(false, ordering: .releasing)
       return true
     }
     if first { att.close() }
@@ -182,7 +187,7 @@ public final class HCIConnection: ATTBearer {
   func received(_ frame: L2CAPFrame) {
     switch frame.channel {
     case .att:
-      guard state.withLock({ $0.open && !$0.disconnecting }) else { return }
+      guard attOpen.load(ordering: .acquiring) else { return }
       if let receiver = receiver.value {
         receiver.take(frame.payload)
       } else {
@@ -238,6 +243,7 @@ public final class HCIConnection: ATTBearer {
     let reason = reason ?? .connectionTerminatedByLocalHost
     let waiters = state.withLock { state in
       state.open = false
+      attOpen.store(false, ordering: .releasing)
       state.reason = reason
       defer { state.endWaiters = [] }
       return state.endWaiters

@@ -58,7 +58,6 @@ public final class HCIHost: Sendable {
     var acl = ACLFlow(capacity: 1)
     /// The controller's LE_ACL_Data_Packet_Length; 27 (the LE minimum) until read.
     var aclPacketLength = 27
-    var reassembler = ACLReassembler()
     var connections: [UInt16: HCIConnection] = [:]
     /// The random static address set by `setUp`.
     var randomAddress = BDAddress.zero
@@ -103,6 +102,11 @@ public final class HCIHost: Sendable {
   let watchdog: Watchdog
   /// The H4 packet being read, between chunks; touched only on the stream's loop.
   private let decoder: LoopBound<H4Decoder>
+  /// The loop's side of reading: each connection by handle, to route what the controller
+  /// sends, and the ACL data being reassembled. Touched only in the loop's reads (which add
+  /// and remove connections as the controller reports them), so the way in takes no lock;
+  /// `state.connections` is the same set for the rest of the host, under its lock.
+  private let reading: LoopBound<(routes: [UInt16: HCIConnection], reassembler: ACLReassembler)>
   /// LE Connection Complete events, as connections or failures, for `accept` and `connect`.
   let connectionEvents = Inbox<ConnectionOutcome>()
 
@@ -124,6 +128,7 @@ public final class HCIHost: Sendable {
     self.security = security
     watchdog = Watchdog(clock: clock)
     decoder = LoopBound(H4Decoder(), on: stream.loop)
+    reading = LoopBound(([:], ACLReassembler()), on: stream.loop)
     let timer = Task { await self.watchdog.run(next: { self.deadline }, fire: { self.timerFired(now: $0) }) }
     do {
       // The stream holds the host (through its receiver) until it ends.
@@ -132,6 +137,8 @@ public final class HCIHost: Sendable {
         case .bytes(let chunk): read(chunk)
         case .ended(let fault):
           timer.cancel()
+          // The connections were told by the shutdown, if it came first; let go of them.
+          reading.value.routes = [:]
           shutdown(fault.map { "\(stream.name): \($0)" } ?? "\(stream.name): the controller's stream ended")
         }
       }
@@ -346,6 +353,8 @@ public final class HCIHost: Sendable {
       return (packets, nil)
     }
     for packet in packets {
+      // Closed meanwhile (from another thread): what is left of the chunk is not the host's.
+      if stream.isClosed { return }
       capture?.record(h4Packet: packet.encoded, direction: .received, isEvent: packet.type == .event)
       received(packet)
     }
@@ -365,10 +374,10 @@ public final class HCIHost: Sendable {
   }
 
   private func receivedACL(_ packet: ACLPacket) {
-    let result = state.withLock { state -> Result<([UInt8], HCIConnection)?, ACLReassemblyError> in
-      guard let connection = state.connections[packet.handle] else { return .success(nil) }
+    let result = reading.modify { reading -> Result<([UInt8], HCIConnection)?, ACLReassemblyError> in
+      guard let connection = reading.routes[packet.handle] else { return .success(nil) }
       do throws(ACLReassemblyError) {
-        return .success(try state.reassembler.push(packet).map { ($0, connection) })
+        return .success(try reading.reassembler.push(packet).map { ($0, connection) })
       } catch {
         return .failure(error)
       }
@@ -402,11 +411,11 @@ public final class HCIHost: Sendable {
     case .disconnectionComplete(let event):
       disconnected(event)
     case .encryptionChange(let event):
-      connection(event.connectionHandle)?.encryptionChanged(event)
+      routed(event.connectionHandle)?.encryptionChanged(event)
     case .encryptionKeyRefreshComplete(let event):
-      connection(event.connectionHandle)?.keyRefreshed(event)
+      routed(event.connectionHandle)?.keyRefreshed(event)
     case .leLongTermKeyRequest(let event):
-      if let connection = connection(event.connectionHandle) {
+      if let connection = routed(event.connectionHandle) {
         security.longTermKeyRequested(event, on: connection)
       }
     case .leAdvertisingReport, .leUnknown(LEExtendedAdvertisingReport.subevent, _):
@@ -427,7 +436,11 @@ public final class HCIHost: Sendable {
     pending?.onAnswer(.success(answer))
   }
 
+  /// The connection `handle` names, from anywhere (the security manager's timer).
   func connection(_ handle: UInt16) -> HCIConnection? { state.withLock { $0.connections[handle] } }
+
+  /// The connection `handle` names, in the loop's reads.
+  private func routed(_ handle: UInt16) -> HCIConnection? { reading.value.routes[handle] }
 
   private func connectionCompleted(_ event: LEConnectionComplete) {
     guard event.status == .success else {
@@ -445,6 +458,7 @@ public final class HCIHost: Sendable {
         "\(stream.name): LE Connection Complete for handle 0x\(hex16(event.connectionHandle)) in use, ignored")
       return
     }
+    reading.value.routes[event.connectionHandle] = connection
     logger.info(
       "\(stream.name): connected to \(connection.peer) as \(connection.role), handle 0x\(hex16(event.connectionHandle))"
     )
@@ -456,8 +470,11 @@ public final class HCIHost: Sendable {
       logger.error("\(stream.name): disconnection of handle 0x\(hex16(event.connectionHandle)) failed: \(event.status)")
       return
     }
+    reading.modify { reading in
+      reading.routes[event.connectionHandle] = nil
+      reading.reassembler.reset(handle: event.connectionHandle)
+    }
     let connection = state.withLock { state in
-      state.reassembler.reset(handle: event.connectionHandle)
       output(acl: state.acl.disconnected(handle: event.connectionHandle))
       return state.connections.removeValue(forKey: event.connectionHandle)
     }
