@@ -1,13 +1,14 @@
 /// pcap and pcapng files with Bluetooth HCI link types (tcpdump.org's LINKTYPE list;
 /// Protocol/captures.md): H4 without (187) and with (201) a 4-byte direction header, the
 /// Linux monitor's records (254), and an LE sniffer's link-layer packets with their RF
-/// header (256), made into the records the peripheral's host would have logged
-/// (Sniffer.swift).
+/// header (256) or the nRF Sniffer's (272), made into the records the peripheral's host
+/// would have logged (Sniffer.swift).
 enum Pcap {
   static let h4: UInt32 = 187
   static let h4WithDirection: UInt32 = 201
   static let linuxMonitor: UInt32 = 254
   static let leLinkLayer: UInt32 = 256
+  static let nordicBLE: UInt32 = 272
 
   /// The classic format's magic numbers, as the file's first four bytes, and what they mean:
   /// its byte order and whether timestamps count nanoseconds.
@@ -29,14 +30,15 @@ enum Pcap {
     case h4WithDirection: return "H4 with direction"
     case linuxMonitor: return "Linux monitor"
     case leLinkLayer: return "LE link layer from a sniffer, told as the peripheral's host"
+    case nordicBLE: return "nRF Sniffer for Bluetooth LE, told as the peripheral's host"
     default: return nil
     }
   }
 
   static func unsupported(_ linktype: UInt32) -> CaptureError {
     CaptureError(
-      "link type \(linktype) is not read (187 Bluetooth HCI H4, 201 H4 with direction, 254 Linux monitor and 256 "
-        + "LE link layer with RF header are)")
+      "link type \(linktype) is not read (187 Bluetooth HCI H4, 201 H4 with direction, 254 Linux monitor, 256 "
+        + "LE link layer with RF header and 272 nRF Sniffer are)")
   }
 
   /// One packet of `linktype` as an HCI record; nil for what carries no HCI packet.
@@ -215,9 +217,10 @@ enum Pcap {
     var records: [HCIRecord] = []
     var sniffer: SnifferDecoder?
     for frame in frames {
-      if frame.linktype == leLinkLayer {
+      if frame.linktype == leLinkLayer || frame.linktype == nordicBLE {
         var decoder = sniffer ?? SnifferDecoder(keys: keys)
-        if let packet = try AirPacket.read(frame.data, number: frame.number, microseconds: frame.microseconds) {
+        let read = frame.linktype == nordicBLE ? AirPacket.readNordic : AirPacket.read
+        if let packet = try read(frame.data, frame.number, frame.microseconds) {
           records += decoder.take(packet)
         }
         sniffer = decoder

@@ -77,6 +77,57 @@ struct AirPacket: Sendable {
       damaged: damaged)
   }
 
+  /// Reads one packet of the nRF Sniffer for Bluetooth LE (pcap LINKTYPE_NORDIC_BLE, 272;
+  /// Protocol/captures.md), as the same packet with link type 256's RF header would read:
+  /// the board (1 octet); the header (the payload's length, 2 octets little-endian, or in
+  /// protocol version 1 the header's and the payload's, 1 octet each; the protocol version;
+  /// a packet counter, 2 octets; the packet ID); then, for the IDs that carry a packet from
+  /// the air, the event header (its own length, then flags, channel index, RSSI, event
+  /// counter, timestamp) and the packet from its access address on. Nil for the other IDs
+  /// (the sniffer's own messages) and for a packet too short to read.
+  static func readNordic(_ data: [UInt8], number: Int, microseconds: Int64) throws(CaptureError) -> AirPacket? {
+    if data.starts(with: [0xBE, 0xEF]) {
+      throw CaptureError("packet \(number) is in the nRF Sniffer's format before protocol version 1, which is not read")
+    }
+    guard data.count >= 8 else { throw CaptureError("packet \(number) is shorter than the nRF Sniffer's header") }
+    let version = data[3]
+    guard (1...3).contains(version) else {
+      throw CaptureError("packet \(number): nRF Sniffer protocol version \(version) is not read (1 to 3 are)")
+    }
+    // Protocol version 3 names advertising (0x02) and data (0x06) packets apart; before it,
+    // 0x06 carries both, told apart by their access address.
+    let id = data[6]
+    guard id == 0x06 || version == 3 && id == 0x02 else { return nil }
+    let air = 7 + Int(data[7])
+    guard data.count >= air + 4 + 2, data[7] >= 10 else { return nil }
+    let flags = data[8]
+    let index = data[9]
+    let address = Array(data[air..<air + 4])
+    let isData = address != [0xD6, 0xBE, 0x89, 0x8E]
+    var header: UInt16 = 0x0001 | 0x0002 | crcChecked | (flags & 0x01 != 0 ? crcValid : 0)
+    // PHY: 0 LE 1M, 1 LE 2M, 2 LE Coded, in bits 14-15 of the RF header's flags.
+    header |= UInt16(flags >> 4 & 0b11) << 14
+    if isData {
+      // Bit 1: from the central. Bit 2: the sniffer decrypted the packet and checked its
+      // MIC (still in the payload), bit 3: the MIC was right.
+      header |= (flags & 0x02 != 0 ? 2 : 3) << 7
+      if flags & 0x04 != 0 { header |= decrypted | micChecked | (flags & 0x08 != 0 ? micValid : 0) }
+    }
+    // The channel index (37, 38, 39 advertising; 0-36 data) as the RF channel (Vol 6, Part
+    // A, 2); the RSSI's magnitude, as a signed dBm.
+    let channel: UInt8 =
+      switch index {
+      case 37: 0
+      case 38: 12
+      case 39: 39
+      case 0...10: index + 1
+      default: index + 2
+      }
+    let rf = [channel, UInt8(bitPattern: -Int8(clamping: Int(data[10]))), 0, 0] + address
+    return try read(
+      rf + [UInt8(header & 0xFF), UInt8(header >> 8)] + data[air...], number: number, microseconds: microseconds)
+  }
+
   /// The 24-bit CRC of a PDU (Core v5.3, Vol 6, Part B, 3.1.1): polynomial x^24 + x^10 +
   /// x^9 + x^6 + x^4 + x^3 + x + 1, the register preset with `initial` (its bit 0 in
   /// position 0), the PDU's bits fed least significant first; sent from position 23 down,

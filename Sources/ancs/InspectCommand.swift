@@ -22,7 +22,7 @@ enum InspectCommand {
     PacketLogger file (.pklg), or pcap/pcapng with the Bluetooth HCI H4 link types (with or
     without the direction header) or the Linux monitor's; the format is told from the
     content (Protocol/captures.md). A pcap or pcapng from an LE sniffer (link type 256, LE
-    link layer with RF header, as sniffers for nRF chips write it) is told as the
+    link layer with RF header, or 272, the nRF Sniffer for Bluetooth LE's) is told as the
     peripheral's HCI log would tell it, with notes of what only the air shows; its
     encrypted part is read with the link's long-term key (--ltk).
     ANCS is found from the GATT discovery in the capture, or from its traffic when the

@@ -307,8 +307,8 @@ func timeline(_ bytes: [UInt8]) throws -> [CaptureEvent] {
     #expect(try CaptureFormat.read(session.pcapng()).format == "pcapng, H4 with direction")
     #expect(
       throws: CaptureError(
-        "link type 1 is not read (187 Bluetooth HCI H4, 201 H4 with direction, 254 Linux monitor and 256 LE link "
-          + "layer with RF header are)")
+        "link type 1 is not read (187 Bluetooth HCI H4, 201 H4 with direction, 254 Linux monitor, 256 LE link "
+          + "layer with RF header and 272 nRF Sniffer are)")
     ) {
       var ethernet = session.pcap()
       ethernet[20] = 1

@@ -1,9 +1,10 @@
-import Capture
 import Foundation
 import HCI
 import TestSupport
 import Testing
 import Wire
+
+@testable import Capture
 
 /// A session as an LE sniffer catches it on the air (pcap LINKTYPE_BLUETOOTH_LE_LL_WITH_PHDR):
 /// the CONNECT_IND on an advertising channel, then one connection event every 30 ms on the
@@ -28,6 +29,9 @@ struct AirSession {
   var missedByCentral: Int? = 3
   /// The sniffer catches the central's Nth empty PDU (from 0) damaged (its CRC wrong).
   var damagedEmpty: Int? = 2
+  /// Written as the nRF Sniffer for Bluetooth LE writes it (link type 272), whose header
+  /// always says each data packet's direction and whether its CRC was right.
+  var nordic = false
 
   static let accessAddress: UInt32 = 0x5065_4A8B
   static let crcInit: UInt32 = 0x12_3456
@@ -211,22 +215,52 @@ struct AirSession {
   /// the direction when `directionInHeader`), the access address, the PDU and its CRC.
   func pcap(_ packets: [Air]) -> [UInt8] {
     var file = littleEndian(0xA1B2_C3D4, 4) + [2, 0, 4, 0] + littleEndian(0, 8) + littleEndian(65_535, 4)
-    file += littleEndian(256, 4)
-    for packet in packets {
-      var flags: UInt16 = 0x0001 | 0x0002 | 0x0010 | 0x0020 | packet.flags
-      if crcChecked { flags |= packet.damaged ? 0x0400 : 0x0C00 }
-      if directionInHeader, let fromCentral = packet.fromCentral { flags |= (fromCentral ? 2 : 3) << 7 }
-      let initial = packet.accessAddress == 0x8E89_BED6 ? 0x55_5555 : Self.crcInit
-      var crc = AirSession.crc(packet.pdu, initial: initial)
-      if packet.damaged { crc[0] ^= 0x5A }
-      let data =
-        [packet.channel, 0xC4, 0xA6, 0] + littleEndian(UInt64(packet.accessAddress), 4)
-        + littleEndian(UInt64(flags), 2) + littleEndian(UInt64(packet.accessAddress), 4) + packet.pdu + crc
+    file += littleEndian(nordic ? 272 : 256, 4)
+    for (index, packet) in packets.enumerated() {
+      let data = nordic ? nordicPacket(packet, counter: index) : rfPacket(packet)
       file += littleEndian(UInt64(packet.microseconds / 1_000_000), 4)
       file += littleEndian(UInt64(packet.microseconds % 1_000_000), 4)
       file += littleEndian(UInt64(data.count), 4) + littleEndian(UInt64(data.count), 4) + data
     }
     return file
+  }
+
+  /// The access address, the PDU and its CRC (made wrong for a damaged packet).
+  private func onTheAir(_ packet: Air) -> [UInt8] {
+    let initial = packet.accessAddress == 0x8E89_BED6 ? 0x55_5555 : Self.crcInit
+    var crc = AirSession.crc(packet.pdu, initial: initial)
+    if packet.damaged { crc[0] ^= 0x5A }
+    return littleEndian(UInt64(packet.accessAddress), 4) + packet.pdu + crc
+  }
+
+  /// A packet as the nRF Sniffer writes it (protocol version 3; Wireshark's
+  /// packet-nordic_ble.c describes the format): board, payload length, version, packet
+  /// counter, packet ID (0x02 advertising, 0x06 data); the event header (its length 10,
+  /// flags: CRC right, from the central, decrypted with its MIC checked and right; the
+  /// channel index; RSSI 60, -60 dBm; event counter; timestamp); the packet from the air.
+  private func nordicPacket(_ packet: Air, counter: Int) -> [UInt8] {
+    let advertising = packet.accessAddress == 0x8E89_BED6
+    var flags: UInt8 = packet.damaged ? 0 : 0x01
+    if !advertising {
+      if packet.fromCentral == true { flags |= 0x02 }
+      if packet.flags & 0x1000 != 0 { flags |= 0x04 | (packet.flags & 0x2000 != 0 ? 0x08 : 0) }
+    }
+    let rf = Int(packet.channel)
+    let index = UInt8(rf == 0 ? 37 : rf == 12 ? 38 : rf == 39 ? 39 : rf <= 11 ? rf - 1 : rf - 2)
+    let event =
+      [10, flags, index, 60] + littleEndian(0, 2) + littleEndian(UInt64(packet.microseconds & 0xFFFF_FFFF), 4)
+    let payload = event + onTheAir(packet)
+    return [0x01] + littleEndian(UInt64(payload.count), 2) + [3] + littleEndian(UInt64(counter), 2)
+      + [advertising ? 0x02 : 0x06] + payload
+  }
+
+  /// A packet with link type 256's RF header.
+  private func rfPacket(_ packet: Air) -> [UInt8] {
+    var flags: UInt16 = 0x0001 | 0x0002 | 0x0010 | 0x0020 | packet.flags
+    if crcChecked { flags |= packet.damaged ? 0x0400 : 0x0C00 }
+    if directionInHeader, let fromCentral = packet.fromCentral { flags |= (fromCentral ? 2 : 3) << 7 }
+    return [packet.channel, 0xC4, 0xA6, 0] + littleEndian(UInt64(packet.accessAddress), 4)
+      + littleEndian(UInt64(flags), 2) + onTheAir(packet)
   }
 
   /// The LE CRC, written from the specification's description (Vol 6, Part B, 3.1.1) apart
@@ -267,15 +301,21 @@ struct AirSession {
   /// With its LTK, the sniffer's capture tells what the peripheral's HCI log tells, whether
   /// the direction comes from timing or the RF header and the CRC from the reader or the
   /// sniffer; the retransmission is read once and the damaged packet left out.
-  @Test(arguments: [(false, false), (true, true)])
-  func withItsLTKTheAirTellsWhatTheHCILogTells(directionInHeader: Bool, crcChecked: Bool) throws {
+  /// The same from the nRF Sniffer's capture (link type 272), whose header says both.
+  @Test(arguments: [(false, false, false), (true, true, false), (true, true, true)])
+  func withItsLTKTheAirTellsWhatTheHCILogTells(directionInHeader: Bool, crcChecked: Bool, nordic: Bool) throws {
     let session = Session()
     let hci = try SnifferTests.timeline(session.h4, keys: [])
     var air = AirSession(packets: session.packets)
     air.directionInHeader = directionInHeader
     air.crcChecked = crcChecked
+    air.nordic = nordic
     let bytes = try air.pcap
-    #expect(try CaptureFormat.read(bytes).format == "pcap, LE link layer from a sniffer, told as the peripheral's host")
+    #expect(
+      try CaptureFormat.read(bytes).format
+        == (nordic
+          ? "pcap, nRF Sniffer for Bluetooth LE, told as the peripheral's host"
+          : "pcap, LE link layer from a sniffer, told as the peripheral's host"))
     let events = try Self.timeline(bytes, keys: [0x1234, air.ltk])
     #expect(Self.told(events) == Self.told(hci), "\(events.map(\.text))")
     let notes = events.filter { $0.event == "linkLayer" }.map(\.text)
@@ -386,17 +426,59 @@ struct AirSession {
     let acl = read.records.filter { $0.kind == .acl }.map { Array($0.bytes.dropFirst(4)) }
     #expect(acl == [attWrite, attWrite], "\(acl)")
     #expect(read.records.filter { $0.kind == .acl }.map(\.number) == [1, 2])
+    // The nRF Sniffer says only "decrypted, MIC checked" (flags bit 2) and "MIC right" (bit
+    // 3): the first is read without its MIC, the second left out.
+    air.nordic = true
+    let nordic = try CaptureFormat.read(air.pcap(Array(packets.dropFirst())))
+    #expect(nordic.records.filter { $0.kind == .acl }.map { Array($0.bytes.dropFirst(4)) } == [attWrite])
+  }
+
+  /// The nRF Sniffer's header, field by field: the channel index made the RF channel, the
+  /// flags the RF header's, the sniffer's own messages skipped, the formats not read refused.
+  @Test func theNRFSniffersHeaderIsRead() throws {
+    // An empty data PDU from the peripheral: access address, header, CRC.
+    let air: [UInt8] = [0x8B, 0x4A, 0x65, 0x50, 0x01, 0x00, 0xAA, 0xBB, 0xCC]
+    func packet(id: UInt8 = 0x06, version: UInt8 = 3, flags: UInt8, channel: UInt8) -> [UInt8] {
+      let payload: [UInt8] = [10, flags, channel, 60, 0, 0, 0, 0, 0, 0] + air
+      return [0x01, UInt8(payload.count), 0, version, 7, 0, id] + payload
+    }
+    for (index, rf) in [(37, 0), (38, 12), (39, 39), (0, 1), (10, 11), (11, 13), (36, 38)] as [(UInt8, UInt8)] {
+      let read = try #require(try AirPacket.readNordic(packet(flags: 0x01, channel: index), number: 1, microseconds: 0))
+      #expect(read.channel == rf, "channel index \(index)")
+    }
+    // CRC right, from the central, LE 2M; then CRC wrong, from the peripheral.
+    let central = try #require(try AirPacket.readNordic(packet(flags: 0x13, channel: 5), number: 1, microseconds: 0))
+    #expect(central.direction == true && central.flags >> 14 == 1 && !central.damaged)
+    #expect(central.accessAddress == 0x5065_4A8B && central.pdu == [0x01, 0x00] && central.crc == [0xAA, 0xBB, 0xCC])
+    let damaged = try #require(try AirPacket.readNordic(packet(flags: 0x00, channel: 5), number: 1, microseconds: 0))
+    #expect(damaged.direction == false && damaged.damaged)
+    // Decrypted by the sniffer, its MIC checked and right.
+    let decrypted = try #require(try AirPacket.readNordic(packet(flags: 0x0D, channel: 5), number: 1, microseconds: 0))
+    #expect(decrypted.flags & (AirPacket.decrypted | AirPacket.micChecked | AirPacket.micValid) == 0x3008)
+    // EVENT_FOLLOW and EVENT_DISCONNECT carry no packet.
+    for id: UInt8 in [0x01, 0x09] {
+      #expect(try AirPacket.readNordic(packet(id: id, flags: 0x01, channel: 5), number: 1, microseconds: 0) == nil)
+    }
+    #expect(throws: CaptureError("packet 4: nRF Sniffer protocol version 4 is not read (1 to 3 are)")) {
+      try AirPacket.readNordic(packet(version: 4, flags: 0x01, channel: 5), number: 4, microseconds: 0)
+    }
+    #expect(
+      throws: CaptureError("packet 2 is in the nRF Sniffer's format before protocol version 1, which is not read")
+    ) { try AirPacket.readNordic([0xBE, 0xEF] + packet(flags: 0x01, channel: 5), number: 2, microseconds: 0) }
   }
 
   /// tshark reads the test's captures as a sniffer's: every CRC right (Wireshark checks it
   /// with the CONNECT_IND's CRCInit), the ATT before encryption decoded, nothing malformed.
-  @Test(.enabled(if: tsharkAvailable, "tshark is not installed"))
-  func tsharkReadsTheAirAsASniffersCapture() async throws {
+  /// The nRF Sniffer's form of it too: Wireshark finds its lengths right and hands each
+  /// packet on to its LE link layer dissector.
+  @Test(.enabled(if: tsharkAvailable, "tshark is not installed"), arguments: [false, true])
+  func tsharkReadsTheAirAsASniffersCapture(nordic: Bool) async throws {
     let tshark = try #require(tsharkPath)
-    let path = NSTemporaryDirectory() + "ancs-air-\(getpid()).pcap"
+    let path = NSTemporaryDirectory() + "ancs-air-\(getpid())-\(nordic).pcap"
     defer { try? FileManager.default.removeItem(atPath: path) }
     var session = AirSession(packets: Session().packets)
     session.damagedEmpty = nil
+    session.nordic = nordic
     let packets = try session.air
     try Data(session.pcap(packets)).write(to: URL(fileURLWithPath: path))
     let (status, output, error) = try await offThread {
