@@ -185,20 +185,16 @@ enum InspectCommand {
 /// What tells one version of a file from another without reading it: the file (device and
 /// inode, which a rename into place changes), its size and its modification time.
 struct FileVersion: Equatable {
-  var device: UInt64
-  var inode: UInt64
-  var size: Int64
-  var seconds: Int
-  var nanoseconds: Int
+  /// Device, inode, size, and the modification time's seconds and nanoseconds.
+  let stamp: [Int64]
 
   /// Nil when the file cannot be stat'ed (reading it then says why).
   init?(_ path: String) {
     var status = stat()
     guard stat(path, &status) == 0 else { return nil }
-    device = UInt64(status.st_dev)
-    inode = UInt64(status.st_ino)
-    size = Int64(status.st_size)
-    seconds = Int(status.st_mtim.tv_sec)
-    nanoseconds = Int(status.st_mtim.tv_nsec)
+    stamp = [
+      Int64(truncatingIfNeeded: status.st_dev), Int64(truncatingIfNeeded: status.st_ino), Int64(status.st_size),
+      Int64(status.st_mtim.tv_sec), Int64(status.st_mtim.tv_nsec),
+    ]
   }
 }
