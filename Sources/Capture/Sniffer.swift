@@ -84,34 +84,47 @@ struct AirPacket: Sendable {
   /// a packet counter, 2 octets; the packet ID); then, for the IDs that carry a packet from
   /// the air, the event header (its own length, then flags, channel index, RSSI, event
   /// counter, timestamp) and the packet from its access address on. Nil for the other IDs
-  /// (the sniffer's own messages) and for a packet too short to read.
+  /// (the sniffer's own messages), for a packet too short to read, and for one of version 3
+  /// marked advertising off the advertising access address (periodic advertising, not read).
   static func readNordic(_ data: [UInt8], number: Int, microseconds: Int64) throws(CaptureError) -> AirPacket? {
     if data.starts(with: [0xBE, 0xEF]) {
       throw CaptureError("packet \(number) is in the nRF Sniffer's format before protocol version 1, which is not read")
     }
-    guard data.count >= 8 else { throw CaptureError("packet \(number) is shorter than the nRF Sniffer's header") }
+    guard data.count >= 7 else { throw CaptureError("packet \(number) is shorter than the nRF Sniffer's header") }
+    // Protocol version 3 names advertising (0x02) and data (0x06) packets apart; before it,
+    // 0x06 carries both, told apart by their access address. Other IDs are the sniffer's own.
+    let id = data[6]
     let version = data[3]
+    guard id == 0x06 || id == 0x02 else { return nil }
     guard (1...3).contains(version) else {
       throw CaptureError("packet \(number): nRF Sniffer protocol version \(version) is not read (1 to 3 are)")
     }
-    // Protocol version 3 names advertising (0x02) and data (0x06) packets apart; before it,
-    // 0x06 carries both, told apart by their access address.
-    let id = data[6]
-    guard id == 0x06 || version == 3 && id == 0x02 else { return nil }
+    guard data.count >= 8 else { return nil }
     let air = 7 + Int(data[7])
     guard data.count >= air + 4 + 2, data[7] >= 10 else { return nil }
     let flags = data[8]
     let index = data[9]
     let address = Array(data[air..<air + 4])
-    let isData = address != [0xD6, 0xBE, 0x89, 0x8E]
+    let onAdvertisingAddress = address == [0xD6, 0xBE, 0x89, 0x8E]
+    let isData: Bool
+    if version == 3 {
+      isData = id == 0x06
+      if !isData && !onAdvertisingAddress { return nil }
+    } else {
+      guard id == 0x06 else { return nil }
+      isData = !onAdvertisingAddress
+    }
     var header: UInt16 = 0x0001 | 0x0002 | crcChecked | (flags & 0x01 != 0 ? crcValid : 0)
-    // PHY: 0 LE 1M, 1 LE 2M, 2 LE Coded, in bits 14-15 of the RF header's flags.
-    header |= UInt16(flags >> 4 & 0b11) << 14
+    // PHY (bits 4-6): 0 LE 1M, 1 LE 2M, 2 LE Coded, the rest reserved; in bits 14-15 of the
+    // RF header's flags, where 3 is reserved.
+    header |= UInt16(min(flags >> 4 & 0b111, 3)) << 14
     if isData {
-      // Bit 1: from the central. Bit 2: the sniffer decrypted the packet and checked its
-      // MIC (still in the payload), bit 3: the MIC was right.
+      // Bit 1: from the central. Bit 2: encrypted on the air, the sniffer checked its MIC;
+      // bit 3: the MIC was right, so the sniffer decrypted it (the MIC still in the
+      // payload). With bit 2 alone the sniffer had no key: the packet is read as the air's
+      // ciphertext, for the link's key (`--ltk`) to open.
       header |= (flags & 0x02 != 0 ? 2 : 3) << 7
-      if flags & 0x04 != 0 { header |= decrypted | micChecked | (flags & 0x08 != 0 ? micValid : 0) }
+      if flags & 0x0C == 0x0C { header |= decrypted | micChecked | micValid }
     }
     // The channel index (37, 38, 39 advertising; 0-36 data) as the RF channel (Vol 6, Part
     // A, 2); the RSSI's magnitude, as a signed dBm.
@@ -121,7 +134,9 @@ struct AirPacket: Sendable {
       case 38: 12
       case 39: 39
       case 0...10: index + 1
-      default: index + 2
+      case 11...36: index + 2
+      // No such channel: kept as it is, which no channel of the capture's is.
+      default: index
       }
     let rf = [channel, UInt8(bitPattern: -Int8(clamping: Int(data[10]))), 0, 0] + address
     return try read(

@@ -151,7 +151,8 @@ enum InspectCommand {
       }
       seen = version
       let bytes = try contents(of: path)
-      if bytes.count != read?.count {
+      // Changed: grown, or (the same size) another file or new content in its place.
+      if bytes != read {
         if let read, !bytes.starts(with: read) {
           inspector = CaptureInspector()
           fed = 0

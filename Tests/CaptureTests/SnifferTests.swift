@@ -49,6 +49,9 @@ struct AirSession {
     /// RF header flags of its own (a sniffer that decrypted it: 0x0008, MIC checked 0x1000,
     /// valid 0x2000).
     var flags: UInt16 = 0
+    /// Sealed with the link's AES-CCM: the nRF Sniffer, which has no key for it, marks it
+    /// encrypted with its MIC wrong.
+    var sealed = false
   }
 
   /// One PDU to send: its LLID and payload.
@@ -127,10 +130,12 @@ struct AirSession {
     var centralEmpties = 0
     var event = 0
     var queue = items[...]
+    var sealed = false
     func pdu(_ item: Item?, fromCentral: Bool) throws -> [UInt8] {
       var payload = item?.payload ?? []
       let llid = item?.llid ?? 1
       let header = llid | nesn[fromCentral]! << 2 | sn[fromCentral]! << 3
+      sealed = encrypting[fromCentral]! && !payload.isEmpty && cipher != nil
       if encrypting[fromCentral]!, !payload.isEmpty, let cipher {
         payload = try cipher.encrypt(
           payload, header: header, counter: counter[fromCentral]!, fromCentral: fromCentral)
@@ -153,7 +158,7 @@ struct AirSession {
       out.append(
         Air(
           microseconds: time, channel: channel, fromCentral: true, accessAddress: Self.accessAddress, pdu: sent,
-          damaged: damaged))
+          damaged: damaged, sealed: sealed))
       // The peripheral has it: a new packet.
       nesn[false]! ^= 1
       sn[true]! ^= 1
@@ -164,13 +169,16 @@ struct AirSession {
       var item: Item?
       if let again = pending.removeValue(forKey: false) {
         answer = [again[0] & 0xF3 | nesn[false]! << 2 | sn[false]! << 3] + again.dropFirst()
+        sealed = encrypting[false]! && again.count > 2
       } else {
         if queue.first?.fromCentral == false { item = queue.popFirst() }
         answer = try pdu(item, fromCentral: false)
       }
       let at = time + Int64(sent.count + 4 + 3 + 1) * 8 + 150
       out.append(
-        Air(microseconds: at, channel: channel, fromCentral: false, accessAddress: Self.accessAddress, pdu: answer))
+        Air(
+          microseconds: at, channel: channel, fromCentral: false, accessAddress: Self.accessAddress, pdu: answer,
+          sealed: sealed))
       if item != nil && item?.llid != 3 {
         defer { peripheralData += 1 }
         if peripheralData == missedByCentral {
@@ -236,14 +244,17 @@ struct AirSession {
   /// A packet as the nRF Sniffer writes it (protocol version 3; Wireshark's
   /// packet-nordic_ble.c describes the format): board, payload length, version, packet
   /// counter, packet ID (0x02 advertising, 0x06 data); the event header (its length 10,
-  /// flags: CRC right, from the central, decrypted with its MIC checked and right; the
+  /// flags: CRC right, from the central, encrypted with its MIC checked, the MIC right; the
   /// channel index; RSSI 60, -60 dBm; event counter; timestamp); the packet from the air.
+  /// A sealed packet is marked encrypted with its MIC wrong, as the sniffer marks what it
+  /// has no key for.
   private func nordicPacket(_ packet: Air, counter: Int) -> [UInt8] {
     let advertising = packet.accessAddress == 0x8E89_BED6
     var flags: UInt8 = packet.damaged ? 0 : 0x01
     if !advertising {
       if packet.fromCentral == true { flags |= 0x02 }
       if packet.flags & 0x1000 != 0 { flags |= 0x04 | (packet.flags & 0x2000 != 0 ? 0x08 : 0) }
+      if packet.sealed { flags |= 0x04 }
     }
     let rf = Int(packet.channel)
     let index = UInt8(rf == 0 ? 37 : rf == 12 ? 38 : rf == 39 ? 39 : rf <= 11 ? rf - 1 : rf - 2)
@@ -426,23 +437,28 @@ struct AirSession {
     let acl = read.records.filter { $0.kind == .acl }.map { Array($0.bytes.dropFirst(4)) }
     #expect(acl == [attWrite, attWrite], "\(acl)")
     #expect(read.records.filter { $0.kind == .acl }.map(\.number) == [1, 2])
-    // The nRF Sniffer says only "decrypted, MIC checked" (flags bit 2) and "MIC right" (bit
-    // 3): the first is read without its MIC, the second left out.
+    // The nRF Sniffer says "encrypted, MIC checked" (flags bit 2) and "MIC right" (bit 3):
+    // with both it decrypted the packet, which is read without its MIC.
     air.nordic = true
-    let nordic = try CaptureFormat.read(air.pcap(Array(packets.dropFirst())))
+    let nordic = try CaptureFormat.read(air.pcap([packets[1]]))
     #expect(nordic.records.filter { $0.kind == .acl }.map { Array($0.bytes.dropFirst(4)) } == [attWrite])
   }
 
   /// The nRF Sniffer's header, field by field: the channel index made the RF channel, the
   /// flags the RF header's, the sniffer's own messages skipped, the formats not read refused.
   @Test func theNRFSniffersHeaderIsRead() throws {
-    // An empty data PDU from the peripheral: access address, header, CRC.
-    let air: [UInt8] = [0x8B, 0x4A, 0x65, 0x50, 0x01, 0x00, 0xAA, 0xBB, 0xCC]
-    func packet(id: UInt8 = 0x06, version: UInt8 = 3, flags: UInt8, channel: UInt8) -> [UInt8] {
-      let payload: [UInt8] = [10, flags, channel, 60, 0, 0, 0, 0, 0, 0] + air
+    // An empty data PDU: access address, header, CRC.
+    let data: [UInt8] = [0x8B, 0x4A, 0x65, 0x50, 0x01, 0x00, 0xAA, 0xBB, 0xCC]
+    // An ADV_IND with no payload, on the advertising access address.
+    let advertising: [UInt8] = [0xD6, 0xBE, 0x89, 0x8E, 0x00, 0x00, 0xAA, 0xBB, 0xCC]
+    func packet(id: UInt8 = 0x06, version: UInt8 = 3, flags: UInt8, channel: UInt8, air: [UInt8]? = nil) -> [UInt8] {
+      let payload: [UInt8] = [10, flags, channel, 60, 0, 0, 0, 0, 0, 0] + (air ?? data)
       return [0x01, UInt8(payload.count), 0, version, 7, 0, id] + payload
     }
-    for (index, rf) in [(37, 0), (38, 12), (39, 39), (0, 1), (10, 11), (11, 13), (36, 38)] as [(UInt8, UInt8)] {
+    // Index 255 names no channel (and must not overflow).
+    for (index, rf) in [(37, 0), (38, 12), (39, 39), (0, 1), (10, 11), (11, 13), (36, 38), (255, 255)]
+      as [(UInt8, UInt8)]
+    {
       let read = try #require(try AirPacket.readNordic(packet(flags: 0x01, channel: index), number: 1, microseconds: 0))
       #expect(read.channel == rf, "channel index \(index)")
     }
@@ -452,9 +468,26 @@ struct AirSession {
     #expect(central.accessAddress == 0x5065_4A8B && central.pdu == [0x01, 0x00] && central.crc == [0xAA, 0xBB, 0xCC])
     let damaged = try #require(try AirPacket.readNordic(packet(flags: 0x00, channel: 5), number: 1, microseconds: 0))
     #expect(damaged.direction == false && damaged.damaged)
-    // Decrypted by the sniffer, its MIC checked and right.
+    // Decrypted by the sniffer, its MIC checked and right; encrypted with no key (the MIC
+    // wrong): the air's ciphertext, for the link's key.
+    let masks = AirPacket.decrypted | AirPacket.micChecked | AirPacket.micValid
     let decrypted = try #require(try AirPacket.readNordic(packet(flags: 0x0D, channel: 5), number: 1, microseconds: 0))
-    #expect(decrypted.flags & (AirPacket.decrypted | AirPacket.micChecked | AirPacket.micValid) == 0x3008)
+    #expect(decrypted.flags & masks == 0x3008)
+    let sealed = try #require(try AirPacket.readNordic(packet(flags: 0x05, channel: 5), number: 1, microseconds: 0))
+    #expect(sealed.flags & masks == 0)
+    // Advertising: version 3 says so by its ID (0x02), and one off the advertising access
+    // address (periodic advertising) is not read; versions 1 and 2 by the access address.
+    for (id, version, air, isAdvertising) in [
+      (0x02, 3, advertising, true), (0x06, 2, advertising, true), (0x06, 1, advertising, true),
+      (0x06, 2, data, false),
+    ] as [(UInt8, UInt8, [UInt8], Bool)] {
+      let read = try #require(
+        try AirPacket.readNordic(
+          packet(id: id, version: version, flags: 0x03, channel: 37, air: air), number: 1,
+          microseconds: 0))
+      #expect(read.isAdvertising == isAdvertising && (read.direction == nil) == isAdvertising, "\(id) \(version)")
+    }
+    #expect(try AirPacket.readNordic(packet(id: 0x02, flags: 0x01, channel: 5), number: 1, microseconds: 0) == nil)
     // EVENT_FOLLOW and EVENT_DISCONNECT carry no packet.
     for id: UInt8 in [0x01, 0x09] {
       #expect(try AirPacket.readNordic(packet(id: id, flags: 0x01, channel: 5), number: 1, microseconds: 0) == nil)

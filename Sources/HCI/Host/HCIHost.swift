@@ -458,7 +458,7 @@ public final class HCIHost: Sendable {
         "\(stream.name): LE Connection Complete for handle 0x\(hex16(event.connectionHandle)) in use, ignored")
       return
     }
-    reading.value.routes[event.connectionHandle] = connection
+    reading.modify { $0.routes[event.connectionHandle] = connection }
     logger.info(
       "\(stream.name): connected to \(connection.peer) as \(connection.role), handle 0x\(hex16(event.connectionHandle))"
     )
@@ -503,12 +503,14 @@ public final class HCIHost: Sendable {
       return (pending, Array(state.connections.values), state.scanReports)
     }
     guard let (pending, connections, scan) = taken else { return }
+    // The stream first: the loop then dispatches nothing more of what it read (`read(_:)`
+    // looks before each packet), so no event reaches a connection told below that it ended.
+    stream.close()
     logger.info("\(stream.name): host closed: \(reason)")
     for command in pending { command.onAnswer(.failure(.closed(reason))) }
     for connection in connections { connection.didDisconnect(reason: nil) }
     scan?.close()
     connectionEvents.close()
-    stream.close()
     capture?.flush()
   }
 }
