@@ -100,13 +100,12 @@ public final class HCIHost: Sendable {
   let state = Locked(State())
   /// The host's one timer.
   let watchdog: Watchdog
-  /// The H4 packet being read, between chunks; touched only on the stream's loop.
-  private let decoder: LoopBound<H4Decoder>
-  /// The loop's side of reading: each connection by handle, to route what the controller
-  /// sends, and the ACL data being reassembled. Touched only in the loop's reads (which add
-  /// and remove connections as the controller reports them), so the way in takes no lock;
-  /// `state.connections` is the same set for the rest of the host, under its lock.
-  private let reading: LoopBound<(routes: [UInt16: HCIConnection], reassembler: ACLReassembler)>
+  /// The loop's side of reading: the H4 packet being read between chunks, each connection by
+  /// handle, to route what the controller sends, and the ACL data being reassembled. Touched
+  /// only in the loop's reads (which add and remove connections as the controller reports
+  /// them), so the way in takes no lock; `state.connections` is the same set for the rest of
+  /// the host, under its lock.
+  private let reading: LoopBound<(decoder: H4Decoder, routes: [UInt16: HCIConnection], reassembler: ACLReassembler)>
   /// LE Connection Complete events, as connections or failures, for `accept` and `connect`.
   let connectionEvents = Inbox<ConnectionOutcome>()
 
@@ -127,8 +126,7 @@ public final class HCIHost: Sendable {
     self.capture = capture
     self.security = security
     watchdog = Watchdog(clock: clock)
-    decoder = LoopBound(H4Decoder(), on: stream.loop)
-    reading = LoopBound(([:], ACLReassembler()), on: stream.loop)
+    reading = LoopBound((H4Decoder(), [:], ACLReassembler()), on: stream.loop)
     let timer = Task { await self.watchdog.run(next: { self.deadline }, fire: { self.timerFired(now: $0) }) }
     do {
       // The stream holds the host (through its receiver) until it ends.
@@ -138,7 +136,7 @@ public final class HCIHost: Sendable {
         case .ended(let fault):
           timer.cancel()
           // The connections were told by the shutdown, if it came first; let go of them.
-          reading.value.routes = [:]
+          reading.modify { $0.routes = [:] }
           shutdown(fault.map { "\(stream.name): \($0)" } ?? "\(stream.name): the controller's stream ended")
         }
       }
@@ -342,11 +340,11 @@ public final class HCIHost: Sendable {
   /// place. A stream that lost the packet boundaries closes the host, after the packets
   /// before the break.
   private func read(_ chunk: [UInt8]) {
-    let (packets, broken) = decoder.modify { decoder -> ([H4Packet], H4Error?) in
-      decoder.append(chunk)
+    let (packets, broken) = reading.modify { reading -> ([H4Packet], H4Error?) in
+      reading.decoder.append(chunk)
       var packets: [H4Packet] = []
       do throws(H4Error) {
-        while let packet = try decoder.next() { packets.append(packet) }
+        while let packet = try reading.decoder.next() { packets.append(packet) }
       } catch {
         return (packets, error)
       }
