@@ -19,6 +19,8 @@ public struct Bench {
   public var seconds: Double = 1.0
   /// Only the cases whose name contains it.
   public var filter: String?
+  /// Notifications the end-to-end cases (`e2e-memory`, `e2e-unix`) run through.
+  public var endToEndCount = 20_000
 
   public init(loops: any EventLoopGroup) { self.loops = loops }
 
@@ -61,7 +63,8 @@ public struct Bench {
 
   let opaque = Opaque()
 
-  func wanted(_ name: String) -> Bool { filter.map { name.contains($0) } ?? true }
+  /// True when the case `name` runs.
+  public func wanted(_ name: String) -> Bool { filter.map { name.contains($0) } ?? true }
 
   // MARK: - Codec
 

@@ -227,7 +227,7 @@ extension Bench {
     if wanted("e2e-memory") {
       // In the same run: the codecs' bound, and how much of it the whole path keeps.
       let bound = try codecBound()
-      let memory = try await endToEndMemory(count: 20_000)
+      let memory = try await endToEndMemory(count: endToEndCount)
       results += [bound] + memory
       if let rate = memory.first?.value {
         results.append(
@@ -236,7 +236,7 @@ extension Bench {
             unit: "%"))
       }
     }
-    if wanted("e2e-unix") { results += try await endToEndProcesses(count: 20_000) }
+    if wanted("e2e-unix") { results += try await endToEndProcesses(count: endToEndCount) }
     if wanted("e2e-sessions") { results += try await memoryPerSession(sessions: 1000) }
     return results
   }

@@ -53,7 +53,7 @@ enum CLI {
   }
 
   static let benchUsage = """
-    usage: ancs bench [--seconds S] [--filter NAME]
+    usage: ancs bench [--seconds S] [--filter NAME] [--notifications M]
            ancs bench --air PHY,CI,MTU,DLE [--scenario FILE]
            ancs bench --fleet N [--notifications M]
 
@@ -77,13 +77,16 @@ enum CLI {
     options:
       --seconds S          time per case (default 1.0)
       --filter NAME        only cases whose key contains NAME (ns-decode, ns-encode, cp, ds,
-                           reassembly, gatt-memory, gatt-unix)
+                           reassembly, gatt-memory, gatt-unix, e2e-memory, e2e-unix,
+                           e2e-sessions)
       --air PHY,CI,MTU,DLE PHY 1m, 2m, coded-s2 or coded-s8; connection interval 7.5 to
                            4000 ms in steps of 1.25; ATT MTU 23-517; LL data length 27-251
       --scenario FILE      with --air: a scenario file, or `demo` (the default)
       --fleet N            1 to 5000 watch sessions (each needs an open file in both
                            processes: the soft limit is raised to the hard one)
-      --notifications M    with --fleet: notifications posted, 1 to 1000000
+      --notifications M    notifications posted, 1 to 1000000: with --fleet (default 10000),
+                           or through the end-to-end cases e2e-memory and e2e-unix
+                           (default 20000)
 
     example:
       ancs bench --seconds 2 --filter reassembly
@@ -149,8 +152,11 @@ enum CLI {
       }
       return try await FleetBench(sessions: fleet, notifications: notifications ?? 10_000, loops: loops).run()
     }
-    if notifications != nil { throw UsageError("--notifications goes with --fleet N") }
     if let seconds { bench.seconds = seconds }
+    if let notifications { bench.endToEndCount = notifications }
+    if notifications != nil && (air != nil || !["e2e-memory", "e2e-unix"].contains(where: bench.wanted)) {
+      throw UsageError("--notifications goes with --fleet N or the end-to-end cases (e2e-memory, e2e-unix)")
+    }
     if let air {
       let name = scenario ?? "demo"
       let prediction = AirBench(parameters: air, scenario: try PhoneCommandLine.loadScenario(name), label: name)

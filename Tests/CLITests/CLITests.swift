@@ -75,7 +75,8 @@ struct CLITests {
       (["bench", "--fleet", "0"], "--fleet needs a whole number from 1"),
       (["bench", "--fleet", "many"], "--fleet"),
       (["bench", "--fleet", "10", "--air", "2m,30ms,185,251"], "--fleet goes alone"),
-      (["bench", "--notifications", "10"], "--notifications goes with --fleet"),
+      (["bench", "--filter", "cp", "--notifications", "10"], "--notifications goes with --fleet N or the end-to-end"),
+      (["bench", "--air", "2m,30ms,185,251", "--notifications", "10"], "--notifications goes with --fleet N or"),
       (["bench", "--fleet", "10", "--notifications", "-5"], "--notifications"),
       // A report that cannot be written is said before any case runs.
       (

@@ -150,7 +150,17 @@ struct ConformOverTheAirTests {
       }
     }
   }
+}
 
+/// Bumble's AncsClient judged over the air, the README's published comparison: a suite of
+/// its own, beside the one above rather than after it (most of its time is the failing
+/// cases waiting out their time, which costs the machine nothing).
+@Suite(
+  "AncsClient compared over the air",
+  .enabled(if: bumblePython != nil, "needs python3 -m venv and PyPI to install bumble (scripts/bumble-venv.sh)"),
+  .enabled(if: FileManager.default.isExecutableFile(atPath: ancsPath), "needs the ancs binary: swift build first"),
+  .timeLimit(scaledMinutes(6)))
+struct AncsClientComparisonTests {
   /// The README's table "A published comparison" is what this run gives: each case's result,
   /// row by row. Bumble is pinned (0.0.236), so a change here is a change in the harness.
   @Test(
