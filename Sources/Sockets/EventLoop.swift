@@ -80,11 +80,13 @@ public final class EventLoop: @unchecked Sendable {
   /// rendering), as the default executor's threads, whose stacks are this size, did.
   static let stackSize = 8 * 1024 * 1024
 
-  private struct Job {
-    var job: UnownedJob
-    /// Queued as the loop's own, through `enqueue(_:)` (a task that prefers this loop, an
-    /// actor on it), rather than as a global job.
-    var preferred: Bool
+  private enum Job {
+    /// A job of Swift concurrency; `preferred`: queued as the loop's own, through
+    /// `enqueue(_:)` (a task that prefers this loop, an actor on it), rather than as a global
+    /// job.
+    case task(UnownedJob, preferred: Bool)
+    /// A plain call, from `execute(_:)`.
+    case call(@Sendable () -> Void)
   }
 
   private struct Queue {
@@ -343,7 +345,7 @@ public final class EventLoop: @unchecked Sendable {
 
   /// The loop's hook: each global job goes to the executor loop's queue.
   private static let hook: ancs_global_enqueue_hook = { job, _ in
-    EventLoop.executorLoop.unsafelyUnwrapped.enqueue(unsafeBitCast(job, to: UnownedJob.self), preferred: false)
+    EventLoop.executorLoop.unsafelyUnwrapped.enqueue(.task(unsafeBitCast(job, to: UnownedJob.self), preferred: false))
   }
 
   /// Puts the hook for `loop` in `slot` (the runtime's, or a test's); nil when it is there now.
@@ -364,16 +366,35 @@ public final class EventLoop: @unchecked Sendable {
   /// Queues a job to run on the loop's thread, waking the loop if it sleeps. Once the loop
   /// has ended (a task that prefers it, or an actor on it, outlived it), the job runs on the
   /// loop's orphan thread.
-  private func enqueue(_ job: UnownedJob, preferred: Bool) {
+  private func enqueue(_ job: Job) {
     let queued = queue.withLock { queue -> Bool in
       if queue.ended { return false }
-      queue.jobs.append(Job(job: job, preferred: preferred))
+      queue.jobs.append(job)
       // Under the lock that the loop's end takes to close the eventfd.
       if queue.asleep { wakeLocked() }
       queue.asleep = false
       return true
     }
-    if !queued { runOrphan(Job(job: job, preferred: preferred)) }
+    if !queued { runOrphan(job) }
+  }
+
+  /// Runs `call` on the loop's thread, after the jobs and calls queued before it, from any
+  /// thread: how code off the loop reaches state the loop owns (`LoopBound`), as swift-nio's
+  /// `execute`. On the loop's thread itself it is queued too, never run in place. Once the
+  /// loop has ended, it runs on the thread that stands in for the loop (as a task's job does),
+  /// still one at a time with the rest, so loop-bound state stays the loop's.
+  public func execute(_ call: @escaping @Sendable () -> Void) {
+    enqueue(.call(call))
+  }
+
+  /// Runs `body` on the loop's thread and returns its result: in place when called there,
+  /// otherwise through `execute(_:)`, awaiting it without blocking. It runs on its caller's
+  /// executor (`nonisolated(nonsending)`), so a caller on the loop does not hop first.
+  nonisolated(nonsending) public func submit<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
+    if inEventLoop { return body() }
+    return await withCheckedContinuation { (continuation: CheckedContinuation<T, Never>) in
+      execute { continuation.resume(returning: body()) }
+    }
   }
 
   /// A job for a loop that has ended: run after the orphans before it, one at a time, on a
@@ -427,10 +448,10 @@ public final class EventLoop: @unchecked Sendable {
   /// had run (`ancs watch`'s timer then parked after it was stopped, and the watch never
   /// ended: about one run in ten under load, with the process's tasks on the loop).
   private static func run(_ job: Job, on loop: EventLoop) {
-    if job.preferred {
-      job.job.runSynchronously(on: loop.asUnownedSerialExecutor())
-    } else {
-      job.job.runSynchronously(on: genericExecutor)
+    switch job {
+    case .task(let job, preferred: true): job.runSynchronously(on: loop.asUnownedSerialExecutor())
+    case .task(let job, preferred: false): job.runSynchronously(on: genericExecutor)
+    case .call(let call): call()
     }
   }
 
@@ -547,7 +568,7 @@ public final class EventLoop: @unchecked Sendable {
 /// it with `assumeIsolated` in a plain call, as swift-nio's loops let actors run on them.
 extension EventLoop: TaskExecutor, SerialExecutor, InPlaceExecutor {
   public func enqueue(_ job: consuming ExecutorJob) {
-    enqueue(UnownedJob(job), preferred: true)
+    enqueue(.task(UnownedJob(job), preferred: true))
   }
 
   public func asUnownedSerialExecutor() -> UnownedSerialExecutor { UnownedSerialExecutor(ordinary: self) }

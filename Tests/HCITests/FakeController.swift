@@ -207,10 +207,11 @@ final class FakeController: Sendable {
 /// A host on a fake controller, set up.
 func startHost(
   _ settings: FakeController.Settings = FakeController.Settings(), clock: any EngineClock = SystemClock(),
-  options: HCIHost.Options = HCIHost.Options(), security: any HCISecurityManager = PairingNotSupported()
+  options: HCIHost.Options = HCIHost.Options(), security: any HCISecurityManager = PairingNotSupported(),
+  capture: BtsnoopWriter? = nil
 ) async throws -> (FakeController, HCIHost) {
   let fake = FakeController(settings)
-  let host = HCIHost(stream: fake.stream, clock: clock, options: options, security: security)
+  let host = HCIHost(stream: fake.stream, clock: clock, options: options, capture: capture, security: security)
   try await host.setUp()
   while fake.commands.count > 0 { _ = await fake.commands.next() }
   return (fake, host)
@@ -219,9 +220,10 @@ func startHost(
 /// A host with one connection in `role`, handle 0x0040.
 func connectedHost(
   role: LinkRole, _ settings: FakeController.Settings = FakeController.Settings(),
-  clock: any EngineClock = SystemClock(), security: any HCISecurityManager = PairingNotSupported()
+  clock: any EngineClock = SystemClock(), security: any HCISecurityManager = PairingNotSupported(),
+  capture: BtsnoopWriter? = nil
 ) async throws -> (FakeController, HCIHost, HCIConnection) {
-  let (fake, host) = try await startHost(settings, clock: clock, security: security)
+  let (fake, host) = try await startHost(settings, clock: clock, security: security, capture: capture)
   fake.connectionComplete(role: role == .central ? 0x00 : 0x01)
   let connection: HCIConnection
   if role == .peripheral {

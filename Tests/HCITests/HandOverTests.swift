@@ -1,5 +1,6 @@
 import ATT
 import HCI
+import Links
 import Runtime
 import Sockets
 import TestSupport
@@ -38,6 +39,30 @@ struct HCIHandOverTests {
     // The first may have been queued before the connection ran; every one after it reached
     // the server in the loop's read.
     #expect(log.dropFirst().allSatisfy { $0.onLoop && !$0.inTask }, "\(log)")
+  }
+
+  @Test("an ATT PDU sent on the loop is written to the controller in place; one sent elsewhere reaches the loop first")
+  func sentInPlace() async throws {
+    let capture = try BtsnoopWriter(inMemoryWith: BtsnoopWriter.systemClock)
+    let (fake, host, link) = try await connectedHost(role: .peripheral, capture: capture)
+    defer { host.close() }
+    // On the loop: recorded (as it is written) before the send returns, with no hop.
+    let writtenInPlace = await host.stream.loop.submit { () -> Bool in
+      let before = capture.bytes.count
+      do { try link.send([0x1B, 0x03, 0x00, 0x01]) } catch { return false }
+      return capture.bytes.count > before
+    }
+    #expect(writtenInPlace)
+    // Off the loop, the two that follow reach the controller in the order sent.
+    try link.send([0x1B, 0x03, 0x00, 0x02])
+    try link.send([0x1B, 0x03, 0x00, 0x03])
+    var values: [UInt8] = []
+    for _ in 0..<3 {
+      guard let frame = await fake.nextFrame() else { break }
+      values.append(frame.payload.last ?? 0)
+      fake.completed(1)
+    }
+    #expect(values == [1, 2, 3])
   }
 
   @Test("a connection on another executor takes its PDUs from the link's queue, in its own task")

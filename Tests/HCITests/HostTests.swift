@@ -34,7 +34,7 @@ struct HostCommandTests {
       ])
     #expect(setup.randomAddress.isRandomStatic)
     #expect(setup.aclDataPacketLength == 27 && setup.totalNumACLDataPackets == 2)
-    #expect(host.aclBuffers == (27, 2))
+    #expect(await host.aclBuffers == (27, 2))
   }
 
   /// Issue #13 (9): a controller left scanning or advertising by a host that quit. Turning
@@ -83,7 +83,7 @@ struct HostCommandTests {
     settings.leACLLength = 0
     settings.leACLCount = 0
     let (_, host) = try await startHost(settings)
-    #expect(host.aclBuffers == (251, 4))
+    #expect(await host.aclBuffers == (251, 4))
   }
 
   /// A host on a controller that answers nothing by itself, whose first command (Reset) was
@@ -107,19 +107,19 @@ struct HostCommandTests {
 
     let second = Task { try await host.execute(SetEventMask(eventMask: 1)) }
     let third = Task { try await host.execute(LESetEventMask(leEventMask: 1)) }
-    while host.commandBacklog.queued < 2 { await Task.yield() }  // both submitted and waiting
-    #expect(host.commandBacklog == (queued: 2, inFlight: 0))
+    while await host.commandBacklog.queued < 2 { await Task.yield() }  // both submitted and waiting
+    #expect(await host.commandBacklog == (queued: 2, inFlight: 0))
 
     fake.complete(HCIOpcode(rawValue: 0), [], credits: 2)  // credits only (opcode 0x0000)
     let a = await fake.nextCommand()
     let b = await fake.nextCommand()
     #expect(Set([a?.opcode, b?.opcode]) == Set([SetEventMask.opcode, LESetEventMask.opcode]))
-    #expect(host.commandBacklog == (queued: 0, inFlight: 2))
+    #expect(await host.commandBacklog == (queued: 0, inFlight: 2))
     fake.complete(SetEventMask.opcode)
     fake.complete(LESetEventMask.opcode)
     _ = try await second.value
     _ = try await third.value
-    #expect(host.commandBacklog == (queued: 0, inFlight: 0))
+    #expect(await host.commandBacklog == (queued: 0, inFlight: 0))
   }
 
   @Test("a command without an answer times out on the injected clock, naming the command")
@@ -130,7 +130,7 @@ struct HostCommandTests {
     let clock = ManualClock()
     let (fake, host) = try await startHost(settings, clock: clock)
     let waiting = Task { try await host.execute(ReadBufferSize()) }
-    while host.commandBacklog.inFlight < 1 { await Task.yield() }
+    while await host.commandBacklog.inFlight < 1 { await Task.yield() }
     clock.advance(by: .seconds(2))
     let result = await waiting.result
     #expect(
@@ -150,11 +150,11 @@ struct HostCommandTests {
     let (fake, clock, host) = try await hostWithoutCredits()
 
     let early = (0..<3).map { _ in Task { try await host.execute(SetEventMask(eventMask: 1)) } }
-    while host.commandBacklog.queued < 3 { await Task.yield() }
+    while await host.commandBacklog.queued < 3 { await Task.yield() }
     clock.advance(by: .seconds(1))
-    #expect(host.commandBacklog.queued == 3)  // 1 s: none is due yet
+    #expect(await host.commandBacklog.queued == 3)  // 1 s: none is due yet
     let late = (0..<2).map { _ in Task { try await host.execute(LESetEventMask(leEventMask: 1)) } }
-    while host.commandBacklog.queued < 5 { await Task.yield() }
+    while await host.commandBacklog.queued < 5 { await Task.yield() }
     await clock.waitForSleepers(1)
     for _ in 0..<100 { await Task.yield() }
     #expect(clock.sleeperCount == 1)
@@ -163,12 +163,12 @@ struct HostCommandTests {
     let timeout = HCIHostError.commandTimeout(
       command: SetEventMask.packetName, opcode: SetEventMask.opcode, timeout: .seconds(2))
     for task in early { await #expect(throws: timeout) { try await task.value } }
-    #expect(host.commandBacklog == (queued: 2, inFlight: 0))
+    #expect(await host.commandBacklog == (queued: 2, inFlight: 0))
     clock.advance(by: .seconds(1))  // 3 s: the last two
     let lateTimeout = HCIHostError.commandTimeout(
       command: LESetEventMask.packetName, opcode: LESetEventMask.opcode, timeout: .seconds(2))
     for task in late { await #expect(throws: lateTimeout) { try await task.value } }
-    #expect(host.commandBacklog == (queued: 0, inFlight: 0))
+    #expect(await host.commandBacklog == (queued: 0, inFlight: 0))
     #expect(fake.commands.count == 0)  // none ever had a credit
   }
 
@@ -221,12 +221,12 @@ struct HostConnectionTests {
     let (fake, host, connection) = try await connectedHost(role: .peripheral)
     let pdu = [0x1B, 0x03, 0x00] + (0..<97).map { UInt8($0) }  // a 100-byte notification
     try connection.send(pdu)
-    #expect(host.aclBacklog == (queued: 2, outstanding: 2))
+    #expect(await host.aclBacklog == (queued: 2, outstanding: 2))
     var packets: [ACLPacket] = []
     for _ in 0..<2 { if let packet = await fake.acl.next() { packets.append(packet) } }
     fake.completed(1)
     if let packet = await fake.acl.next() { packets.append(packet) }
-    #expect(host.aclBacklog == (queued: 1, outstanding: 2))
+    #expect(await host.aclBacklog == (queued: 1, outstanding: 2))
     fake.completed(2)
     if let packet = await fake.acl.next() { packets.append(packet) }
     #expect(packets.map(\.data.count) == [27, 27, 27, 23])
@@ -354,7 +354,7 @@ struct HostConnectionTests {
     #expect(try await connection.receive() == nil)
     #expect(throws: BearerError.disconnected) { try connection.send([0x02, 0x00, 0x02]) }
     #expect(!connection.isConnected)
-    #expect(host.aclBacklog == (queued: 0, outstanding: 0))
+    #expect(await host.aclBacklog == (queued: 0, outstanding: 0))
   }
 
   @Test("central: scan reports (extended, as Bumble sends) filtered on the ANCS solicitation, then connect")

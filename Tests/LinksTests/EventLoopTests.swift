@@ -146,6 +146,48 @@ struct EventLoopTests {
     try await group.shutdown()
   }
 
+  @Test("calls executed from other threads run on the loop's thread, each thread's in order, and after its end too")
+  func executeRunsCallsOnTheLoop() async throws {
+    let loop = EventLoop()
+    let loopThread = await Task(executorPreference: loop) { pthread_self() }.value
+    let ran = Locked<[(caller: Int, index: Int, onLoop: Bool, thread: pthread_t)]>([])
+    let done = Inbox<Void>()
+    // Two plain threads execute 100 calls each: all run on the loop, each thread's in the order it made them.
+    for caller in 0..<2 {
+      #expect(
+        spawnThread {
+          for index in 0..<100 {
+            loop.execute {
+              ran.withLock { $0.append((caller, index, loop.inEventLoop, pthread_self())) }
+              if index == 99 { done.push(()) }
+            }
+          }
+        })
+    }
+    for _ in 0..<2 where await done.next() == nil {
+      Issue.record("the loop did not run every call")
+      return
+    }
+    let record = ran.withLock { $0 }
+    #expect(record.count == 200 && record.allSatisfy { $0.onLoop && pthread_equal($0.thread, loopThread) != 0 })
+    for caller in 0..<2 {
+      #expect(record.filter { $0.caller == caller }.map(\.index) == Array(0..<100))
+    }
+    // `submit` answers with what the call returned; on the loop it runs in place.
+    #expect(await loop.submit { loop.inEventLoop ? 7 : -1 } == 7)
+    let order = Locked<[String]>([])
+    await Task(executorPreference: loop) {
+      // Queued first, but run only after this job: the submitted call goes before it.
+      loop.execute { order.withLock { $0.append("executed") } }
+      await loop.submit { order.withLock { $0.append("submitted") } }
+    }.value
+    _ = await loop.submit {}
+    #expect(order.withLock { $0 } == ["submitted", "executed"])
+    // Once the loop has ended, a call still runs, on the thread standing in for the loop.
+    try await loop.shutdown()
+    #expect(await loop.submit { loop.inEventLoop } == true)
+  }
+
   @Test("a job queued from another thread wakes the loop from its wait for the sockets")
   func wokenFromAnotherThread() async {
     let loop = EventLoop()

@@ -95,7 +95,7 @@ extension HCIHost {
       count = Int(shared.totalNumACLDataPackets)
     }
     let (finalLength, finalCount) = (max(1, length), max(1, count))
-    state.withLock { state in
+    await onLoop { state in
       state.aclPacketLength = finalLength
       state.acl = ACLFlow(capacity: finalCount)
     }

@@ -2,6 +2,7 @@ import ATT
 import Links
 import Runtime
 import Sockets
+import Synchronization
 import Wire
 
 /// What a command got back from the controller.
@@ -19,11 +20,13 @@ public enum CommandAnswer: Hashable, Sendable {
 ///
 /// The event loop the stream was opened on reads it and hands each chunk to the host in
 /// place, on the loop's thread: the host decodes its packets and dispatches them there (an
-/// ATT PDU to a connection that runs on the loop, in place too: `HCIConnection`). Packets to
-/// the controller are written when the host's state releases them, under its lock, so they
-/// leave in the order it decided; the write never blocks. The host's one timer (`Watchdog`)
-/// fails the commands past their deadline and tells the security manager the time. Nothing
-/// a controller or peer sends can trap:
+/// ATT PDU to a connection that runs on the loop, in place too: `HCIConnection`). The
+/// command and ACL flows belong to that loop too (`LoopBound`): a packet sent from the loop
+/// (a connection that runs there) goes out in place, with no lock; one sent from elsewhere
+/// reaches the loop first (`EventLoop.execute`). So every packet to the controller is
+/// written on the loop, in the order the flows released it; the write never blocks. The
+/// host's one timer (`Watchdog`), on the loop too, fails the commands past their deadline
+/// and tells the security manager the time. Nothing a controller or peer sends can trap:
 /// a malformed packet is logged and dropped, and an H4 desynchronisation (the stream cannot
 /// find packet boundaries again) or the end of the stream closes the host, failing every wait
 /// with `.closed(why)`.
@@ -52,12 +55,8 @@ public final class HCIHost: Sendable {
     var onAnswer: Answer
   }
 
+  /// What the host shares between the loop and its callers elsewhere, under its lock.
   struct State {
-    var commands = CommandFlow<Pending>()
-    var nextID: UInt64 = 0
-    var acl = ACLFlow(capacity: 1)
-    /// The controller's LE_ACL_Data_Packet_Length; 27 (the LE minimum) until read.
-    var aclPacketLength = 27
     var connections: [UInt16: HCIConnection] = [:]
     /// The random static address set by `setUp`.
     var randomAddress = BDAddress.zero
@@ -100,12 +99,27 @@ public final class HCIHost: Sendable {
   let state = Locked(State())
   /// The host's one timer.
   let watchdog: Watchdog
-  /// The loop's side of reading: the H4 packet being read between chunks, each connection by
-  /// handle, to route what the controller sends, and the ACL data being reassembled. Touched
-  /// only in the loop's reads (which add and remove connections as the controller reports
-  /// them), so the way in takes no lock; `state.connections` is the same set for the rest of
-  /// the host, under its lock.
-  private let reading: LoopBound<(decoder: H4Decoder, routes: [UInt16: HCIConnection], reassembler: ACLReassembler)>
+  /// The number of the last command submitted.
+  private let lastID = Atomic<UInt64>(0)
+
+  /// The host's state that belongs to its loop: touched only there, so neither way takes a
+  /// lock.
+  struct LoopState {
+    /// The H4 packet being read between chunks.
+    var decoder = H4Decoder()
+    /// Each connection by handle, to route what the controller sends, as the loop's reads
+    /// add and remove them; `state.connections` is the same set for the rest of the host.
+    var routes: [UInt16: HCIConnection] = [:]
+    /// The ACL data being reassembled.
+    var reassembler = ACLReassembler()
+    /// Commands waiting for a credit, and those sent and not yet answered.
+    var commands = CommandFlow<Pending>()
+    /// ACL packets waiting for a controller buffer, and those the controller has not freed.
+    var acl = ACLFlow(capacity: 1)
+    /// The controller's LE_ACL_Data_Packet_Length; 27 (the LE minimum) until read.
+    var aclPacketLength = 27
+  }
+  private let loopState: LoopBound<LoopState>
   /// LE Connection Complete events, as connections or failures, for `accept` and `connect`.
   let connectionEvents = Inbox<ConnectionOutcome>()
 
@@ -126,8 +140,11 @@ public final class HCIHost: Sendable {
     self.capture = capture
     self.security = security
     watchdog = Watchdog(clock: clock)
-    reading = LoopBound((H4Decoder(), [:], ACLReassembler()), on: stream.loop)
-    let timer = Task { await self.watchdog.run(next: { self.deadline }, fire: { self.timerFired(now: $0) }) }
+    loopState = LoopBound(LoopState(), on: stream.loop)
+    // On the loop, whose state it reads and changes.
+    let timer = Task(executorPreference: stream.loop) {
+      await self.watchdog.run(next: { self.deadline }, fire: { self.timerFired(now: $0) })
+    }
     do {
       // The stream holds the host (through its receiver) until it ends.
       try stream.start { [self] event in
@@ -136,7 +153,7 @@ public final class HCIHost: Sendable {
         case .ended(let fault):
           timer.cancel()
           // The connections were told by the shutdown, if it came first; let go of them.
-          reading.modify { $0.routes = [:] }
+          loopState.modify { $0.routes = [:] }
           shutdown(fault.map { "\(stream.name): \($0)" } ?? "\(stream.name): the controller's stream ended")
         }
       }
@@ -150,7 +167,15 @@ public final class HCIHost: Sendable {
   public var closedReason: String? { state.withLock { $0.closed } }
 
   /// The controller's ACL data packet length and buffer count, as the host uses them.
-  public var aclBuffers: (length: Int, count: Int) { state.withLock { ($0.aclPacketLength, $0.acl.capacity) } }
+  public var aclBuffers: (length: Int, count: Int) {
+    get async { await onLoop { ($0.aclPacketLength, $0.acl.capacity) } }
+  }
+
+  /// Runs `body` with the loop's state on the loop: in place there, else through the loop's
+  /// queue.
+  func onLoop<T: Sendable>(_ body: @escaping @Sendable (inout LoopState) -> T) async -> T {
+    await stream.loop.submit { self.loopState.modify(body) }
+  }
 
   /// Closes the host and its stream (idempotent): every connection's bearer ends, and every
   /// wait fails with `.closed`.
@@ -237,34 +262,37 @@ public final class HCIHost: Sendable {
   @discardableResult
   func submit(_ packet: HCICommandPacket, name: String, onAnswer: @escaping Answer) -> UInt64 {
     let deadline = clock.now + options.commandTimeout
-    let submitted = state.withLock { state -> Result<UInt64, HCIHostError> in
-      if let closed = state.closed { return .failure(.closed(closed)) }
-      state.nextID += 1
-      let writes = state.commands.submit(
-        id: state.nextID, opcode: packet.opcode, packet: packet.encoded, deadline: deadline,
-        waiter: Pending(name: name, onAnswer: onAnswer))
-      output(commands: writes)
-      return .success(state.nextID)
-    }
-    switch submitted {
-    case .failure(let error):
-      onAnswer(.failure(error))
-      return 0
-    case .success(let id):
+    let id = lastID.add(1, ordering: .relaxed).newValue
+    let waiter = Pending(name: name, onAnswer: onAnswer)
+    atLoop { [self] in
+      // Closed before it reached the loop: the end failed the commands it found, and this one
+      // must not wait for an answer that cannot come.
+      if let closed = closedReason {
+        onAnswer(.failure(.closed(closed)))
+        return
+      }
+      output(
+        commands: loopState.modify {
+          $0.commands.submit(id: id, opcode: packet.opcode, packet: packet.encoded, deadline: deadline, waiter: waiter)
+        })
       watchdog.wake(for: deadline)
-      return id
     }
+    return id
+  }
+
+  /// Runs `call` on the loop: in place when called there, else queued for it.
+  private func atLoop(_ call: @escaping @Sendable () -> Void) {
+    if stream.loop.inEventLoop { call() } else { stream.loop.execute(call) }
   }
 
   /// Forgets a command whose caller stopped waiting; its `onAnswer` is told `.cancelled`
   /// (unless the answer, the deadline or the host's end took it first).
   private func abandon(_ id: UInt64) {
-    let pending = state.withLock { state in
-      let (pending, writes) = state.commands.abandon(id: id)
+    atLoop { [self] in
+      let (pending, writes) = loopState.modify { $0.commands.abandon(id: id) }
       output(commands: writes)
-      return pending
+      pending?.onAnswer(.failure(.cancelled))
     }
-    pending?.onAnswer(.failure(.cancelled))
   }
 
   /// A security manager set `deadline`: the host's timer tells it the time then
@@ -272,21 +300,18 @@ public final class HCIHost: Sendable {
   public func wakeTimer(for deadline: Duration) { watchdog.wake(for: deadline) }
 
   /// The earliest time the watchdog must tell the host: a command's deadline, or the
-  /// security manager's.
+  /// security manager's. On the loop.
   private var deadline: Duration? {
-    let commands = state.withLock { $0.commands.deadline }
+    let commands = loopState.value.commands.deadline
     guard let security = security.deadline else { return commands }
     return min(commands ?? security, security)
   }
 
-  /// The watchdog's call: the commands past their deadline fail, and the security manager
-  /// is told the time.
+  /// The watchdog's call, on the loop: the commands past their deadline fail, and the
+  /// security manager is told the time.
   private func timerFired(now: Duration) {
-    let expired = state.withLock { state in
-      let (expired, writes) = state.commands.timerFired(now: now)
-      output(commands: writes)
-      return expired
-    }
+    let (expired, writes) = loopState.modify { $0.commands.timerFired(now: now) }
+    output(commands: writes)
     for (opcode, command) in expired {
       logger.error("\(stream.name): \(command.name): no answer within \(options.commandTimeout)")
       command.onAnswer(
@@ -297,32 +322,38 @@ public final class HCIHost: Sendable {
 
   /// Commands waiting for a credit, and commands sent and not yet answered.
   public var commandBacklog: (queued: Int, inFlight: Int) {
-    state.withLock { ($0.commands.queuedCount, $0.commands.inFlightCount) }
+    get async { await onLoop { ($0.commands.queuedCount, $0.commands.inFlightCount) } }
   }
 
   // MARK: - ACL
 
   /// Sends one L2CAP PDU on `handle`, split to the controller's ACL packet length; packets
-  /// leave as the controller frees buffers. Never waits.
+  /// leave as the controller frees buffers. Never waits: on the loop it goes out in place,
+  /// with no lock; from elsewhere it is queued for the loop, in the order sent.
   func sendL2CAP(_ frame: L2CAPFrame, handle: UInt16) {
-    state.withLock { state in
-      guard state.closed == nil, state.connections[handle] != nil else { return }
-      let fragments = ACLPacket.fragments(of: frame.encoded, handle: handle, bufferSize: state.aclPacketLength)
-      output(acl: state.acl.enqueue(fragments))
+    guard stream.loop.inEventLoop else {
+      stream.loop.execute { self.sendL2CAP(frame, handle: handle) }
+      return
     }
+    let packets = loopState.modify { state -> [ACLPacket] in
+      // Gone with its connection, or with the host (which closed the stream first).
+      guard state.routes[handle] != nil, !stream.isClosed else { return [] }
+      let fragments = ACLPacket.fragments(of: frame.encoded, handle: handle, bufferSize: state.aclPacketLength)
+      return state.acl.enqueue(fragments)
+    }
+    output(acl: packets)
   }
 
   /// Packets held back by ACL flow control and packets the controller has not yet freed.
   public var aclBacklog: (queued: Int, outstanding: Int) {
-    state.withLock { ($0.acl.queuedCount, $0.acl.outstandingCount) }
+    get async { await onLoop { ($0.acl.queuedCount, $0.acl.outstandingCount) } }
   }
 
   // MARK: - I/O
 
-  /// Writes packets to the controller; called under the state's lock by whatever released
-  /// them, so that they leave in the order the state released them (the write never blocks,
-  /// and never calls back into the host: a failed one ends the stream, whose end reaches
-  /// the host from the loop).
+  /// Writes packets to the controller; on the loop, by whatever released them from the flows,
+  /// so they leave in the order released (the write never blocks, and never calls back into
+  /// the host: a failed one ends the stream, whose end reaches the host from the loop).
   private func output(_ packet: H4Packet) {
     capture?.record(h4Packet: packet.encoded, direction: .sent, isEvent: packet.type == .command)
     try? stream.write(packet.encoded)
@@ -340,7 +371,7 @@ public final class HCIHost: Sendable {
   /// place. A stream that lost the packet boundaries closes the host, after the packets
   /// before the break.
   private func read(_ chunk: [UInt8]) {
-    let (packets, broken) = reading.modify { reading -> ([H4Packet], H4Error?) in
+    let (packets, broken) = loopState.modify { reading -> ([H4Packet], H4Error?) in
       reading.decoder.append(chunk)
       var packets: [H4Packet] = []
       do throws(H4Error) {
@@ -372,7 +403,7 @@ public final class HCIHost: Sendable {
   }
 
   private func receivedACL(_ packet: ACLPacket) {
-    let result = reading.modify { reading -> Result<([UInt8], HCIConnection)?, ACLReassemblyError> in
+    let result = loopState.modify { reading -> Result<([UInt8], HCIConnection)?, ACLReassemblyError> in
       guard let connection = reading.routes[packet.handle] else { return .success(nil) }
       do throws(ACLReassemblyError) {
         return .success(try reading.reassembler.push(packet).map { ($0, connection) })
@@ -399,10 +430,12 @@ public final class HCIHost: Sendable {
     case .commandStatus(let event):
       answered(event.commandOpcode, credits: event.numHCICommandPackets, .status(event.status))
     case .numberOfCompletedPackets(let event):
-      state.withLock { state in
-        for entry in event.entries {
-          output(acl: state.acl.completed(handle: entry.connectionHandle, count: Int(entry.numCompletedPackets)))
-        }
+      for entry in event.entries {
+        output(
+          acl: loopState.modify {
+            $0.acl.completed(handle: entry.connectionHandle, count: Int(entry.numCompletedPackets))
+          }
+        )
       }
     case .leConnectionComplete(let event), .leEnhancedConnectionComplete(let event):
       connectionCompleted(event)
@@ -426,11 +459,8 @@ public final class HCIHost: Sendable {
   }
 
   private func answered(_ opcode: HCIOpcode, credits: UInt8, _ answer: CommandAnswer) {
-    let pending = state.withLock { state in
-      let (pending, writes) = state.commands.answered(opcode: opcode, credits: credits)
-      output(commands: writes)
-      return pending
-    }
+    let (pending, writes) = loopState.modify { $0.commands.answered(opcode: opcode, credits: credits) }
+    output(commands: writes)
     pending?.onAnswer(.success(answer))
   }
 
@@ -438,7 +468,7 @@ public final class HCIHost: Sendable {
   func connection(_ handle: UInt16) -> HCIConnection? { state.withLock { $0.connections[handle] } }
 
   /// The connection `handle` names, in the loop's reads.
-  private func routed(_ handle: UInt16) -> HCIConnection? { reading.value.routes[handle] }
+  private func routed(_ handle: UInt16) -> HCIConnection? { loopState.value.routes[handle] }
 
   private func connectionCompleted(_ event: LEConnectionComplete) {
     guard event.status == .success else {
@@ -456,7 +486,7 @@ public final class HCIHost: Sendable {
         "\(stream.name): LE Connection Complete for handle 0x\(hex16(event.connectionHandle)) in use, ignored")
       return
     }
-    reading.modify { $0.routes[event.connectionHandle] = connection }
+    loopState.modify { $0.routes[event.connectionHandle] = connection }
     logger.info(
       "\(stream.name): connected to \(connection.peer) as \(connection.role), handle 0x\(hex16(event.connectionHandle))"
     )
@@ -468,14 +498,13 @@ public final class HCIHost: Sendable {
       logger.error("\(stream.name): disconnection of handle 0x\(hex16(event.connectionHandle)) failed: \(event.status)")
       return
     }
-    reading.modify { reading in
-      reading.routes[event.connectionHandle] = nil
-      reading.reassembler.reset(handle: event.connectionHandle)
+    let freed = loopState.modify { state in
+      state.routes[event.connectionHandle] = nil
+      state.reassembler.reset(handle: event.connectionHandle)
+      return state.acl.disconnected(handle: event.connectionHandle)
     }
-    let connection = state.withLock { state in
-      output(acl: state.acl.disconnected(handle: event.connectionHandle))
-      return state.connections.removeValue(forKey: event.connectionHandle)
-    }
+    output(acl: freed)
+    let connection = state.withLock { $0.connections.removeValue(forKey: event.connectionHandle) }
     logger.info("\(stream.name): handle 0x\(hex16(event.connectionHandle)) disconnected: \(event.reason)")
     connection?.didDisconnect(reason: event.reason)
   }
@@ -490,22 +519,25 @@ public final class HCIHost: Sendable {
   }
 
   func shutdown(_ reason: String) {
-    let taken = state.withLock { state -> ([Pending], [HCIConnection], Inbox<ScanReport>?)? in
+    let taken = state.withLock { state -> ([HCIConnection], Inbox<ScanReport>?)? in
       guard state.closed == nil else { return nil }
       state.closed = reason
-      let pending = state.commands.removeAll()
       defer {
         state.connections = [:]
         state.scanReports = nil
       }
-      return (pending, Array(state.connections.values), state.scanReports)
+      return (Array(state.connections.values), state.scanReports)
     }
-    guard let (pending, connections, scan) = taken else { return }
+    guard let (connections, scan) = taken else { return }
     // The stream first: the loop then dispatches nothing more of what it read (`read(_:)`
     // looks before each packet), so no event reaches a connection told below that it ended.
     stream.close()
     logger.info("\(stream.name): host closed: \(reason)")
-    for command in pending { command.onAnswer(.failure(.closed(reason))) }
+    // The commands are the loop's (which runs this even once it has ended); a command that
+    // reaches the loop after this finds the host closed.
+    atLoop { [self] in
+      for command in loopState.modify({ $0.commands.removeAll() }) { command.onAnswer(.failure(.closed(reason))) }
+    }
     for connection in connections { connection.didDisconnect(reason: nil) }
     scan?.close()
     connectionEvents.close()
