@@ -127,6 +127,9 @@ final class SocketCore: LoopDescriptor, @unchecked Sendable {
   /// `state.closed`, readable without the lock: checked before every read, delivery and
   /// write.
   private let down = Atomic<Bool>(false)
+  /// `state.level`, readable without the lock: the GATT server reads it for every request.
+  /// Stored under the lock wherever the level changes.
+  private let levelNow: Atomic<Int>
   /// The connection (or a wrapper's stage before it) PDUs go to in place (`handOver(to:)`);
   /// nil: they go to `inbox`.
   private let receiver: LoopBound<(any PDUReceiver)?>
@@ -146,6 +149,7 @@ final class SocketCore: LoopDescriptor, @unchecked Sendable {
     self.kernel = kernel
     self.state = Locked(
       State(level: level, exchange: keyring.map { BondExchange(keyring: $0, policy: pairing) }))
+    levelNow = Atomic(level.rawValue)
     // A message (or a bare ATT PDU) is one write.
     super.init(fd: fd, wholeWrites: framing != .stream, loop: loop)
   }
@@ -171,7 +175,7 @@ final class SocketCore: LoopDescriptor, @unchecked Sendable {
   var fault: LinkFault? { state.withLock { $0.fault } }
   var securityLevel: SecurityLevel {
     if let kernel { return kernel.level(of: descriptor.fd) }
-    return state.withLock { $0.level }
+    return SecurityLevel(rawValue: levelNow.load(ordering: .acquiring)) ?? .unencrypted
   }
 
   /// Ends the link once; later calls do nothing. Records `fault` as the reason, if any. What
@@ -366,7 +370,7 @@ final class SocketCore: LoopDescriptor, @unchecked Sendable {
       // can reach the initiator before the initiator knows the link is protected.
       let answer = state.withLock { state -> ControlMessage in
         let answer = pairing.answer(wanted: wanted, current: state.level)
-        if case .pairAccept(let granted) = answer { state.level = granted }
+        if case .pairAccept(let granted) = answer { setLevel(&state, granted) }
         return answer
       }
       do {
@@ -378,7 +382,7 @@ final class SocketCore: LoopDescriptor, @unchecked Sendable {
     case .pairAccept(let granted):
       let taken = state.withLock { state -> (PairWaiter, SecurityLevel)? in
         guard !state.pendingPairs.isEmpty else { return nil }
-        state.level = max(state.level, granted)
+        setLevel(&state, max(state.level, granted))
         return (state.pendingPairs.removeFirst(), state.level)
       }
       guard let (waiter, level) = taken else {
@@ -405,6 +409,12 @@ final class SocketCore: LoopDescriptor, @unchecked Sendable {
     }
   }
 
+  /// Sets the link's level, under the state's lock.
+  private func setLevel(_ state: inout State, _ level: SecurityLevel) {
+    state.level = level
+    levelNow.store(level.rawValue, ordering: .releasing)
+  }
+
   /// Runs `message` through this end's bonded exchange, if it has one and the message is
   /// its: the effects, with the level raised and the pending `pair` taken under the lock.
   private func bonded(_ message: ControlMessage) -> [(BondExchange.Effect, PairWaiter?)]? {
@@ -415,7 +425,7 @@ final class SocketCore: LoopDescriptor, @unchecked Sendable {
       return effects.map { effect in
         switch effect {
         case .raise(let level):
-          state.level = max(state.level, level)
+          setLevel(&state, max(state.level, level))
           return (effect, nil)
         case .finish:
           return (effect, state.pendingPairs.isEmpty ? nil : state.pendingPairs.removeFirst())

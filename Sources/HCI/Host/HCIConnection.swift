@@ -47,6 +47,9 @@ public final class HCIConnection: ATTBearer {
   /// ATT still flows: `state.open && !state.disconnecting`, readable without the lock, as
   /// every PDU each way checks it.
   private let attOpen = Atomic<Bool>(true)
+  /// `securityLevel`, readable without the lock: the GATT server reads it for every
+  /// request. Stored under the lock as the controller reports encryption.
+  private let levelNow = Atomic<Int>(SecurityLevel.unencrypted.rawValue)
   private let att = Inbox<[UInt8]>()
   /// Who takes ATT PDUs in place (`handOver(to:)`); nil: they go to `att`. On the host's
   /// loop, where its reads are.
@@ -68,9 +71,7 @@ public final class HCIConnection: ATTBearer {
   /// came from Passkey Entry or Numeric Comparison (or a bond they made), encrypted for a Just
   /// Works key; unencrypted again if it reports encryption off.
   public var securityLevel: SecurityLevel {
-    state.withLock { state in
-      state.encrypted ? (state.authenticatedKey ? .authenticated : .encrypted) : .unencrypted
-    }
+    SecurityLevel(rawValue: levelNow.load(ordering: .acquiring)) ?? .unencrypted
   }
 
   /// The security manager gives the controller a key (LE Enable Encryption, or the answer to
@@ -224,6 +225,8 @@ public final class HCIConnection: ATTBearer {
       if state.encrypted, let pending = state.pendingKey { state.authenticatedKey = pending }
       if !state.encrypted { state.authenticatedKey = false }
       state.pendingKey = nil
+      let level: SecurityLevel = state.encrypted ? (state.authenticatedKey ? .authenticated : .encrypted) : .unencrypted
+      levelNow.store(level.rawValue, ordering: .releasing)
     }
     host.security.encryptionChanged(event, on: self)
   }
