@@ -83,7 +83,7 @@ public struct ATTValueEvent: Hashable, Sendable {
 /// - Indications: at most one unconfirmed at a time, also queued.
 /// - A transaction past its 30 seconds fails everything and closes the bearer (Vol 3 Part F
 ///   3.3.3), measured on the injected clock.
-public actor ATTConnection {
+public actor ATTConnection: HomedActor {
   public typealias Options = ATTOptions
   /// Who takes a transaction's answer: isolated to the connection, so it runs on the
   /// connection's executor, where the answer arrives. Synchronous: an engine on the same
@@ -124,6 +124,7 @@ public actor ATTConnection {
 
   /// The connection's executor: `executorOf`'s given to `init`, or its own.
   public nonisolated var unownedExecutor: UnownedSerialExecutor { home.executor }
+  public nonisolated var executorHome: ExecutorHome { home }
 
   /// A connection on `bearer`. With `executorOf`, it runs on that actor's executor rather
   /// than one of its own (SE-0392): an engine that owns its connections (the watch's) keeps
@@ -140,7 +141,7 @@ public actor ATTConnection {
     self.logger = logger
     machine = Machine(options: options)
     agreedMTU = Atomic(Int(ATTOptions.defaultMTU))
-    watchdog = OwnedTimer(clock: clock)
+    watchdog = OwnedTimer(clock: clock, timers: home.timers)
   }
 
   /// The ATT_MTU in force; readable from anywhere (it only grows, once).

@@ -8,6 +8,13 @@ public protocol EngineClock: Sendable {
   var now: Duration { get }
   /// Returns once `now >= deadline`; throws CancellationError if the task is cancelled.
   func sleep(until deadline: Duration) async throws(CancellationError)
+  /// `deadline` on the continuous clock, for an executor that keeps timers of its own
+  /// (`TimerExecutor`); nil for a clock that is not the real one (a test's manual clock).
+  func instant(of deadline: Duration) -> ContinuousClock.Instant?
+}
+
+extension EngineClock {
+  public func instant(of deadline: Duration) -> ContinuousClock.Instant? { nil }
 }
 
 /// The real monotonic clock.
@@ -15,6 +22,7 @@ public struct SystemClock: EngineClock {
   private let origin = ContinuousClock.now
   public init() {}
   public var now: Duration { ContinuousClock.now - origin }
+  public func instant(of deadline: Duration) -> ContinuousClock.Instant? { origin + deadline }
   public func sleep(until deadline: Duration) async throws(CancellationError) {
     // Cancellation is the only error the clock's sleep throws.
     do { try await ContinuousClock().sleep(until: origin + deadline, tolerance: nil) } catch {

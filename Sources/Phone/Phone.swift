@@ -57,7 +57,7 @@ public enum PhoneEvent: Hashable, Sendable {
 /// console, a scenario, a test) reaches it with `await`. Given an event loop as its
 /// executor (`init(executor:)`), the phone and its connections run on the loop's thread, and
 /// the loop hands each PDU it reads to the connection in place, with no queue between.
-public actor Phone {
+public actor Phone: HomedActor {
   static let ancsService = BluetoothUUID(ANCSUUID.service)!
   static let currentTimeService: BluetoothUUID = 0x1805
   static let batteryService: BluetoothUUID = 0x180F
@@ -169,6 +169,7 @@ public actor Phone {
 
   /// The phone's executor: the one given to `init`, or its own.
   public nonisolated var unownedExecutor: UnownedSerialExecutor { home.executor }
+  public nonisolated var executorHome: ExecutorHome { home }
 
   /// A phone; `apps` are registered from the start (identifier to display name), as
   /// `register(app:name:)` does. With `executor` (the event loop that reads its links), it

@@ -3,6 +3,7 @@ import CSwiftRuntime
 import Glibc
 import Links
 import Runtime
+import Synchronization
 import Wire
 
 /// An event loop: one thread that reads the socket links and controller streams
@@ -34,6 +35,13 @@ import Wire
 /// calls, and those they queue, until none is left, as one job: two engines talking in
 /// memory hold the loop until one of them waits.
 ///
+/// **Timers.** Code on the loop's thread may have a call run at a time (`schedule`,
+/// `TimerExecutor`): the loop keeps its timers in a heap and waits for the earliest in the
+/// same epoll_wait that waits for its descriptors (to the millisecond), so a timer costs no
+/// task and no thread of a timer service, and fires on the loop's thread. The timers of the
+/// engines that run on the loop (`OwnedTimer`: the ATT transaction timeout, the watch's
+/// ticks) sleep there. A loop that ends runs its timers early.
+///
 /// **Running tasks.** Swift's default executor runs tasks on a pool of threads. A PDU read
 /// here for a task that waits for it then costs a second wake-up, of a pool thread; between
 /// two processes, one Control Point round trip costs four (each side's reader, then its
@@ -52,7 +60,10 @@ import Wire
 /// looks, for 50 µs after it last had work, and only then blocks in epoll: a peer's answer
 /// usually comes within that window, so a conversation between two processes on two cores
 /// costs no wake-ups at all. A job queued from another thread while it blocks wakes it
-/// through an eventfd.
+/// through an eventfd. Jobs the loop's own thread queues (most of them: whatever a read
+/// wakes, and what those tasks wake in turn) go into a queue only that thread touches, with
+/// no lock; jobs from other threads wait under a lock, which a turn takes only when a flag
+/// says some came.
 ///
 /// **Actors on the loop.** The loop is also a serial executor: an actor whose
 /// `unownedExecutor` is the loop's runs each job on the loop's thread, between its reads,
@@ -89,12 +100,12 @@ public final class EventLoop: @unchecked Sendable {
     case call(@Sendable () -> Void)
   }
 
+  /// What other threads hand the loop, under its lock.
   private struct Queue {
+    /// Jobs queued from other threads (the loop's own go to `local`).
     var jobs = FIFO<Job>()
     /// The loop is blocked in epoll, or about to be: a job queued now must wake it.
     var asleep = false
-    /// `shutdown()` was called: the loop ends after its current turn.
-    var stopping = false
     /// The loop's thread has ended and its descriptors are closed: jobs queued now run on
     /// threads of their own, and nothing writes to the eventfd any more.
     var ended = false
@@ -116,6 +127,25 @@ public final class EventLoop: @unchecked Sendable {
   /// more can be registered.
   private let links = Locked<[Int32: LoopDescriptor]?>([:])
   private let queue = Locked(Queue())
+  /// `queue.jobs` holds something: readable without the lock, so a turn with no job from
+  /// another thread takes no lock. Set under the lock.
+  private let remoteJobs = Atomic<Bool>(false)
+  /// `shutdown()` was called: the loop ends after its current turn.
+  private let stopping = Atomic<Bool>(false)
+  /// Jobs queued on the loop's own thread while it runs (a task resumed by a read or by
+  /// another task, an actor's job, `execute` there): touched only on that thread, so queuing
+  /// and running them takes no lock. Most jobs come this way: whatever a PDU read on the
+  /// loop wakes is queued by the loop.
+  nonisolated(unsafe) private var local = FIFO<Job>()
+  /// The loop's thread runs its turns and takes `local` jobs; false from the start of its
+  /// end (jobs then go through `queue`, and from its end to the orphan thread). Touched only
+  /// on the loop's thread.
+  nonisolated(unsafe) private var takesLocal = false
+  /// Timers: each one's call by number, and their deadlines, earliest first (a cancelled
+  /// timer's entry stays until it comes up, and is skipped). Loop's thread only.
+  nonisolated(unsafe) private var timerCalls: [UInt64: () -> Void] = [:]
+  nonisolated(unsafe) private var timerHeap = TimerHeap()
+  nonisolated(unsafe) private var lastTimer: UInt64 = 0
   /// Jobs queued after the loop's end, waiting for the orphan thread, and whether it runs.
   private let orphans = Locked((jobs: FIFO<Job>(), running: false))
   /// Calls queued on the loop's thread to run once the job, read or call running now is
@@ -205,7 +235,7 @@ public final class EventLoop: @unchecked Sendable {
     await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
       let waiting = queue.withLock { queue -> Bool in
         if queue.ended { return false }
-        queue.stopping = true
+        stopping.store(true, ordering: .releasing)
         queue.endWaiters.append(continuation)
         // Under the lock that the loop's end takes to close the eventfd.
         wakeLocked()
@@ -296,6 +326,60 @@ public final class EventLoop: @unchecked Sendable {
     _ = epoll_ctl(epoll, EPOLL_CTL_MOD, core.descriptor.fd, &event)
   }
 
+  // MARK: Timers
+
+  /// Runs `call` on the loop's thread once `deadline` has come (or sooner, at the loop's
+  /// end); the loop waits for its earliest timer in the same epoll_wait that waits for its
+  /// descriptors (to the millisecond, rounded up). Only on the loop's thread while it runs:
+  /// nil otherwise.
+  public func schedule(at deadline: ContinuousClock.Instant, _ call: @escaping () -> Void) -> UInt64? {
+    guard takesLocal && inEventLoop else { return nil }
+    lastTimer += 1
+    timerCalls[lastTimer] = call
+    timerHeap.push(deadline, lastTimer)
+    // Cancelled timers wait in the heap until they come up: not more than the live ones.
+    if timerHeap.count > 64 && timerHeap.count > 2 * timerCalls.count {
+      timerHeap = TimerHeap(timerHeap.entries.filter { timerCalls[$0.id] != nil })
+    }
+    return lastTimer
+  }
+
+  /// Timers scheduled and not yet run or cancelled; on the loop's thread (for tests).
+  package var pendingTimers: Int { inEventLoop ? timerCalls.count : -1 }
+
+  /// Cancels a timer that has not run: true when it had not (it never will now). On the
+  /// loop's thread.
+  public func cancel(_ timer: UInt64) -> Bool {
+    precondition(inEventLoop, "a timer was cancelled off its event loop's thread")
+    return timerCalls.removeValue(forKey: timer) != nil
+  }
+
+  /// Runs the timers that are due, each followed by the calls it queued; returns the time
+  /// until the next one, if any. Those that come due while it runs wait for the next turn.
+  private func runTimers() -> Duration? {
+    if timerHeap.count == 0 { return nil }
+    let now = ContinuousClock.now
+    while let first = timerHeap.first {
+      guard timerCalls[first.id] != nil else {
+        timerHeap.pop()
+        continue
+      }
+      if first.deadline > now { return first.deadline - now }
+      timerHeap.pop()
+      timerCalls.removeValue(forKey: first.id)?()
+      runCalls()
+    }
+    return nil
+  }
+
+  /// `duration` in whole milliseconds for epoll_wait, rounded up (a timer never fires
+  /// early), at most a day.
+  private static func milliseconds(_ duration: Duration) -> Int32 {
+    let (seconds, attoseconds) = duration.components
+    if seconds >= 86_400 { return 86_400_000 }
+    return Int32(max(0, seconds * 1000 + (attoseconds + 999_999_999_999_999) / 1_000_000_000_000_000))
+  }
+
   // MARK: Jobs
 
   /// Why the loop did not become Swift's global executor.
@@ -367,9 +451,15 @@ public final class EventLoop: @unchecked Sendable {
   /// has ended (a task that prefers it, or an actor on it, outlived it), the job runs on the
   /// loop's orphan thread.
   private func enqueue(_ job: Job) {
+    // On the loop's thread, which is running: no lock, and nothing to wake.
+    if takesLocal && inEventLoop {
+      local.append(job)
+      return
+    }
     let queued = queue.withLock { queue -> Bool in
       if queue.ended { return false }
       queue.jobs.append(job)
+      remoteJobs.store(true, ordering: .releasing)
       // Under the lock that the loop's end takes to close the eventfd.
       if queue.asleep { wakeLocked() }
       queue.asleep = false
@@ -427,8 +517,15 @@ public final class EventLoop: @unchecked Sendable {
   /// Runs up to `jobsPerTurn` ready jobs, each followed by the calls it queued; returns how
   /// many it ran.
   private func runJobs() -> Int {
+    // Those from other threads join the loop's own, in one take of the lock.
+    if remoteJobs.load(ordering: .acquiring) {
+      queue.withLock { queue in
+        while let job = queue.jobs.popFirst() { local.append(job) }
+        remoteJobs.store(false, ordering: .releasing)
+      }
+    }
     for ran in 0..<Self.jobsPerTurn {
-      guard let next = queue.withLock({ $0.jobs.popFirst() }) else { return ran }
+      guard let next = local.popFirst() else { return ran }
       Self.run(next, on: self)
       runCalls()
     }
@@ -478,19 +575,22 @@ public final class EventLoop: @unchecked Sendable {
     defer { events.deallocate() }
     var buffer = [UInt8](repeating: 0, count: LinkFraming.maxFrameBody + 1)
     var lastBusy = Self.monotonicNanoseconds()
-    while !queue.withLock({ $0.stopping }) {
+    takesLocal = true
+    while !stopping.load(ordering: .acquiring) {
+      let untilTimer = runTimers()
       let ran = runJobs()
       var wait: Int32 = 0
       if ran < Self.jobsPerTurn {
         let now = Self.monotonicNanoseconds()
         if ran > 0 { lastBusy = now }
         if now &- lastBusy >= Self.spinNanoseconds {
-          // Idle for the whole window: block, unless a job came meanwhile. The flag is set
-          // under the lock that queuing takes.
+          // Idle for the whole window: block until the next timer, unless a job came
+          // meanwhile. The flag is set under the lock that queuing takes.
+          let limit = untilTimer.map(Self.milliseconds) ?? -1
           wait = queue.withLock { queue -> Int32 in
-            if !queue.jobs.isEmpty { return 0 }
+            if !queue.jobs.isEmpty || !local.isEmpty { return 0 }
             queue.asleep = true
-            return -1
+            return limit
           }
         } else if ran == 0 {
           // Within the window: another look soon, letting whatever else is runnable on
@@ -499,7 +599,7 @@ public final class EventLoop: @unchecked Sendable {
         }
       }
       let count = epoll_wait(epoll, events, Int32(capacity), wait)
-      if wait < 0 { queue.withLock { $0.asleep = false } }
+      if wait != 0 { queue.withLock { $0.asleep = false } }
       if count > 0 { lastBusy = Self.monotonicNanoseconds() }
       if count < 0 { continue }  // EINTR; nothing else can fail with these arguments
       var woken = false
@@ -532,6 +632,12 @@ public final class EventLoop: @unchecked Sendable {
   /// descriptors can close), the jobs still queued and any queued later run on threads of
   /// their own, and `shutdown()` returns.
   private func end() {
+    // From here every job goes through `queue`, which the end empties below.
+    takesLocal = false
+    // Timers run now, early: whoever sleeps on one looks at the time and sleeps elsewhere.
+    let timers = timerCalls.sorted { $0.key < $1.key }
+    (timerCalls, timerHeap) = ([:], TimerHeap())
+    for (_, call) in timers { call() }
     let cores = links.withLock { links -> [LoopDescriptor] in
       defer { links = nil }
       return Array((links ?? [:]).values)
@@ -550,6 +656,8 @@ public final class EventLoop: @unchecked Sendable {
       queue.ended = true
       swap(&leaving, &queue.leaving)
       var left: [Job] = []
+      // The loop's own first: queued before the end took the rest.
+      while let job = local.popFirst() { left.append(job) }
       while let job = queue.jobs.popFirst() { left.append(job) }
       defer { queue.endWaiters = [] }
       return (left, queue.endWaiters)
@@ -566,7 +674,7 @@ public final class EventLoop: @unchecked Sendable {
 /// executor: an actor whose `unownedExecutor` is the loop's runs every job on the loop's
 /// thread, one at a time with the loop's own work (its reads), so code on the loop enters
 /// it with `assumeIsolated` in a plain call, as swift-nio's loops let actors run on them.
-extension EventLoop: TaskExecutor, SerialExecutor, InPlaceExecutor {
+extension EventLoop: TaskExecutor, SerialExecutor, InPlaceExecutor, TimerExecutor {
   public func enqueue(_ job: consuming ExecutorJob) {
     enqueue(.task(UnownedJob(job), preferred: true))
   }
@@ -625,5 +733,52 @@ public final class ThreadedEventLoopGroup: EventLoopGroup {
   /// Shuts every loop down (`EventLoop.shutdown()`).
   public func shutdown() async throws(EventLoop.ShutdownRefusal) {
     for loop in loops { try await loop.shutdown() }
+  }
+}
+
+/// Deadlines, earliest first (then by number): a binary min-heap.
+struct TimerHeap {
+  private(set) var entries: [(deadline: ContinuousClock.Instant, id: UInt64)] = []
+
+  init() {}
+
+  init(_ entries: [(deadline: ContinuousClock.Instant, id: UInt64)]) {
+    for entry in entries { push(entry.deadline, entry.id) }
+  }
+
+  var count: Int { entries.count }
+  var first: (deadline: ContinuousClock.Instant, id: UInt64)? { entries.first }
+
+  private func before(_ a: Int, _ b: Int) -> Bool {
+    (entries[a].deadline, entries[a].id) < (entries[b].deadline, entries[b].id)
+  }
+
+  mutating func push(_ deadline: ContinuousClock.Instant, _ id: UInt64) {
+    entries.append((deadline, id))
+    var child = entries.count - 1
+    while child > 0 {
+      let parent = (child - 1) / 2
+      guard before(child, parent) else { break }
+      entries.swapAt(child, parent)
+      child = parent
+    }
+  }
+
+  @discardableResult
+  mutating func pop() -> (deadline: ContinuousClock.Instant, id: UInt64)? {
+    guard !entries.isEmpty else { return nil }
+    entries.swapAt(0, entries.count - 1)
+    let top = entries.removeLast()
+    var parent = 0
+    while true {
+      let (left, right) = (2 * parent + 1, 2 * parent + 2)
+      var smallest = parent
+      if left < entries.count && before(left, smallest) { smallest = left }
+      if right < entries.count && before(right, smallest) { smallest = right }
+      if smallest == parent { break }
+      entries.swapAt(parent, smallest)
+      parent = smallest
+    }
+    return top
   }
 }

@@ -108,7 +108,7 @@ public final class WatchEngine: Sendable {
   /// The engine's loop: the serial executor the machine, the engine's connections, their
   /// GATT clients and the sessions of the watch's own server run on, and the state only code
   /// on it touches.
-  actor Loop {
+  actor Loop: HomedActor {
     /// Unchecked for exclusivity at run time, as `ATTConnection`'s machine is (every event
     /// steps it): only `withCore` and the loop's own code reach it, one step at a time.
     @exclusivity(unchecked) var core: Core
@@ -117,10 +117,11 @@ public final class WatchEngine: Sendable {
     /// The serial executor the loop runs on.
     private nonisolated let home: ExecutorHome
     nonisolated var unownedExecutor: UnownedSerialExecutor { home.executor }
+    nonisolated var executorHome: ExecutorHome { home }
     init(_ core: Core, clock: any EngineClock, executor: (any SerialExecutor)?) {
       self.core = core
-      timer = OwnedTimer(clock: clock)
       home = ExecutorHome(executor)
+      timer = OwnedTimer(clock: clock, timers: home.timers)
     }
     var state: WatchState { core.machine.state }
 
