@@ -333,7 +333,7 @@ public final class EventLoop: @unchecked Sendable {
   /// descriptors (to the millisecond, rounded up). Only on the loop's thread while it runs:
   /// nil otherwise.
   public func schedule(at deadline: ContinuousClock.Instant, _ call: @escaping () -> Void) -> UInt64? {
-    guard takesLocal && inEventLoop else { return nil }
+    guard inEventLoop && takesLocal else { return nil }
     lastTimer += 1
     timerCalls[lastTimer] = call
     timerHeap.push(deadline, lastTimer)
@@ -355,16 +355,19 @@ public final class EventLoop: @unchecked Sendable {
   }
 
   /// Runs the timers that are due, each followed by the calls it queued; returns the time
-  /// until the next one, if any. Those that come due while it runs wait for the next turn.
+  /// until the next one, if any. Timers set while it runs wait for the next turn.
   private func runTimers() -> Duration? {
     if timerHeap.count == 0 { return nil }
     let now = ContinuousClock.now
+    let last = lastTimer
     while let first = timerHeap.first {
       guard timerCalls[first.id] != nil else {
         timerHeap.pop()
         continue
       }
-      if first.deadline > now { return first.deadline - now }
+      // One set since this turn began waits for the next (a call that sets itself again
+      // for a time past cannot hold the loop here).
+      if first.deadline > now || first.id > last { return max(.zero, first.deadline - now) }
       timerHeap.pop()
       timerCalls.removeValue(forKey: first.id)?()
       runCalls()
@@ -451,8 +454,12 @@ public final class EventLoop: @unchecked Sendable {
   /// has ended (a task that prefers it, or an actor on it, outlived it), the job runs on the
   /// loop's orphan thread.
   private func enqueue(_ job: Job) {
-    // On the loop's thread, which is running: no lock, and nothing to wake.
-    if takesLocal && inEventLoop {
+    // A loop whose thread never started runs nothing: its jobs go where an ended loop's go.
+    guard running else { return orphan([job]) }
+    // On the loop's thread, which is running: no lock, and nothing to wake. (Only that
+    // thread reads `takesLocal`.) Jobs other threads queued before go first.
+    if inEventLoop && takesLocal {
+      if remoteJobs.load(ordering: .acquiring) { takeRemoteJobs() }
       local.append(job)
       return
     }
@@ -465,7 +472,15 @@ public final class EventLoop: @unchecked Sendable {
       queue.asleep = false
       return true
     }
-    if !queued { runOrphan(job) }
+    if !queued { orphan([job]) }
+  }
+
+  /// Moves the jobs other threads queued behind the loop's own; on the loop's thread.
+  private func takeRemoteJobs() {
+    queue.withLock { queue in
+      while let job = queue.jobs.popFirst() { local.append(job) }
+      remoteJobs.store(false, ordering: .releasing)
+    }
   }
 
   /// Runs `call` on the loop's thread, after the jobs and calls queued before it, from any
@@ -487,17 +502,25 @@ public final class EventLoop: @unchecked Sendable {
     }
   }
 
-  /// A job for a loop that has ended: run after the orphans before it, one at a time, on a
-  /// thread that stands in for the loop's (with its stack size, and taken for the loop's,
-  /// `inEventLoop`) while there are any, so an actor on the loop keeps running one job at
-  /// a time.
-  private func runOrphan(_ job: Job) {
-    let first = orphans.withLock { orphans -> Bool in
-      orphans.jobs.append(job)
-      defer { orphans.running = true }
-      return !orphans.running
+  /// Jobs for a loop that has ended (or never started): run after the orphans before them,
+  /// one at a time, on a thread that stands in for the loop's (with its stack size, and
+  /// taken for the loop's, `inEventLoop`) while there are any, so an actor on the loop
+  /// keeps running one job at a time.
+  private func orphan(_ jobs: [Job]) {
+    if adoptOrphans(jobs) { startOrphanThread() }
+  }
+
+  /// Queues `jobs` for the orphan thread; true when that thread must be started.
+  private func adoptOrphans(_ jobs: [Job]) -> Bool {
+    orphans.withLock { orphans -> Bool in
+      for job in jobs { orphans.jobs.append(job) }
+      if orphans.running || orphans.jobs.isEmpty { return false }
+      orphans.running = true
+      return true
     }
-    guard first else { return }
+  }
+
+  private func startOrphanThread() {
     let drain: @Sendable () -> Void = { [self] in
       let before = pthread_getspecific(Self.currentKey)
       pthread_setspecific(Self.currentKey, Unmanaged.passUnretained(self).toOpaque())
@@ -518,12 +541,7 @@ public final class EventLoop: @unchecked Sendable {
   /// many it ran.
   private func runJobs() -> Int {
     // Those from other threads join the loop's own, in one take of the lock.
-    if remoteJobs.load(ordering: .acquiring) {
-      queue.withLock { queue in
-        while let job = queue.jobs.popFirst() { local.append(job) }
-        remoteJobs.store(false, ordering: .releasing)
-      }
-    }
+    if remoteJobs.load(ordering: .acquiring) { takeRemoteJobs() }
     for ran in 0..<Self.jobsPerTurn {
       guard let next = local.popFirst() else { return ran }
       Self.run(next, on: self)
@@ -650,7 +668,7 @@ public final class EventLoop: @unchecked Sendable {
     runCalls()
     // Let go of outside the lock: the last owner of a descriptor closes it.
     var leaving: [LoopDescriptor] = []
-    let (left, waiters) = queue.withLock { queue -> ([Job], [CheckedContinuation<Void, Never>]) in
+    let (startOrphans, waiters) = queue.withLock { queue -> (Bool, [CheckedContinuation<Void, Never>]) in
       // Closed under the lock every write to the eventfd takes, and marked ended with it.
       Self.closeDescriptors(epoll, wake)
       queue.ended = true
@@ -660,11 +678,14 @@ public final class EventLoop: @unchecked Sendable {
       while let job = local.popFirst() { left.append(job) }
       while let job = queue.jobs.popFirst() { left.append(job) }
       defer { queue.endWaiters = [] }
-      return (left, queue.endWaiters)
+      // Handed over under this lock, so that a job queued from now on (which finds the loop
+      // ended) goes after them.
+      return (adoptOrphans(left), queue.endWaiters)
     }
     leaving = []
-    for job in left { runOrphan(job) }
+    // No longer the loop's thread before the one standing in for it starts.
     pthread_setspecific(Self.currentKey, nil)
+    if startOrphans { startOrphanThread() }
     for waiter in waiters { waiter.resume() }
   }
 }

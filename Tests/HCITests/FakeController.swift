@@ -42,12 +42,12 @@ final class FakeController: Sendable {
   private let writing = Locked(())
   let settings: Locked<Settings>
 
-  init(_ settings: Settings = Settings()) {
+  init(_ settings: Settings = Settings(), loop: EventLoop = testLoop) {
     self.settings = Locked(settings)
     var fds: [Int32] = [-1, -1]
     let made = socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &fds)
     precondition(made == 0, "socketpair: \(errno)")
-    stream = DescriptorStream(adopting: fds[0], name: "fake", on: testLoop)
+    stream = DescriptorStream(adopting: fds[0], name: "fake", on: loop)
     far = OwnedFD(fds[1])
     // The thread holds the fake until the host's end closes.
     precondition(spawnThread { [self] in readLoop() }, "cannot start the fake controller's thread")
@@ -208,9 +208,9 @@ final class FakeController: Sendable {
 func startHost(
   _ settings: FakeController.Settings = FakeController.Settings(), clock: any EngineClock = SystemClock(),
   options: HCIHost.Options = HCIHost.Options(), security: any HCISecurityManager = PairingNotSupported(),
-  capture: BtsnoopWriter? = nil
+  capture: BtsnoopWriter? = nil, loop: EventLoop = testLoop
 ) async throws -> (FakeController, HCIHost) {
-  let fake = FakeController(settings)
+  let fake = FakeController(settings, loop: loop)
   let host = HCIHost(stream: fake.stream, clock: clock, options: options, capture: capture, security: security)
   try await host.setUp()
   while fake.commands.count > 0 { _ = await fake.commands.next() }
@@ -221,9 +221,9 @@ func startHost(
 func connectedHost(
   role: LinkRole, _ settings: FakeController.Settings = FakeController.Settings(),
   clock: any EngineClock = SystemClock(), security: any HCISecurityManager = PairingNotSupported(),
-  capture: BtsnoopWriter? = nil
+  capture: BtsnoopWriter? = nil, loop: EventLoop = testLoop
 ) async throws -> (FakeController, HCIHost, HCIConnection) {
-  let (fake, host) = try await startHost(settings, clock: clock, security: security, capture: capture)
+  let (fake, host) = try await startHost(settings, clock: clock, security: security, capture: capture, loop: loop)
   fake.connectionComplete(role: role == .central ? 0x00 : 0x01)
   let connection: HCIConnection
   if role == .peripheral {

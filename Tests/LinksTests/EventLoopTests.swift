@@ -1,4 +1,5 @@
 import CSwiftRuntime
+import Dispatch
 import Glibc
 import Runtime
 import TestSupport
@@ -186,6 +187,27 @@ struct EventLoopTests {
     // Once the loop has ended, a call still runs, on the thread standing in for the loop.
     try await loop.shutdown()
     #expect(await loop.submit { loop.inEventLoop } == true)
+  }
+
+  @Test("a call executed on the loop runs after one another thread executed before it")
+  func executeKeepsOrderAcrossThreads() async throws {
+    let loop = EventLoop()
+    let order = Locked<[String]>([])
+    await loop.submit {
+      // Another thread executes first (its call waits: the loop is busy with this one), then
+      // the loop does, once it knows.
+      let executed = DispatchSemaphore(value: 0)
+      let started = spawnThread {
+        loop.execute { order.withLock { $0.append("from the other thread") } }
+        executed.signal()
+      }
+      guard started else { return }
+      executed.wait()
+      loop.execute { order.withLock { $0.append("from the loop") } }
+    }
+    _ = await loop.submit {}
+    #expect(order.withLock { $0 } == ["from the other thread", "from the loop"])
+    try await loop.shutdown()
   }
 
   @Test("a job queued from another thread wakes the loop from its wait for the sockets")

@@ -97,7 +97,7 @@ public final class HCIConnection: ATTBearer {
   public func send(_ pdu: [UInt8]) throws(BearerError) {
     guard attOpen.load(ordering: .acquiring) else { throw .disconnected }
     guard pdu.count <= Int(UInt16.max) else { throw .tooLarge(size: pdu.count, limit: Int(UInt16.max)) }
-    host.sendL2CAP(L2CAPFrame(channel: .att, payload: pdu), handle: handle)
+    host.sendL2CAP(L2CAPFrame(channel: .att, payload: pdu), on: self)
   }
 
   nonisolated(nonsending) public func receive() async throws(BearerError) -> [UInt8]? {
@@ -164,7 +164,7 @@ public final class HCIConnection: ATTBearer {
   /// Sends one SMP PDU (CID 0x0006), for the security manager.
   public func sendSMP(_ pdu: [UInt8]) {
     guard state.withLock({ $0.open }) else { return }
-    host.sendL2CAP(L2CAPFrame(channel: .smp, payload: pdu), handle: handle)
+    host.sendL2CAP(L2CAPFrame(channel: .smp, payload: pdu), on: self)
   }
 
   /// Sends a command for this connection from the loop's reads, without waiting there
@@ -207,7 +207,7 @@ public final class HCIConnection: ATTBearer {
         judge?.report(name, request.parameters, request.broken)
       }
       if let reply = outcome.reply {
-        host.sendL2CAP(L2CAPFrame(channel: .leSignaling, payload: reply.encoded), handle: handle)
+        host.sendL2CAP(L2CAPFrame(channel: .leSignaling, payload: reply.encoded), on: self)
       }
       if let parameters = outcome.connectionUpdate {
         sendCommand(LEConnectionUpdate(connectionHandle: handle, connection: parameters))

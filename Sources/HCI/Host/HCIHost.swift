@@ -247,28 +247,46 @@ public final class HCIHost: Sendable {
   /// Cancelled, the command is forgotten (`.cancelled`), unless its answer came first.
   func send(_ packet: HCICommandPacket, name: String) async throws(HCIHostError) -> CommandAnswer {
     let answer = Answered<Result<CommandAnswer, HCIHostError>>()
-    let id = submit(packet, name: name) { answer.take($0) }
+    let ticket = submit(packet, name: name) { answer.take($0) }
     return try await withTaskCancellationHandler {
       await answer.value
     } onCancel: {
-      abandon(id)
+      abandon(ticket)
     }.get()
   }
 
-  /// Sends one command packet when a credit allows and returns its number; `onAnswer` runs
-  /// exactly once: on the loop's read of the controller's answer, on the watchdog when
-  /// `options.commandTimeout` passes first, or when the host closes or the command is
-  /// abandoned.
+  /// A command submitted, for `abandon`: one abandoned on its way to the loop is answered
+  /// `.cancelled` there rather than sent.
+  final class CommandTicket: Sendable {
+    let id: UInt64
+    let abandoned = Atomic<Bool>(false)
+    init(id: UInt64) { self.id = id }
+  }
+
+  /// Sends one command packet when a credit allows; `onAnswer` runs exactly once: on the
+  /// loop's read of the controller's answer, on the watchdog when `options.commandTimeout`
+  /// passes first, or when the host closes or the command is abandoned.
   @discardableResult
-  func submit(_ packet: HCICommandPacket, name: String, onAnswer: @escaping Answer) -> UInt64 {
+  func submit(_ packet: HCICommandPacket, name: String, onAnswer: @escaping Answer) -> CommandTicket {
     let deadline = clock.now + options.commandTimeout
-    let id = lastID.add(1, ordering: .relaxed).newValue
+    let ticket = CommandTicket(id: lastID.add(1, ordering: .relaxed).newValue)
+    let id = ticket.id
     let waiter = Pending(name: name, onAnswer: onAnswer)
+    // Closed already: no hop (a loop that has ended would still run it, later).
+    if let closed = closedReason {
+      onAnswer(.failure(.closed(closed)))
+      return ticket
+    }
     atLoop { [self] in
       // Closed before it reached the loop: the end failed the commands it found, and this one
       // must not wait for an answer that cannot come.
       if let closed = closedReason {
         onAnswer(.failure(.closed(closed)))
+        return
+      }
+      // Abandoned on its way here (`abandon` found nothing to take out of the flow).
+      if ticket.abandoned.load(ordering: .acquiring) {
+        onAnswer(.failure(.cancelled))
         return
       }
       output(
@@ -277,7 +295,7 @@ public final class HCIHost: Sendable {
         })
       watchdog.wake(for: deadline)
     }
-    return id
+    return ticket
   }
 
   /// Runs `call` on the loop: in place when called there, else queued for it.
@@ -287,9 +305,11 @@ public final class HCIHost: Sendable {
 
   /// Forgets a command whose caller stopped waiting; its `onAnswer` is told `.cancelled`
   /// (unless the answer, the deadline or the host's end took it first).
-  private func abandon(_ id: UInt64) {
+  func abandon(_ ticket: CommandTicket) {
+    // Marked first: a command not yet in the flow is answered when it reaches the loop.
+    ticket.abandoned.store(true, ordering: .releasing)
     atLoop { [self] in
-      let (pending, writes) = loopState.modify { $0.commands.abandon(id: id) }
+      let (pending, writes) = loopState.modify { $0.commands.abandon(id: ticket.id) }
       output(commands: writes)
       pending?.onAnswer(.failure(.cancelled))
     }
@@ -330,14 +350,16 @@ public final class HCIHost: Sendable {
   /// Sends one L2CAP PDU on `handle`, split to the controller's ACL packet length; packets
   /// leave as the controller frees buffers. Never waits: on the loop it goes out in place,
   /// with no lock; from elsewhere it is queued for the loop, in the order sent.
-  func sendL2CAP(_ frame: L2CAPFrame, handle: UInt16) {
+  func sendL2CAP(_ frame: L2CAPFrame, on connection: HCIConnection) {
     guard stream.loop.inEventLoop else {
-      stream.loop.execute { self.sendL2CAP(frame, handle: handle) }
+      stream.loop.execute { self.sendL2CAP(frame, on: connection) }
       return
     }
+    let handle = connection.handle
     let packets = loopState.modify { state -> [ACLPacket] in
-      // Gone with its connection, or with the host (which closed the stream first).
-      guard state.routes[handle] != nil, !stream.isClosed else { return [] }
+      // Gone with its connection (whose handle another may have taken since it was sent),
+      // or with the host (which closed the stream first).
+      guard state.routes[handle] === connection, !stream.isClosed else { return [] }
       let fragments = ACLPacket.fragments(of: frame.encoded, handle: handle, bufferSize: state.aclPacketLength)
       return state.acl.enqueue(fragments)
     }
