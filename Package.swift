@@ -14,7 +14,8 @@
 //   ANCS, AMS                         the services' PDUs, IDs and values (-> Wire)
 //   Runtime                           lock, inbox, event hub, FIFO, logger, thread starter, slots,
 //                                     calls between actors on one executor, an actor's executor,
-//                                     an executor that runs calls after its current job
+//                                     an executor that runs calls after its current job, one that
+//                                     keeps timers
 //   Wire                              bytes
 //   TestSupport (Tests/Shared)        helpers the test targets share (-> ANCS, ATT, Links, Sockets, Runtime, Wire)
 import PackageDescription
