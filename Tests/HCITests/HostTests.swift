@@ -60,7 +60,9 @@ struct HostCommandTests {
   @Test("leave: Disconnect each connection, scanning and advertising off, then closed")
   func leaveRestoresTheController() async throws {
     let (fake, host, connection) = try await connectedHost(role: .central)
-    await host.leave()
+    // Its commands go out on the test loop, which every test shares: under a sanitizer, with
+    // the whole suite running, one has taken over a second to get there.
+    await host.leave(within: scaled(.seconds(5)))
     var opcodes: [HCIOpcode] = []
     while fake.commands.count > 0, let command = await fake.commands.next() { opcodes.append(command.opcode) }
     #expect(opcodes == [Disconnect.opcode, LESetScanEnable.opcode, LESetAdvertisingEnable.opcode])
