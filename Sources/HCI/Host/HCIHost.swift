@@ -351,19 +351,17 @@ public final class HCIHost: Sendable {
   /// leave as the controller frees buffers. Never waits: on the loop it goes out in place,
   /// with no lock; from elsewhere it is queued for the loop, in the order sent.
   func sendL2CAP(_ frame: L2CAPFrame, on connection: HCIConnection) {
-    guard stream.loop.inEventLoop else {
-      stream.loop.execute { self.sendL2CAP(frame, on: connection) }
-      return
+    atLoop { [self] in
+      let handle = connection.handle
+      let packets = loopState.modify { state -> [ACLPacket] in
+        // Gone with its connection (whose handle another may have taken since it was sent),
+        // or with the host (which closed the stream first).
+        guard state.routes[handle] === connection, !stream.isClosed else { return [] }
+        let fragments = ACLPacket.fragments(of: frame.encoded, handle: handle, bufferSize: state.aclPacketLength)
+        return state.acl.enqueue(fragments)
+      }
+      output(acl: packets)
     }
-    let handle = connection.handle
-    let packets = loopState.modify { state -> [ACLPacket] in
-      // Gone with its connection (whose handle another may have taken since it was sent),
-      // or with the host (which closed the stream first).
-      guard state.routes[handle] === connection, !stream.isClosed else { return [] }
-      let fragments = ACLPacket.fragments(of: frame.encoded, handle: handle, bufferSize: state.aclPacketLength)
-      return state.acl.enqueue(fragments)
-    }
-    output(acl: packets)
   }
 
   /// Packets held back by ACL flow control and packets the controller has not yet freed.
@@ -393,11 +391,11 @@ public final class HCIHost: Sendable {
   /// place. A stream that lost the packet boundaries closes the host, after the packets
   /// before the break.
   private func read(_ chunk: [UInt8]) {
-    let (packets, broken) = loopState.modify { reading -> ([H4Packet], H4Error?) in
-      reading.decoder.append(chunk)
+    let (packets, broken) = loopState.modify { state -> ([H4Packet], H4Error?) in
+      state.decoder.append(chunk)
       var packets: [H4Packet] = []
       do throws(H4Error) {
-        while let packet = try reading.decoder.next() { packets.append(packet) }
+        while let packet = try state.decoder.next() { packets.append(packet) }
       } catch {
         return (packets, error)
       }
@@ -425,10 +423,10 @@ public final class HCIHost: Sendable {
   }
 
   private func receivedACL(_ packet: ACLPacket) {
-    let result = loopState.modify { reading -> Result<([UInt8], HCIConnection)?, ACLReassemblyError> in
-      guard let connection = reading.routes[packet.handle] else { return .success(nil) }
+    let result = loopState.modify { state -> Result<([UInt8], HCIConnection)?, ACLReassemblyError> in
+      guard let connection = state.routes[packet.handle] else { return .success(nil) }
       do throws(ACLReassemblyError) {
-        return .success(try reading.reassembler.push(packet).map { ($0, connection) })
+        return .success(try state.reassembler.push(packet).map { ($0, connection) })
       } catch {
         return .failure(error)
       }
