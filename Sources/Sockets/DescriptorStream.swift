@@ -157,13 +157,14 @@ public final class DescriptorStream: LoopDescriptor, @unchecked Sendable {
       return true
     }
     guard first else { return }
-    writeWaitingOnce()
-    // A socket's peer sees the end now, not when the descriptor is released.
-    if isSocket { descriptor.shutdown() }
-    // Taken out by the loop, which then tells the receiver: a serial port closed by this
-    // side never reads as ended, and the receiver is never called inside a write or a close
-    // (its caller may hold a lock that the receiver takes).
-    loop.unregister(self)
+    writeWaitingOnce { [self] in
+      // A socket's peer sees the end now, not when the descriptor is released.
+      if isSocket { descriptor.shutdown() }
+      // Taken out by the loop, which then tells the receiver: a serial port closed by this
+      // side never reads as ended, and the receiver is never called inside a write or a
+      // close (its caller may hold a lock that the receiver takes).
+      loop.unregister(self)
+    }
   }
 
   override func didLeave() {

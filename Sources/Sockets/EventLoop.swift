@@ -316,8 +316,8 @@ public final class EventLoop: @unchecked Sendable {
     if removed { core.didLeave() }
   }
 
-  /// Watches `core`'s descriptor for room to write too (`on`: its backlog waits), or no longer;
-  /// from any thread, under the core's backlog lock, so the last call is the one that holds.
+  /// Watches `core`'s descriptor for room to write too (`on`: its backlog waits), or no
+  /// longer; on the loop's thread, which alone changes the backlog.
   func watchWritable(_ core: LoopDescriptor, _ on: Bool) {
     var event = epoll_event()
     event.events = EPOLLIN.rawValue | EPOLLRDHUP.rawValue | (on ? EPOLLOUT.rawValue : 0)

@@ -17,24 +17,33 @@ public class LoopDescriptor: @unchecked Sendable {
   /// SIGPIPE); anything else (a serial port) with write(2), and must be non-blocking.
   let isSocket: Bool
   /// Each write is one message, written whole or not at all (SOCK_SEQPACKET, the HCI user
-  /// channel): while nothing waits, a write takes no lock. Otherwise (a byte stream) writes
-  /// are serialised by the backlog's lock, so that their bytes never interleave.
+  /// channel): while nothing waits, any thread writes it at once. Otherwise (a byte stream)
+  /// only the loop writes, so that frames never interleave.
   let wholeWrites: Bool
   /// What the peer has not taken yet: writes the descriptor could not take without
-  /// blocking, in order, sent as the loop sees it writable again.
-  private let backlog = Locked(Backlog())
-  /// The backlog holds something: readable without its lock.
-  private let backlogged = Atomic<Bool>(false)
+  /// blocking, in order, sent as the loop sees it writable again. Only the loop's thread
+  /// touches it: a write from another thread is taken there (`send`), as are the last
+  /// writes at the end (`writeWaitingOnce`).
+  private let backlog: LoopBound<Backlog>
+  /// The backlog's size (`Backlog.Amount`, packed) as the loop last left it: readable from
+  /// any thread.
+  private let waiting = Atomic<Int>(0)
+  /// Writes from other threads on their way to the loop (`Backlog.Amount`, packed): while any
+  /// is, later writes from other threads follow it there, so that one thread's writes
+  /// leave in the order it made them.
+  private let onTheWay = Atomic<Int>(0)
   /// How much memory what the peer leaves unread beyond the descriptor's own buffer may
-  /// hold (`Backlog.cost`: its bytes and a per-write overhead) before the link is given up
-  /// (`LinkFault.peerNotReading`): far beyond any flood a scenario sends, only a bound on
-  /// the memory a peer that stopped reading can hold.
+  /// hold (`Backlog.Amount.cost`: its bytes and a per-write overhead) before the link is
+  /// given up (`LinkFault.peerNotReading`): far beyond any flood a scenario sends, only a
+  /// bound on the memory a peer that stopped reading can hold. Writes on their way to the
+  /// loop count too.
   static let backlogLimit = 64 << 20
 
   init(fd: Int32, wholeWrites: Bool, loop: EventLoop) {
     descriptor = OwnedFD(fd)
     self.loop = loop
     self.wholeWrites = wholeWrites
+    backlog = LoopBound(Backlog(), on: loop)
     var status = stat()
     isSocket = fstat(fd, &status) == 0 && status.st_mode & S_IFMT == S_IFSOCK
   }
@@ -48,7 +57,7 @@ public class LoopDescriptor: @unchecked Sendable {
   }
 
   /// Ends the link once (later calls do nothing), `fault` its reason if any. A subclass
-  /// calls `writeWaitingOnce()` there.
+  /// calls `writeWaitingOnce(then:)` there.
   func disconnect(fault: LinkFault?) {
     preconditionFailure("\(Self.self) must say how it ends")
   }
@@ -66,11 +75,16 @@ public class LoopDescriptor: @unchecked Sendable {
   /// Writes `bytes` without blocking, or queues them behind what the peer has not taken yet:
   /// a peer that reads slowly, or not at all, never stalls the writer (the event loop, with
   /// every other link on it). Writes leave in order. False when the link is down, or went
-  /// down here (a write failed, or the backlog passed its limit: `disconnect` was called).
+  /// down here (a write failed, or what waits passed its limit: `disconnect` was called).
+  ///
+  /// On the loop's thread the write is made, or queued, in place, with no lock. From another
+  /// thread, a whole message is written at once while nothing waits or is on its way;
+  /// anything else is taken to the loop (`EventLoop.execute`), in order, and true means
+  /// only that it is on its way: a failure there ends the link (as a read's would).
   final func send(_ bytes: [UInt8]) -> Bool {
     if isClosed { return false }
-    if wholeWrites && !backlogged.load(ordering: .acquiring) {
-      // Nothing waits: a message goes whole or not at all, with no lock.
+    if loop.inEventLoop { return sendOnLoop(bytes) }
+    if wholeWrites && onTheWay.load(ordering: .acquiring) == 0 && waiting.load(ordering: .acquiring) == 0 {
       switch write(bytes[...]) {
       case .written: return true
       case .failed(let code):
@@ -79,73 +93,107 @@ public class LoopDescriptor: @unchecked Sendable {
       case .blocked: break
       }
     }
-    let outcome = backlog.withLock { backlog -> Queueing in
-      var rest = bytes[...]
-      if backlog.isEmpty {
-        switch write(rest) {
-        case .written: return .done
-        case .failed(let code): return .ends(Self.writeFault(code))
-        case .blocked(let written): rest = rest.dropFirst(written)
-        }
-        backlogged.store(true, ordering: .releasing)
-        loop.watchWritable(self, true)
-      }
-      backlog.append(rest)
-      if backlog.cost > Self.backlogLimit { return .ends(.peerNotReading(bytes: backlog.bytes)) }
-      return .done
-    }
-    if case .ends(let fault) = outcome {
-      disconnect(fault: fault)
+    let amount = Backlog.Amount(bytes: bytes.count, writes: 1)
+    let ahead = Backlog.Amount(packed: onTheWay.add(amount.packed, ordering: .acquiringAndReleasing).newValue)
+    let total = ahead + Backlog.Amount(packed: waiting.load(ordering: .acquiring))
+    if total.cost > Self.backlogLimit {
+      onTheWay.subtract(amount.packed, ordering: .releasing)
+      disconnect(fault: .peerNotReading(bytes: total.bytes))
       return false
+    }
+    loop.execute { [self] in
+      _ = sendOnLoop(bytes)
+      // After the write: a later write from another thread may go at once only when this
+      // one has gone, or waits in the backlog.
+      onTheWay.subtract(amount.packed, ordering: .releasing)
     }
     return true
   }
 
-  private enum Queueing {
-    /// Written, or queued behind the backlog.
-    case done
-    /// The link ends, for this reason (nil: the peer went away).
-    case ends(LinkFault?)
+  /// `send` on the loop's thread: a write made there (the link is up), or one that was on
+  /// its way when the link went down, which still goes before the last writes at the end.
+  private func sendOnLoop(_ bytes: [UInt8]) -> Bool {
+    let fault = backlog.modify { backlog -> LinkFault?? in
+      // After the end's last writes: dropped with the link.
+      if backlog.ended { return .some(nil) }
+      var rest = bytes[...]
+      if backlog.isEmpty {
+        switch write(rest) {
+        case .written: return .none
+        case .failed(let code): return .some(Self.writeFault(code))
+        case .blocked(let written): rest = rest.dropFirst(written)
+        }
+        loop.watchWritable(self, true)
+      }
+      backlog.append(rest)
+      publish(backlog)
+      let ahead = Backlog.Amount(packed: onTheWay.load(ordering: .acquiring))
+      if (backlog.amount + ahead).cost > Self.backlogLimit {
+        return .some(.peerNotReading(bytes: backlog.amount.bytes + ahead.bytes))
+      }
+      return .none
+    }
+    guard case .some(let fault) = fault else { return true }
+    disconnect(fault: fault)
+    return false
+  }
+
+  /// Tells other threads how much waits now.
+  private func publish(_ backlog: borrowing Backlog) {
+    waiting.store(backlog.amount.packed, ordering: .releasing)
   }
 
   /// Sends what waits in the backlog, as far as the descriptor takes it; on the loop, when
   /// it is writable again. Once it is all gone, the loop stops watching for room.
   final func flush() {
-    let outcome = backlog.withLock { backlog -> Queueing in
+    let fault = backlog.modify { backlog -> LinkFault?? in
+      defer { publish(backlog) }
       while let next = backlog.first {
         switch write(next) {
         case .written: backlog.removeFirst(next.count)
         case .blocked(let written):
           backlog.removeFirst(written)
-          return .done
-        case .failed(let code): return .ends(Self.writeFault(code))
+          return .none
+        case .failed(let code): return .some(Self.writeFault(code))
         }
       }
-      backlogged.store(false, ordering: .releasing)
       if !isClosed { loop.watchWritable(self, false) }
-      return .done
+      return .none
     }
     // A peer that went away (EPIPE) ends the link too, with no fault: otherwise the
     // descriptor would stay writable-but-failing and the loop would come back to it forever.
-    if case .ends(let fault) = outcome { disconnect(fault: fault) }
+    if case .some(let fault) = fault { disconnect(fault: fault) }
   }
 
-  /// For `disconnect`: what waits is written once more, as far as the descriptor takes it
-  /// without blocking, and the rest is dropped: a peer more than a buffer behind loses the
-  /// tail of what was written before the end.
-  final func writeWaitingOnce() {
-    backlog.withLock { backlog in
-      while let next = backlog.first, case .written = write(next) { backlog.removeFirst(next.count) }
-      backlog = Backlog()
+  /// For `disconnect`, once: on the loop's thread (in place when called there), what waits
+  /// is written once more, as far as the descriptor takes it without blocking, and the rest
+  /// is dropped, then `then` runs: a peer more than a buffer behind loses the tail of what
+  /// was written before the end. Writes still on their way find the link down and go.
+  final func writeWaitingOnce(then: @escaping @Sendable () -> Void) {
+    let last: @Sendable () -> Void = { [self] in
+      backlog.modify { backlog in
+        while let next = backlog.first, case .written = write(next) { backlog.removeFirst(next.count) }
+        backlog = Backlog()
+        backlog.ended = true
+        publish(backlog)
+      }
+      // A serial port's close(2) waits for its output to drain (up to 30 s by default, and
+      // for good when RTS/CTS holds it), whatever O_NONBLOCK says: what it holds is dropped
+      // too, so that letting go of the descriptor, on the loop, never stalls it.
+      if !isSocket { tcflush(descriptor.fd, TCOFLUSH) }
+      then()
     }
-    // A serial port's close(2) waits for its output to drain (up to 30 s by default, and
-    // for good when RTS/CTS holds it), whatever O_NONBLOCK says: what it holds is dropped
-    // too, so that letting go of the descriptor, on the loop, never stalls it.
-    if !isSocket { tcflush(descriptor.fd, TCOFLUSH) }
+    if loop.inEventLoop { last() } else { loop.execute(last) }
   }
 
-  /// Bytes written but not yet taken by the descriptor (for tests).
-  package var backlogBytes: Int { backlog.withLock { $0.bytes } }
+  /// Writes from other threads on their way to the loop now (for tests).
+  package var writesOnTheWay: Int { Backlog.Amount(packed: onTheWay.load(ordering: .acquiring)).writes }
+
+  /// Bytes written but not yet taken by the descriptor, once the writes made before have
+  /// reached the loop (for tests).
+  package var backlogBytes: Int {
+    get async { await loop.submit { [self] in backlog.value.bytes } }
+  }
 
   private enum Write {
     case written
@@ -200,9 +248,38 @@ struct Backlog {
   private(set) var bytes = 0
   /// The writes waiting.
   private(set) var frames = 0
-  /// What the writes waiting hold in memory, about: their bytes and, per write, its array's
-  /// header and its slot in the queue.
-  var cost: Int { bytes + frames * 64 }
+  /// The link's end wrote what waited for the last time: nothing more is written.
+  var ended = false
+  /// The bytes and writes waiting.
+  var amount: Amount { Amount(bytes: bytes, writes: frames) }
+
+  /// Bytes and writes, packed into one word for an atomic (writes in the high half): for
+  /// the figures other threads read.
+  struct Amount: Equatable {
+    var bytes: Int
+    var writes: Int
+
+    init(bytes: Int, writes: Int) {
+      self.bytes = bytes
+      self.writes = writes
+    }
+
+    init(packed: Int) {
+      bytes = packed & 0xFFFF_FFFF
+      writes = packed >> 32
+    }
+
+    /// Within the limit, each half is far from full: 64 MiB and a million writes.
+    var packed: Int { writes << 32 | bytes }
+
+    /// What the writes hold in memory, about: their bytes and, per write, its array's
+    /// header and its slot in the queue.
+    var cost: Int { bytes + writes * 64 }
+
+    static func + (left: Amount, right: Amount) -> Amount {
+      Amount(bytes: left.bytes + right.bytes, writes: left.writes + right.writes)
+    }
+  }
 
   var isEmpty: Bool { first == nil }
 

@@ -12,7 +12,8 @@ import Wire
 /// peer's sends never wait for this end's engine and two busy ends cannot deadlock. It hands
 /// each PDU in place to a connection that runs on that loop (`handOver(to:)`), and queues it
 /// for `receive()` otherwise. Sends never block: what the socket cannot take waits in the
-/// link's backlog, which the loop sends as the socket drains (under a lock on a byte stream,
+/// link's backlog, which only the loop touches and sends as the socket drains (a send from
+/// another thread is taken to the loop when anything waits, or always on a byte stream,
 /// whose frames could otherwise interleave). Pairing requests from the peer are
 /// answered by the loop with this end's
 /// `PairingPolicy`. When the peer closes, resets or breaks the framing, or this end closes,
@@ -192,8 +193,8 @@ final class SocketCore: LoopDescriptor, @unchecked Sendable {
       return state.pendingPairs
     }
     guard let waiters else { return }
-    writeWaitingOnce()
-    descriptor.shutdown()
+    // The peer sees the end once what waits has gone (on the loop).
+    writeWaitingOnce { [self] in descriptor.shutdown() }
     inbox.close()
     for waiter in waiters { waiter.resume(returning: .failure(.disconnected)) }
   }

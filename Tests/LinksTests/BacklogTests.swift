@@ -1,5 +1,6 @@
 import ATT
 import Glibc
+import Synchronization
 import Runtime
 import TestSupport
 import Testing
@@ -34,17 +35,17 @@ struct BacklogTests {
   /// A message link with small buffers to a raw peer, sent `count` PDUs the peer has not
   /// read: they no longer fit, and some wait in the link's backlog. (Blocked in the kernel
   /// before the backlog: the tests ran into their time limits.)
-  static func backloggedPair() throws -> (SocketBearer, RawSocket) {
+  static func backloggedPair() async throws -> (SocketBearer, RawSocket) {
     let (bearer, raw) = try RawSocket.seqpacketPair()
     shrinkBuffers(bearer, raw)
     for index in 0..<count { try bearer.send(pdu(index)) }
-    #expect(bearer.core.backlogBytes > 0)
+    #expect(await bearer.core.backlogBytes > 0)
     return (bearer, raw)
   }
 
   @Test("a message link to a peer that does not read queues what the socket cannot take, then sends it in order")
   func messagesInOrder() async throws {
-    let (bearer, raw) = try Self.backloggedPair()
+    let (bearer, raw) = try await Self.backloggedPair()
     defer { bearer.close() }
     let messages = await raw.readMessages(Self.count)
     #expect(messages == (0..<Self.count).map { [LinkFraming.attChannel] + Self.pdu($0) })
@@ -88,13 +89,50 @@ struct BacklogTests {
     // that room comes piece by piece and a frame is sometimes written in part.
     let pdus = (0..<Self.count).map { Self.pdu($0, size: 4000) }
     for pdu in pdus { try bearer.send(pdu) }
-    #expect(bearer.core.backlogBytes > 0)
+    #expect(await bearer.core.backlogBytes > 0)
     let expected = pdus.flatMap { pdu in
       [UInt8(truncatingIfNeeded: pdu.count + 1), UInt8((pdu.count + 1) >> 8), LinkFraming.attChannel] + pdu
     }
     let bytes = await raw.readStream(expected.count, piece: 1000)
     #expect(bytes.count == expected.count)
     #expect(bytes == expected)
+  }
+
+  @Test("a thread's writes leave in the order it made them while an earlier one is on its way to the loop")
+  func onTheWayKeepsOrder() async throws {
+    // A loop of its own, held by a job while the writes are made.
+    let loop = EventLoop()
+    var fds: [Int32] = [-1, -1]
+    #expect(socketpair(AF_UNIX, Int32(SOCK_SEQPACKET.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &fds) == 0)
+    let bearer = try SocketCore.start(fd: fds[0], framing: .messages, name: "held", pairing: .reject, on: loop)
+    let raw = RawSocket(fd: fds[1])
+    Self.shrinkBuffers(bearer, raw)
+    let held = HeldLoop()
+    loop.execute { held.hold() }
+    defer { held.release() }
+    // Written at once from this thread until the socket is full: that write goes to the loop.
+    var sent = 0
+    while bearer.core.writesOnTheWay == 0, !Task.isCancelled {
+      try bearer.send(Self.pdu(sent))
+      sent += 1
+    }
+    // The peer takes everything the socket held: it has room again. The next write must
+    // still follow the one on its way, not go ahead of it.
+    var read: [[UInt8]] = []
+    var buffer = [UInt8](repeating: 0, count: 4096)
+    while case let count = buffer.withUnsafeMutableBytes({ recv(raw.fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }),
+      count > 0
+    {
+      read.append(Array(buffer[0..<count]))
+    }
+    #expect(read.count == sent - 1)
+    try bearer.send(Self.pdu(sent))
+    #expect(bearer.core.writesOnTheWay == 2)
+    held.release()
+    read += await raw.readMessages(2)
+    #expect(read == (0...sent).map { [LinkFraming.attChannel] + Self.pdu($0) })
+    bearer.close()
+    try await loop.shutdown()
   }
 
   @Test("a peer that does not read never stalls the loop: its other links go on")
@@ -108,7 +146,7 @@ struct BacklogTests {
     let sent = try await Task(executorPreference: testLoop) {
       #expect(testLoop.inEventLoop)
       for index in 0..<Self.count { try stuck.send(Self.pdu(index)) }
-      return stuck.core.backlogBytes
+      return await stuck.core.backlogBytes
     }.value
     #expect(sent > 0)
     // The loop still reads the other link.
@@ -151,13 +189,13 @@ struct BacklogTests {
     // in and the rest waits.
     let frames = (1...2).map { Self.pdu($0, size: 4000) }
     try bearer.send(frames[0])
-    #expect(bearer.core.backlogBytes == 0)
+    #expect(await bearer.core.backlogBytes == 0)
     let framed = frames.map { pdu in
       [UInt8(truncatingIfNeeded: pdu.count + 1), UInt8((pdu.count + 1) >> 8), LinkFraming.attChannel] + pdu
     }
     let first = await raw.readStream(2240, piece: 2240)
     try bearer.send(frames[1])
-    let waiting = bearer.core.backlogBytes
+    let waiting = await bearer.core.backlogBytes
     #expect(waiting > 0 && waiting < framed[1].count, "the second frame was written in part")
     let rest = await raw.readStream(framed[0].count + framed[1].count - first.count, piece: 1000)
     #expect(first + rest == framed[0] + framed[1])
@@ -165,7 +203,7 @@ struct BacklogTests {
 
   @Test("a peer that stops reading ends the link once the socket refuses what waits")
   func peerShutsReading() async throws {
-    let (bearer, raw) = try Self.backloggedPair()
+    let (bearer, raw) = try await Self.backloggedPair()
     defer { bearer.close() }
     // The peer will read no more and drops what it holds: the socket turns writable, and
     // each write fails (EPIPE). Before, the loop kept coming back to it, and the link stayed.
@@ -198,7 +236,7 @@ struct BacklogTests {
     #expect(bytes > SocketCore.backlogLimit / 2)
     #expect(!bearer.isConnected)
     // What was queued is dropped with the link.
-    #expect(bearer.core.backlogBytes == 0)
+    #expect(await bearer.core.backlogBytes == 0)
     withExtendedLifetime(raw) {}
   }
 }
@@ -234,4 +272,15 @@ extension RawSocket {
       return messages
     }
   }
+}
+
+/// Holds an event loop's thread in a job until released (or the test is cancelled).
+final class HeldLoop: Sendable {
+  private let held = Atomic<Bool>(true)
+
+  func hold() {
+    while held.load(ordering: .acquiring) { sched_yield() }
+  }
+
+  func release() { held.store(false, ordering: .releasing) }
 }

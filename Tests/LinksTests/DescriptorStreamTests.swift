@@ -102,7 +102,7 @@ struct DescriptorStreamTests {
       (0..<count).allSatisfy { (try? stream.write(Self.packet($0))) != nil }
     }
     #expect(written)
-    #expect(stream.backlogBytes > 0)
+    #expect(await stream.backlogBytes > 0)
     var taken: [UInt8] = []
     while taken.count < count * 1000 {
       let more = await Self.readFar(far)
@@ -112,7 +112,7 @@ struct DescriptorStreamTests {
       taken += more
     }
     #expect(taken == (0..<count).flatMap { Self.packet($0) })
-    #expect(stream.backlogBytes == 0)
+    #expect(await stream.backlogBytes == 0)
   }
 
   @Test(

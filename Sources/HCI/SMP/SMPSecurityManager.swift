@@ -394,7 +394,11 @@ public final class SMPSecurityManager: HCISecurityManager {
         armTimer(on: connection)
       }
     }
-    let deadline = clock.now + options.timeout
+    // The SMP timer (on the host's clock) ends a pairing that stalls, and marks the link
+    // timed out before its waiters hear of it; this wait's own bound, a second later, is only
+    // a net for a host whose timer never comes. At the same moment, the two raced: a caller
+    // could hear "timeout" while the link still took a Pairing Request.
+    let deadline = clock.now + options.timeout + .seconds(1)
     let result = await withDeadline(deadline, on: clock) { await waiter.next() }
     switch result {
     case .success(let reached)? where reached < level:
