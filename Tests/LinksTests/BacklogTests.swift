@@ -1,7 +1,7 @@
 import ATT
 import Glibc
-import Synchronization
 import Runtime
+import Synchronization
 import TestSupport
 import Testing
 
@@ -120,9 +120,9 @@ struct BacklogTests {
     // still follow the one on its way, not go ahead of it.
     var read: [[UInt8]] = []
     var buffer = [UInt8](repeating: 0, count: 4096)
-    while case let count = buffer.withUnsafeMutableBytes({ recv(raw.fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }),
-      count > 0
-    {
+    while true {
+      let count = buffer.withUnsafeMutableBytes { recv(raw.fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
+      if count <= 0 { break }
       read.append(Array(buffer[0..<count]))
     }
     #expect(read.count == sent - 1)
