@@ -17,8 +17,8 @@ public class LoopDescriptor: @unchecked Sendable {
   /// SIGPIPE); anything else (a serial port) with write(2), and must be non-blocking.
   let isSocket: Bool
   /// Each write is one message, written whole or not at all (SOCK_SEQPACKET, the HCI user
-  /// channel): while nothing waits, any thread writes it at once. Otherwise (a byte stream)
-  /// only the loop writes, so that frames never interleave.
+  /// channel): while nothing waits or is on its way to the loop, any thread writes it at
+  /// once. Otherwise (a byte stream) only the loop writes, so that frames never interleave.
   let wholeWrites: Bool
   /// What the peer has not taken yet: writes the descriptor could not take without
   /// blocking, in order, sent as the loop sees it writable again. Only the loop's thread
@@ -77,14 +77,18 @@ public class LoopDescriptor: @unchecked Sendable {
   /// every other link on it). Writes leave in order. False when the link is down, or went
   /// down here (a write failed, or what waits passed its limit: `disconnect` was called).
   ///
-  /// On the loop's thread the write is made, or queued, in place, with no lock. From another
-  /// thread, a whole message is written at once while nothing waits or is on its way;
-  /// anything else is taken to the loop (`EventLoop.execute`), in order, and true means
-  /// only that it is on its way: a failure there ends the link (as a read's would).
+  /// On the loop's thread the write is made, or queued, in place, with no lock, unless writes
+  /// from other threads are on their way to the loop: it goes behind them, through the
+  /// loop's queue (a task that sent one, then entered an actor on the loop, keeps its order).
+  /// From another thread, a whole message is written at once while nothing waits or is on
+  /// its way; anything else is taken to the loop (`EventLoop.execute`), in order, and true
+  /// means only that it is on its way: a failure there ends the link (as a read's would).
   final func send(_ bytes: [UInt8]) -> Bool {
     if isClosed { return false }
-    if loop.inEventLoop { return sendOnLoop(bytes) }
-    if wholeWrites && onTheWay.load(ordering: .acquiring) == 0 && waiting.load(ordering: .acquiring) == 0 {
+    // `onTheWay` before `waiting`: a write that left the way is in the backlog by then.
+    let clear = onTheWay.load(ordering: .acquiring) == 0
+    if loop.inEventLoop && clear { return sendOnLoop(bytes) }
+    if !loop.inEventLoop && clear && wholeWrites && waiting.load(ordering: .acquiring) == 0 {
       switch write(bytes[...]) {
       case .written: return true
       case .failed(let code):
@@ -93,6 +97,7 @@ public class LoopDescriptor: @unchecked Sendable {
       case .blocked: break
       }
     }
+    precondition(bytes.count < 1 << 32, "a write of 4 GiB or more")
     let amount = Backlog.Amount(bytes: bytes.count, writes: 1)
     let ahead = Backlog.Amount(packed: onTheWay.add(amount.packed, ordering: .acquiringAndReleasing).newValue)
     let total = ahead + Backlog.Amount(packed: waiting.load(ordering: .acquiring))
@@ -110,8 +115,8 @@ public class LoopDescriptor: @unchecked Sendable {
     return true
   }
 
-  /// `send` on the loop's thread: a write made there (the link is up), or one that was on
-  /// its way when the link went down, which still goes before the last writes at the end.
+  /// `send` on the loop's thread: a write made there (the link is up), or one that was on its
+  /// way when the link went down, which still goes before the end's last writes.
   private func sendOnLoop(_ bytes: [UInt8]) -> Bool {
     let fault = backlog.modify { backlog -> LinkFault?? in
       // After the end's last writes: dropped with the link.
@@ -157,7 +162,9 @@ public class LoopDescriptor: @unchecked Sendable {
         case .failed(let code): return .some(Self.writeFault(code))
         }
       }
-      if !isClosed { loop.watchWritable(self, false) }
+      // Closed too: until the end's last writes, the loop would otherwise come back to an
+      // empty backlog on every turn.
+      loop.watchWritable(self, false)
       return .none
     }
     // A peer that went away (EPIPE) ends the link too, with no fault: otherwise the
@@ -165,10 +172,12 @@ public class LoopDescriptor: @unchecked Sendable {
     if case .some(let fault) = fault { disconnect(fault: fault) }
   }
 
-  /// For `disconnect`, once: on the loop's thread (in place when called there), what waits
-  /// is written once more, as far as the descriptor takes it without blocking, and the rest
-  /// is dropped, then `then` runs: a peer more than a buffer behind loses the tail of what
-  /// was written before the end. Writes still on their way find the link down and go.
+  /// For `disconnect`, once: on the loop's thread, what waits is written once more, as far
+  /// as the descriptor takes it without blocking, and the rest is dropped, then `then` runs:
+  /// a peer more than a buffer behind loses the tail of what was written before the end.
+  /// In place when called on the loop with nothing on its way there; otherwise through the
+  /// loop's queue, behind the writes on their way (sent before the close, they still go).
+  /// Writes that reach the loop after it are dropped.
   final func writeWaitingOnce(then: @escaping @Sendable () -> Void) {
     let last: @Sendable () -> Void = { [self] in
       backlog.modify { backlog in
@@ -183,7 +192,7 @@ public class LoopDescriptor: @unchecked Sendable {
       if !isSocket { tcflush(descriptor.fd, TCOFLUSH) }
       then()
     }
-    if loop.inEventLoop { last() } else { loop.execute(last) }
+    if loop.inEventLoop && onTheWay.load(ordering: .acquiring) == 0 { last() } else { loop.execute(last) }
   }
 
   /// Writes from other threads on their way to the loop now (for tests).

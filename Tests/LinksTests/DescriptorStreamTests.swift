@@ -137,7 +137,7 @@ struct DescriptorStreamTests {
     }
     #expect(hungUp)
     // The serial port's hang-up means its descriptor closed: the stream is gone. (A socket
-    // is shut down at once, so its peer may see the end before the loop lets go.)
+    // is shut down on the loop before it lets go, so its peer may see the end first.)
     if kind == .serial { #expect(watched == nil) }
     // The receiver was told, on the loop, of a clean end.
     #expect(await received.chunks.next() == nil)
