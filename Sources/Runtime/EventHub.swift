@@ -1,5 +1,10 @@
+import Synchronization
+
 /// Hands every event to each current listener: an engine's way to report without waiting
-/// on whoever reads (each listener's stream buffers what it has not yet read).
+/// on whoever reads. A stream (`stream()`) buffers what its reader has not read yet; the
+/// hub's one observer (`observe`) is called in place, in the `yield` itself, which is how a
+/// reporter on the engine's executor gets its events with no lock, queue or task: a yield
+/// with no stream listening takes no lock.
 ///
 /// Each listener's buffer is an `Inbox`, read through an `EventStream`: an engine yields
 /// for every notification, and the buffered `AsyncStream` continuation's yield runs
@@ -12,6 +17,17 @@ public final class EventHub<Event: Sendable>: Sendable {
     var all: [Int: Inbox<Event>] = [:]
   }
   private let listeners = Locked(Listeners())
+  /// How many streams listen now (`listeners.all.count`, stored under the lock), readable
+  /// without it.
+  private let streams = Atomic<Int>(0)
+  /// The hub's observer, once `observe` has set it.
+  private let observer = AtomicLazyReference<Observer>()
+
+  final class Observer: Sendable {
+    let call: @Sendable (Event) -> Void
+
+    init(_ call: @escaping @Sendable (Event) -> Void) { self.call = call }
+  }
 
   /// Owned by one stream and its iterators: when they go away, so does the listener, and
   /// the hub forgets it (as a stream's termination handler would).
@@ -40,20 +56,41 @@ public final class EventHub<Event: Sendable>: Sendable {
     let id = listeners.withLock { listeners -> Int in
       listeners.next += 1
       listeners.all[listeners.next] = inbox
+      streams.store(listeners.all.count, ordering: .releasing)
       return listeners.next
     }
     return EventStream(subscription: Subscription(inbox: inbox, id: id, hub: self))
+  }
+
+  /// Has `body` called with every event from now on, in the `yield` that reports it: on the
+  /// thread that yields (the engine's executor, where its steps run), in their order, before
+  /// `yield` returns, after the streams have their copy. One observer per hub, for the hub's
+  /// life: false, and nothing changes, when one is set already. `body` must not block: the
+  /// engine's step waits for it (a line written to a terminal is what it is for).
+  @discardableResult
+  public func observe(_ body: @escaping @Sendable (Event) -> Void) -> Bool {
+    let mine = Observer(body)
+    return observer.storeIfNil(mine) === mine
   }
 
   /// The listeners now: streams neither ended nor released.
   public var listenerCount: Int { listeners.withLock { $0.all.count } }
 
   private func remove(_ id: Int) {
-    let inbox = listeners.withLock { $0.all.removeValue(forKey: id) }
+    let inbox = listeners.withLock { listeners -> Inbox<Event>? in
+      defer { streams.store(listeners.all.count, ordering: .releasing) }
+      return listeners.all.removeValue(forKey: id)
+    }
     inbox?.close()
   }
 
   public func yield(_ event: consuming Event) {
+    if streams.load(ordering: .acquiring) > 0 { push(copy event) }
+    observer.load()?.call(event)
+  }
+
+  /// Hands `event` to every stream listening.
+  private func push(_ event: consuming Event) {
     // One listener (the usual case) is yielded to without building an array of them.
     let (only, all) = listeners.withLock { listeners -> (Inbox<Event>?, [Inbox<Event>]) in
       if listeners.all.count == 1 { return (listeners.all.first?.value, []) }
@@ -69,7 +106,10 @@ public final class EventHub<Event: Sendable>: Sendable {
   /// Ends every listener's stream (each gets what it has not read yet, then the end).
   public func finish() {
     let all = listeners.withLock { listeners -> [Inbox<Event>] in
-      defer { listeners.all = [:] }
+      defer {
+        listeners.all = [:]
+        streams.store(0, ordering: .releasing)
+      }
       return Array(listeners.all.values)
     }
     for listener in all { listener.close() }

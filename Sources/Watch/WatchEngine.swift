@@ -304,6 +304,14 @@ public final class WatchEngine: Sendable {
   /// Everything the watch reports from now on.
   public func events() -> EventStream<WatchEvent> { hub.stream() }
 
+  /// Has `body` called with everything the watch reports from now on, in the step that
+  /// reports it (`EventHub.observe`): on the engine's executor, or for the link's comings
+  /// and goings on the task that runs `run()` (in `ancs`, both are the loop's thread), with
+  /// no queue or task between. One observer per engine: false when one is set already.
+  /// `body` must not block, and must bear calls from two threads.
+  @discardableResult
+  public func observe(_ body: @escaping @Sendable (WatchEvent) -> Void) -> Bool { hub.observe(body) }
+
   /// Asks the phone to perform the notification's positive or negative action. `session`
   /// is the `WatchState.session` in which the wearer saw the notification (nil: the session
   /// shown now): should a new session have begun since, the UID is void and the action

@@ -59,7 +59,7 @@ enum DemoCommand {
     // other in place over the in-memory link.
     let eventLoop = loops as? EventLoop
     let phone = try Phone(quirks: quirks, logger: logger, executor: eventLoop)
-    let logging = try phoneLog.map { path throws(UsageError) in try FaceCommandLine.phoneLog(phone, path: path) }
+    if let phoneLog { try FaceCommandLine.phoneLog(phone, path: phoneLog) }
     if let air { options.mtu = UInt16(air.mtu) }
     let engine = WatchEngine(options: options, logger: logger, executor: eventLoop) {
       let (central, peripheral): (any ATTBearer, any ATTBearer) =
@@ -93,7 +93,6 @@ enum DemoCommand {
     }
     player.cancel()
     phone.disconnectAll()
-    logging?.cancel()
     return code
   }
 }

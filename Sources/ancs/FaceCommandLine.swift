@@ -79,16 +79,14 @@ enum FaceCommandLine {
   }
 
   /// Appends the phone's events to `path` as JSON lines (`ancs phone --commands jsonl`'s
-  /// event lines), for scripts and tests that watch what the phone received.
-  static func phoneLog(_ phone: Phone, path: String) throws(UsageError) -> Task<Void, Never> {
+  /// event lines), for scripts and tests that watch what the phone received: each line as
+  /// the phone reports it (its observer), so none is lost at the end. The file stays open
+  /// as long as the process.
+  static func phoneLog(_ phone: Phone, path: String) throws(UsageError) {
     let fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o644)
     guard fd >= 0 else {
       throw UsageError("--phone-log \(path): cannot open for writing (\(errnoText(errno)))")
     }
-    let events = phone.events()
-    return Task {
-      for await event in events { writeLine(PhoneCommandLine.eventJSON(event).description, to: fd) }
-      close(fd)
-    }
+    phone.observe { event in writeLine(PhoneCommandLine.eventJSON(event).description, to: fd) }
   }
 }

@@ -209,15 +209,14 @@ enum PhoneCommandLine {
     let say: @Sendable (String) -> Void = { line in if !json { printLine(line) } }
     let quirkNote = (quirks == Quirks() ? "" : " with quirks") + (faults.isEmpty ? "" : " WITH FAULTS (testing)")
     say("phone: listening on \(listener.name)\(quirkNote); type help for commands")
-    let events = quiet ? nil : phone.events()
-    let reporter = events.map { events in
-      Task {
-        for await event in events {
-          if json {
-            printLine(eventJSON(event).description)
-          } else if let text = describe(event) {
-            printLine("phone: \(text)")
-          }
+    // Each event is printed as the phone reports it, so none waits in a queue, and none is
+    // lost at the end.
+    if !quiet {
+      phone.observe { event in
+        if json {
+          printLine(eventJSON(event).description)
+        } else if let text = describe(event) {
+          printLine("phone: \(text)")
         }
       }
     }
@@ -286,7 +285,6 @@ enum PhoneCommandLine {
     accepting.cancel()
     await listener.finish()
     phone.disconnectAll()
-    reporter?.cancel()
     writer?.close()
     return 0
   }

@@ -248,22 +248,17 @@ enum WatchCommand {
   static func runHeadless(
     _ engine: WatchEngine, expectReconnect: Bool, until deadline: Duration? = nil, endOfInputStops: Bool = true
   ) async -> Int32 {
-    let events = engine.events()
+    // Each event is printed as the watch reports it, with no queue or task between.
+    let link = Locked((lost: false, connected: false))
+    engine.observe { event in
+      printLine(event.json.description)
+      if case .disconnected = event { link.withLock { $0.lost = true } }
+      if case .connected = event { link.withLock { $0.connected = true } }
+    }
     let running = Task { await engine.run() }
     // Nobody reads the events any more (`ancs watch --headless | tool` and the tool ended):
     // stop, rather than reconnect forever in silence.
     whenStandardOutputCloses { engine.stop() }
-    let printer = Task {
-      var lost = false
-      var connected = false
-      for await event in events {
-        printLine(event.json.description)
-        if case .disconnected = event { lost = true }
-        if case .connected = event { connected = true }
-      }
-      // Without reconnecting, never reaching the phone is a lost link too.
-      return lost || !connected
-    }
     let input = Task {
       defer { if deadline == nil && endOfInputStops { engine.stop() } }
       for await line in standardInputLines() {
@@ -328,7 +323,8 @@ enum WatchCommand {
     }
     await running.value
     input.cancel()
-    let lost = await printer.value
+    // Without reconnecting, never reaching the phone is a lost link too.
+    let lost = link.withLock { $0.lost || !$0.connected }
     return !expectReconnect && lost ? 1 : 0
   }
 }

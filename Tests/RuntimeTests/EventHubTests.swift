@@ -50,4 +50,36 @@ import Testing
     }
     #expect(hub.listenerCount == 0)
   }
+
+  /// The observer gets each event in the yield itself, before it returns, with streams
+  /// listening or not, and every stream still gets its own copy in order.
+  @Test func theObserverIsCalledInTheYieldAlongsideTheStreams() async {
+    let hub = EventHub<Int>()
+    let seen = Locked<[Int]>([])
+    #expect(hub.observe { event in seen.withLock { $0.append(event) } })
+    hub.yield(1)
+    #expect(seen.withLock { $0 } == [1])
+    let stream = hub.stream()
+    hub.yield(2)
+    #expect(seen.withLock { $0 } == [1, 2])
+    hub.finish()
+    // After the end the streams are gone; the observer, the hub's for its life, still hears.
+    hub.yield(3)
+    #expect(seen.withLock { $0 } == [1, 2, 3])
+    var streamed: [Int] = []
+    for await event in stream { streamed.append(event) }
+    #expect(streamed == [2])
+  }
+
+  /// One observer per hub: a second is refused and never called, the first keeps hearing.
+  @Test func aSecondObserverIsRefused() {
+    let hub = EventHub<Int>()
+    let first = Locked<[Int]>([])
+    let second = Locked<[Int]>([])
+    #expect(hub.observe { event in first.withLock { $0.append(event) } })
+    #expect(!hub.observe { event in second.withLock { $0.append(event) } })
+    hub.yield(5)
+    #expect(first.withLock { $0 } == [5])
+    #expect(second.withLock { $0 }.isEmpty)
+  }
 }
