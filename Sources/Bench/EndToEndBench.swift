@@ -7,6 +7,7 @@ import Phone
 import Processes
 import Runtime
 import Sockets
+import Synchronization
 import Watch
 import Wire
 
@@ -24,25 +25,65 @@ extension Bench {
     return options
   }
 
-  /// Waits until `count` notifications were added; returns the seconds from `given`, or
-  /// else from the session's start (the `connected` event as this task reads it), to the
-  /// last one read.
-  static func fetchAll(
-    _ events: EventStream<WatchEvent>, count: Int, since given: ContinuousClock.Instant? = nil
-  ) async -> Double {
-    let clock = ContinuousClock()
-    var start = given ?? clock.now
-    var added = 0
-    for await event in events {
+  /// Counts the notifications a watch has fetched as it reports them (its observer, called
+  /// in the step that fetched each, as `ancs watch` prints them): `seconds()` waits for the
+  /// `count`th and returns the seconds from `given`, or else from the session's start (its
+  /// `connected`), to it; infinity when the link went first.
+  final class FetchCount: Sendable {
+    private struct Ending {
+      var start: ContinuousClock.Instant?
+      var result: Double?
+      var waiter: CheckedContinuation<Double, Never>?
+    }
+    let count: Int
+    private let added = Atomic<Int>(0)
+    private let counted = Atomic<Bool>(false)
+    /// Touched at the start and the end only: not for each notification.
+    private let ending: Mutex<Ending>
+
+    /// Counts what `engine` reports from now on (it becomes the engine's observer).
+    init(_ engine: WatchEngine, count: Int, since given: ContinuousClock.Instant? = nil) {
+      self.count = count
+      ending = Mutex(Ending(start: given))
+      let observing = engine.observe { [self] event in take(event) }
+      precondition(observing, "the engine has an observer already")
+    }
+
+    private func take(_ event: WatchEvent) {
+      // Once counted, what follows (the latency samples) costs it nothing more.
+      if counted.load(ordering: .relaxed) { return }
       switch event {
-      case .connected where given == nil: start = clock.now
+      case .connected: ending.withLock { if $0.start == nil { $0.start = .now } }
       case .added(let notification) where notification.fetched && !notification.message.isEmpty:
-        added += 1
-        if added == count { return (clock.now - start).seconds }
+        if added.add(1, ordering: .relaxed).newValue == count {
+          let start = ending.withLock { $0.start } ?? .now
+          finish((ContinuousClock.now - start).seconds)
+        }
+      case .disconnected: finish(.infinity)
       default: break
       }
     }
-    return .infinity
+
+    /// The first outcome holds.
+    private func finish(_ seconds: Double) {
+      counted.store(true, ordering: .relaxed)
+      let waiter = ending.withLock { ending -> CheckedContinuation<Double, Never>? in
+        if ending.result != nil { return nil }
+        ending.result = seconds
+        return ending.waiter.take()
+      }
+      waiter?.resume(returning: seconds)
+    }
+
+    func seconds() async -> Double {
+      await withCheckedContinuation { continuation in
+        let known = ending.withLock { ending -> Double? in
+          if ending.result == nil { ending.waiter = continuation }
+          return ending.result
+        }
+        if let known { continuation.resume(returning: known) }
+      }
+    }
   }
 
   /// Posts one notification at a time and waits for it on the watch: latency percentiles.
@@ -136,13 +177,13 @@ extension Bench {
     let (central, peripheral) = MemoryLink.pair(on: loop)
     let serving = Task { await phone.serve(central) }
     let engine = WatchEngine(options: Self.benchWatchOptions, executor: loop) { peripheral }
-    let events = engine.events()
     // From before the watch runs: on one loop, the whole exchange may be over before this
-    // task reads the watch's first event (its `connected`), so the clock cannot start there.
-    let start = ContinuousClock.now
+    // task runs again, so the clock starts here rather than at the watch's `connected`.
+    let fetched = FetchCount(engine, count: count, since: .now)
     let running = Task { await engine.run() }
-    let seconds = await Self.fetchAll(events, count: count, since: start)
-    var iterator = events.makeAsyncIterator()
+    let seconds = await fetched.seconds()
+    // Only now a stream too, for one notification at a time.
+    var iterator = engine.events().makeAsyncIterator()
     let latencies = await Self.latencies(phone: phone, events: &iterator, samples: 2000)
     engine.stop()
     await running.value
@@ -164,9 +205,9 @@ extension Bench {
       let loop = loops.next()
       let bearer = try await LinkAddress.unix(path: path).connect(on: loop)
       let engine = WatchEngine(options: Self.benchWatchOptions, executor: loop) { bearer }
-      let events = engine.events()
+      let fetched = FetchCount(engine, count: count)
       let running = Task { await engine.run() }
-      let seconds = await Self.fetchAll(events, count: count)
+      let seconds = await fetched.seconds()
       engine.stop()
       await running.value
       return [
@@ -193,9 +234,9 @@ extension Bench {
       for _ in 0..<sessions {
         let bearer = try await LinkAddress.unix(path: path).connect(on: loops)
         let engine = WatchEngine(options: options) { bearer }
-        let events = engine.events()
+        let fetched = FetchCount(engine, count: 10)
         tasks.append(Task { await engine.run() })
-        _ = await Self.fetchAll(events, count: 10)
+        _ = await fetched.seconds()
         engines.append(engine)
       }
       let after = ProcessFigures(of: phone.processIdentifier).residentKiB

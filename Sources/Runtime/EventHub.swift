@@ -22,6 +22,8 @@ public final class EventHub<Event: Sendable>: Sendable {
   private let streams = Atomic<Int>(0)
   /// The hub's observer, once `observe` has set it.
   private let observer = AtomicLazyReference<Observer>()
+  /// `observer` is set: a yield without one does not look it up.
+  private let observed = Atomic<Bool>(false)
 
   final class Observer: Sendable {
     let call: @Sendable (Event) -> Void
@@ -70,7 +72,9 @@ public final class EventHub<Event: Sendable>: Sendable {
   @discardableResult
   public func observe(_ body: @escaping @Sendable (Event) -> Void) -> Bool {
     let mine = Observer(body)
-    return observer.storeIfNil(mine) === mine
+    guard observer.storeIfNil(mine) === mine else { return false }
+    observed.store(true, ordering: .releasing)
+    return true
   }
 
   /// The listeners now: streams neither ended nor released.
@@ -85,8 +89,15 @@ public final class EventHub<Event: Sendable>: Sendable {
   }
 
   public func yield(_ event: consuming Event) {
-    if streams.load(ordering: .acquiring) > 0 { push(copy event) }
-    observer.load()?.call(event)
+    let observer = observed.load(ordering: .acquiring) ? observer.load() : nil
+    if streams.load(ordering: .acquiring) > 0 {
+      // Copied only when the observer needs it too.
+      guard let observer else { return push(event) }
+      push(copy event)
+      observer.call(event)
+    } else {
+      observer?.call(event)
+    }
   }
 
   /// Hands `event` to every stream listening.
