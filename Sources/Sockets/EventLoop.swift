@@ -1,5 +1,6 @@
 import CEpoll
 import CSwiftRuntime
+import Dispatch
 import Glibc
 import Links
 import Runtime
@@ -500,6 +501,24 @@ public final class EventLoop: @unchecked Sendable {
     return await withCheckedContinuation { (continuation: CheckedContinuation<T, Never>) in
       execute { continuation.resume(returning: body()) }
     }
+  }
+
+  /// Runs `body` on the loop's thread and returns its result, for synchronous code that must
+  /// reach loop-bound state (a user's answer to a pairing prompt): in place when called
+  /// there; from another thread, through `execute(_:)`, blocking that thread until it has
+  /// run. Refused on another loop's thread, which must not block.
+  package func runAndWait<T: Sendable>(_ body: @escaping @Sendable () -> T) -> T {
+    if inEventLoop { return body() }
+    Self.refuseBlocking("EventLoop.runAndWait")
+    let result = Locked<T?>(nil)
+    let done = DispatchSemaphore(value: 0)
+    execute {
+      let value = body()
+      result.withLock { $0 = value }
+      done.signal()
+    }
+    done.wait()
+    return result.withLock { $0 }!
   }
 
   /// Jobs for a loop that has ended (or never started): run after the orphans before them,

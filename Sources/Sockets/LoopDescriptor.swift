@@ -175,24 +175,39 @@ public class LoopDescriptor: @unchecked Sendable {
   /// For `disconnect`, once: on the loop's thread, what waits is written once more, as far
   /// as the descriptor takes it without blocking, and the rest is dropped, then `then` runs:
   /// a peer more than a buffer behind loses the tail of what was written before the end.
-  /// In place when called on the loop with nothing on its way there; otherwise through the
-  /// loop's queue, behind the writes on their way (sent before the close, they still go).
-  /// Writes that reach the loop after it are dropped.
+  /// In place when called on the loop with nothing on its way there; from another thread
+  /// with nothing waiting nor on its way, `then` runs at once there (the peer sees the end
+  /// now, however busy the loop is); otherwise through the loop's queue, behind the writes
+  /// on their way (sent before the close, they still go). Writes that reach the loop after
+  /// it are dropped.
   final func writeWaitingOnce(then: @escaping @Sendable () -> Void) {
-    let last: @Sendable () -> Void = { [self] in
-      backlog.modify { backlog in
-        while let next = backlog.first, case .written = write(next) { backlog.removeFirst(next.count) }
-        backlog = Backlog()
-        backlog.ended = true
-        publish(backlog)
-      }
-      // A serial port's close(2) waits for its output to drain (up to 30 s by default, and
-      // for good when RTS/CTS holds it), whatever O_NONBLOCK says: what it holds is dropped
-      // too, so that letting go of the descriptor, on the loop, never stalls it.
-      if !isSocket { tcflush(descriptor.fd, TCOFLUSH) }
-      then()
+    let clear = onTheWay.load(ordering: .acquiring) == 0
+    if loop.inEventLoop && clear { return end(then: then) }
+    if !loop.inEventLoop && clear && waiting.load(ordering: .acquiring) == 0 {
+      loop.execute { [self] in backlog.modify { $0.ended = true } }
+      return finishEnd(then)
     }
-    if loop.inEventLoop && onTheWay.load(ordering: .acquiring) == 0 { last() } else { loop.execute(last) }
+    loop.execute { [self] in end(then: then) }
+  }
+
+  /// The end's last writes (on the loop): what waits is written once more, as far as the
+  /// descriptor takes it, and the rest dropped; nothing is written after.
+  private func end(then: () -> Void) {
+    backlog.modify { backlog in
+      while let next = backlog.first, case .written = write(next) { backlog.removeFirst(next.count) }
+      backlog = Backlog()
+      backlog.ended = true
+      publish(backlog)
+    }
+    finishEnd(then)
+  }
+
+  private func finishEnd(_ then: () -> Void) {
+    // A serial port's close(2) waits for its output to drain (up to 30 s by default, and
+    // for good when RTS/CTS holds it), whatever O_NONBLOCK says: what it holds is dropped
+    // too, so that letting go of the descriptor, on the loop, never stalls it.
+    if !isSocket { tcflush(descriptor.fd, TCOFLUSH) }
+    then()
   }
 
   /// Writes from other threads on their way to the loop now (for tests).

@@ -345,6 +345,38 @@ struct AuthenticatedLinkTests {
     }
   }
 
+  @Test("the user's answer from another thread reaches the pairing on the host's loop (numeric comparison)")
+  func answeredFromAnotherThread() async throws {
+    try await withBondPath { path in
+      let store = try BondStore(path: path)
+      let asked = Inbox<UInt32>()
+      store.observe { event in
+        if case .pairing(_, .compare(let value)) = event { asked.push(value) }
+      }
+      // No answer given ahead: the manager asks the store's observer, and waits.
+      let security = SMPSecurityManager(store: store, options: iPhoneLike())
+      let (fake, _, connection) = try await connectedHost(role: .central, roomy, security: security)
+      let pairing = Task { try await connection.pair(.authenticated) }
+      let peer = Task { () throws -> SMPAction? in
+        var peripheral = SMPPairing(
+          role: .peripheral, local: peerAddress, peer: connection.local, offer: mitmOffer(.displayYesNo),
+          requiresMITM: true)
+        return try await runPeer(&peripheral, fake: fake, initial: [], confirms: true)
+      }
+      _ = try #require(await asked.next())
+      // This task is not on the host's loop: the answer waits for the loop, which takes it.
+      #expect(!testLoop.inEventLoop)
+      #expect(store.answer(.confirm(true), for: nil))
+      #expect(!store.answer(.confirm(true), for: nil), "nothing waits for an answer any more")
+      #expect(try await pairing.value == .authenticated)
+      guard case .completed? = try await peer.value else {
+        Issue.record("the peripheral did not complete")
+        return
+      }
+      #expect(store.bond(for: peerAddress)?.level == .authenticated)
+    }
+  }
+
   @Test(
     "passkey entry with our central showing: the store's observer gets the passkey the peer types",
     arguments: [true, false])

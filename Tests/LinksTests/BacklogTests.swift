@@ -150,6 +150,37 @@ struct BacklogTests {
     #expect(read == (0...next).map { [LinkFraming.attChannel] + pdu($0) })
   }
 
+  @Test("a close from another thread with nothing waiting is seen by the peer at once, however busy the loop")
+  func closeWhileTheLoopIsBusy() async throws {
+    let loop = EventLoop()
+    let held = HeldLoop()
+    var fds: [Int32] = [-1, -1]
+    #expect(socketpair(AF_UNIX, Int32(SOCK_SEQPACKET.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &fds) == 0)
+    let raw = RawSocket(fd: fds[1])
+    do {
+      let bearer = try SocketCore.start(fd: fds[0], framing: .messages, name: "busy", pairing: .reject, on: loop)
+      try bearer.send([0x1B, 0x01, 0x00])
+      loop.execute { held.hold() }
+      bearer.close()
+      // The loop is held: the end came from this thread.
+      let fd = raw.fd
+      let ended = await runBlocking { () -> Bool in
+        var poll = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        guard Glibc.poll(&poll, 1, Int32(10_000 * testTimeScale)) == 1 else { return false }
+        var buffer = [UInt8](repeating: 0, count: 64)
+        let first = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+        let second = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
+        // What was sent before the close, then the end.
+        return first == 4 && second == 0
+      }
+      #expect(ended)
+    } catch {
+      Issue.record(error)
+    }
+    held.release()
+    try await loop.shutdown()
+  }
+
   @Test("a peer that does not read never stalls the loop: its other links go on")
   func theLoopGoesOn() async throws {
     let (stuck, raw) = try RawSocket.seqpacketPair()

@@ -19,13 +19,18 @@ public enum LinkRole: Hashable, Sendable, CustomStringConvertible {
 /// `.disconnected`. ATT PDUs reach a connection that runs on the host's event loop in place
 /// (`handOver(to:)`), in the read of the chunk that completed them.
 public final class HCIConnection: ATTBearer {
-  private struct State {
+  /// What the controller said of the link's encryption: its loop's alone (the controller's
+  /// events and the security manager, which run in the host's reads).
+  private struct Encryption {
     var encrypted = false
     /// The key the link is encrypted with came from a pairing with MITM protection.
     var authenticatedKey = false
     /// The key the security manager last gave the controller, authenticated or not, until
     /// the controller reports encryption with it.
     var pendingKey: Bool?
+  }
+
+  private struct State {
     var open = true
     /// Disconnect has been sent.
     var disconnecting = false
@@ -44,11 +49,14 @@ public final class HCIConnection: ATTBearer {
   public let event: LEConnectionComplete
   let host: HCIHost
   private let state = Locked(State())
+  private let encryption: LoopBound<Encryption>
+  /// `state.open`, readable without the lock: SMP reads it for every PDU it sends.
+  private let up = Atomic<Bool>(true)
   /// ATT still flows: `state.open && !state.disconnecting`, readable without the lock, as
   /// every PDU each way checks it.
   private let attOpen = Atomic<Bool>(true)
-  /// `securityLevel`, readable without the lock: the GATT server reads it for every
-  /// request. Stored under the lock as the controller reports encryption.
+  /// `securityLevel`, readable from any thread: the GATT server reads it for every request.
+  /// Stored on the loop as the controller reports encryption.
   private let levelNow = Atomic<Int>(SecurityLevel.unencrypted.rawValue)
   private let att = Inbox<[UInt8]>()
   /// Who takes ATT PDUs in place (`handOver(to:)`); nil: they go to `att`. On the host's
@@ -63,6 +71,7 @@ public final class HCIConnection: ATTBearer {
     peer = DeviceAddress(type: event.peerAddressType, address: event.peerAddress)
     local = DeviceAddress(type: .random, address: host.state.withLock { $0.randomAddress })
     receiver = LoopBound(nil, on: host.stream.loop)
+    encryption = LoopBound(Encryption(), on: host.stream.loop)
   }
 
   public var name: String { "\(host.stream.name) \(role) to \(peer.address)" }
@@ -76,9 +85,9 @@ public final class HCIConnection: ATTBearer {
 
   /// The security manager gives the controller a key (LE Enable Encryption, or the answer to
   /// an LTK request): the link's level once the controller reports encryption with it (on an
-  /// encrypted link the old key's level holds until then).
+  /// encrypted link the old key's level holds until then). On the host's loop.
   func usesKey(authenticated: Bool) {
-    state.withLock { $0.pendingKey = authenticated }
+    encryption.value.pendingKey = authenticated
   }
   /// The peer's address as the bond store names it (its identity address once bonded), else
   /// the address it connected with: so `forget` finds its link, and bond events name it.
@@ -89,7 +98,7 @@ public final class HCIConnection: ATTBearer {
   public var peerAddress: String? { peerName }
 
   /// True until Disconnection Complete or the host's end.
-  public var isConnected: Bool { state.withLock { $0.open } }
+  public var isConnected: Bool { up.load(ordering: .acquiring) }
 
   // MARK: ATTBearer
 
@@ -163,7 +172,7 @@ public final class HCIConnection: ATTBearer {
 
   /// Sends one SMP PDU (CID 0x0006), for the security manager.
   public func sendSMP(_ pdu: [UInt8]) {
-    guard state.withLock({ $0.open }) else { return }
+    guard up.load(ordering: .acquiring) else { return }
     host.sendL2CAP(L2CAPFrame(channel: .smp, payload: pdu), on: self)
   }
 
@@ -220,7 +229,7 @@ public final class HCIConnection: ATTBearer {
   }
 
   func encryptionChanged(_ event: EncryptionChange) {
-    state.withLock { state in
+    encryption.modify { state in
       state.encrypted = event.status == .success && event.encryptionEnabled != 0
       if state.encrypted, let pending = state.pendingKey { state.authenticatedKey = pending }
       if !state.encrypted { state.authenticatedKey = false }
@@ -246,6 +255,7 @@ public final class HCIConnection: ATTBearer {
     let reason = reason ?? .connectionTerminatedByLocalHost
     let waiters = state.withLock { state in
       state.open = false
+      up.store(false, ordering: .releasing)
       attOpen.store(false, ordering: .releasing)
       state.reason = reason
       defer { state.endWaiters = [] }

@@ -1,5 +1,7 @@
 import ATT
 import Runtime
+import Sockets
+import Synchronization
 import Wire
 
 /// The Security Manager of an `HCIHost` (Vol 3 Part H): Just Works pairing in both roles, LE
@@ -16,6 +18,12 @@ import Wire
 /// have failed ... no further SMP commands shall be sent over the L2CAP Security Manager
 /// Channel" (3.4): the timer runs on the host's injected clock (its one timer tells the manager
 /// the time), and a timed-out link stays silent.
+///
+/// Each link's pairing state belongs to the host's event loop, with no lock: the SMP PDUs,
+/// the controller's key requests and encryption events, and the host's timer all reach it
+/// in the host's reads, on that loop. What comes from elsewhere goes there: `pair` (awaiting
+/// the loop), a user's answer (`answer`, which waits for the loop), a link ended from
+/// another thread. One manager serves one host.
 public final class SMPSecurityManager: HCISecurityManager {
   public struct Options: Sendable {
     /// Set the SC bit: LE Secure Connections when the peer sets it too.
@@ -98,9 +106,12 @@ public final class SMPSecurityManager: HCISecurityManager {
   public let store: BondStore?
   private let clock: any EngineClock
   private let logger: Logger
-  private let links = Locked([UInt16: Link]())
-  /// Held down by a conformance harness: `.encrypted` pairs as NoInputNoOutput without MITM.
-  private let ceiling = Locked<SecurityLevel?>(nil)
+  /// Each link's state, by handle, bound to the loop of the host the manager serves (set
+  /// by the first connection it hears of).
+  private let bound = AtomicLazyReference<LoopBound<[UInt16: Link]>>()
+  /// Held down by a conformance harness: `.encrypted` pairs as NoInputNoOutput without MITM
+  /// (a level's raw value; -1: not held).
+  private let ceiling = Atomic<Int>(-1)
 
   /// - Parameters:
   ///   - store: where bonds are kept and looked up; nil pairs without keeping bonds.
@@ -121,18 +132,36 @@ public final class SMPSecurityManager: HCISecurityManager {
   /// required) while `level` is `.encrypted`; nil pairs as the options say again. A
   /// conformance harness uses it to offer an accessory a link without MITM protection.
   public func limitPairing(to level: SecurityLevel?) {
-    ceiling.withLock { $0 = level }
+    ceiling.store(level?.rawValue ?? -1, ordering: .releasing)
   }
 
   /// Whether pairings may give MITM protection now.
-  private var mayAuthenticate: Bool { ceiling.withLock { $0 }.map { $0 >= .authenticated } ?? true }
+  private var mayAuthenticate: Bool {
+    let held = ceiling.load(ordering: .acquiring)
+    return held < 0 || held >= SecurityLevel.authenticated.rawValue
+  }
+
+  /// The links' state, on `connection`'s host's loop.
+  private func links(_ connection: HCIConnection) -> LoopBound<[UInt16: Link]> {
+    if let known = bound.load() { return known }
+    let loop = connection.host.stream.loop
+    let links = bound.storeIfNil(LoopBound([:], on: loop))
+    precondition(links.loop === loop, "an SMPSecurityManager serves one host")
+    return links
+  }
 
   /// The user's answer for the pairing that waits for one (with `peer`, an address as
   /// `BondEvent` gives it, or any); false when none waits for that kind of answer.
+  /// Called from any thread: it waits for the host's loop, where the pairings are.
   @discardableResult
   public func answer(_ answer: PairingAnswer, for peer: String? = nil) -> Bool {
-    let found = links.withLock { links -> HCIConnection? in
-      for (_, link) in links.sorted(by: { $0.key < $1.key }) {
+    guard let links = bound.load() else { return false }
+    return links.loop.runAndWait { [self] in answerOnLoop(answer, for: peer, links) }
+  }
+
+  private func answerOnLoop(_ answer: PairingAnswer, for peer: String?, _ links: LoopBound<[UInt16: Link]>) -> Bool {
+    let found = { () -> HCIConnection? in
+      for (_, link) in links.value.sorted(by: { $0.key < $1.key }) {
         guard let (prompt, connection) = link.prompt, peer == nil || connection.peerName == peer?.uppercased() else {
           continue
         }
@@ -142,7 +171,7 @@ public final class SMPSecurityManager: HCISecurityManager {
         }
       }
       return nil
-    }
+    }()
     guard let connection = found else { return false }
     let spoiled = update(connection) { link -> Bool in
       link.prompt = nil
@@ -273,12 +302,12 @@ public final class SMPSecurityManager: HCISecurityManager {
 
   public func longTermKeyRequested(_ request: LELongTermKeyRequest, on connection: HCIConnection) {
     let handle = request.connectionHandle
-    let running = links.withLock { links -> (UInt128, Bool)? in
-      guard let pairing = links[handle]?.pairing,
+    let running = { () -> (UInt128, Bool)? in
+      guard let pairing = links(connection).value[handle]?.pairing,
         let key = pairing.keyForRequest(ediv: request.encryptedDiversifier, rand: request.randomNumber)
       else { return nil }
       return (key, pairing.method?.authenticated ?? false)
-    }
+    }()
     if let (key, authenticated) = running {
       connection.usesKey(authenticated: authenticated)
       connection.sendCommand(LELongTermKeyRequestReply(connectionHandle: handle, longTermKey: key))
@@ -357,34 +386,49 @@ public final class SMPSecurityManager: HCISecurityManager {
     }
   }
 
+  /// On the loop (Disconnection Complete), or from the thread that closes the host, in
+  /// which case the link is forgotten on the loop.
   public func disconnected(_ connection: HCIConnection) {
-    let link = links.withLock { $0.removeValue(forKey: connection.handle) }
-    if link?.spoiled == true { spoiledPairingFailed(.disconnected) }
-    for waiter in link?.waiters ?? [] {
-      waiter.push(.failure(.disconnected))
-      waiter.close()
+    guard let links = bound.load() else { return }
+    let forget: @Sendable () -> Void = { [self] in
+      let link = links.modify { $0.removeValue(forKey: connection.handle) }
+      if link?.spoiled == true { spoiledPairingFailed(.disconnected) }
+      for waiter in link?.waiters ?? [] {
+        waiter.push(.failure(.disconnected))
+        waiter.close()
+      }
     }
+    if links.loop.inEventLoop { forget() } else { links.loop.execute(forget) }
+  }
+
+  /// How `pair` found the link.
+  private enum PairStart {
+    case reached
+    case timedOut
+    case waiting
   }
 
   public func pair(_ level: SecurityLevel, on connection: HCIConnection) async throws(BearerError) -> SecurityLevel {
     if connection.securityLevel >= level { return connection.securityLevel }
     let waiter = Inbox<Result<SecurityLevel, SMPPairingError>>()
-    // Looked at again under the links' lock, which the Encryption Change takes after the
-    // connection records it: a change that came since the look above is seen here, one
-    // still to come finds the waiter.
-    let (timedOut, reached) = update(connection) { link -> (Bool, Bool) in
-      if connection.securityLevel >= level { return (false, true) }
-      link.waiters.append(waiter)
-      link.wanted = max(link.wanted, level)
-      return (link.timedOut, false)
-    }
-    if reached { return connection.securityLevel }
-    if timedOut { throw .pairingFailed(SMPPairingError.timeout.description) }
-    if connection.role == .central {
-      begin(on: connection, needs: level, requireMITM: level == .authenticated)
-    } else {
-      let ongoing = links.withLock {
-        $0[connection.handle]?.pairing.map { $0.phase != .complete && $0.phase != .failed }
+    // On the host's loop (in place when called there), where the link's state is and the
+    // controller's Encryption Change is taken: a change that came since the look above is
+    // seen there, one still to come finds the waiter.
+    let started = await links(connection).loop.submit { [self] () -> PairStart in
+      let (timedOut, reached) = update(connection) { link -> (Bool, Bool) in
+        if connection.securityLevel >= level { return (false, true) }
+        link.waiters.append(waiter)
+        link.wanted = max(link.wanted, level)
+        return (link.timedOut, false)
+      }
+      if reached { return .reached }
+      if timedOut { return .timedOut }
+      if connection.role == .central {
+        begin(on: connection, needs: level, requireMITM: level == .authenticated)
+        return .waiting
+      }
+      let ongoing = links(connection).value[connection.handle]?.pairing.map {
+        $0.phase != .complete && $0.phase != .failed
       }
       if ongoing != true {
         var authReq: AuthReq = options.bonding ? .bonding : []
@@ -393,6 +437,12 @@ public final class SMPSecurityManager: HCISecurityManager {
         connection.sendSMP(SMPPDU.securityRequest(authReq).encoded)
         armTimer(on: connection)
       }
+      return .waiting
+    }
+    switch started {
+    case .reached: return connection.securityLevel
+    case .timedOut: throw .pairingFailed(SMPPairingError.timeout.description)
+    case .waiting: break
     }
     // The SMP timer (on the host's clock) ends a pairing that stalls, and marks the link
     // timed out before its waiters hear of it; this wait's own bound, a second later, is only
@@ -467,7 +517,7 @@ public final class SMPSecurityManager: HCISecurityManager {
 
   @discardableResult
   private func update<T>(_ connection: HCIConnection, _ body: (inout Link) -> T) -> T {
-    links.withLock { links in body(&links[connection.handle, default: Link()]) }
+    links(connection).modify { links in body(&links[connection.handle, default: Link()]) }
   }
 
   private func perform(_ actions: [SMPAction], on connection: HCIConnection) {
@@ -480,10 +530,10 @@ public final class SMPSecurityManager: HCISecurityManager {
         if pdu.code != .pairingFailed { armTimer(on: connection) }
       case .startEncryption(let ltk, let ediv, let rand):
         // Started by the pairing (a bond's key was set by `begin`).
-        let method = links.withLock { links -> PairingMethod? in
-          guard let link = links[connection.handle], !link.reencrypting else { return nil }
+        let method = { () -> PairingMethod? in
+          guard let link = links(connection).value[connection.handle], !link.reencrypting else { return nil }
           return link.pairing?.method
-        }
+        }()
         if let method {
           connection.usesKey(authenticated: method.authenticated)
         }
@@ -558,19 +608,19 @@ public final class SMPSecurityManager: HCISecurityManager {
     connection.host.wakeTimer(for: deadline)
   }
 
-  public var deadline: Duration? { links.withLock { links in links.values.compactMap(\.deadline).min() } }
+  /// On the host's loop (its timer).
+  public var deadline: Duration? { bound.load()?.value.values.compactMap(\.deadline).min() }
 
   public func timerFired(now: Duration, on host: HCIHost) {
-    let due = links.withLock { links in
-      links.filter { $0.value.deadline.map { $0 <= now } ?? false }.keys.sorted()
-    }
+    guard let links = bound.load() else { return }
+    let due = links.value.filter { $0.value.deadline.map { $0 <= now } ?? false }.keys.sorted()
     for handle in due {
       if let connection = host.connection(handle) {
         expire(on: connection, now: now)
       } else {
         // Not the host's connection (any more): nothing to time out, and a deadline left in
         // the past would wake the timer at once, again and again.
-        links.withLock { links in
+        links.modify { links in
           if links[handle]?.deadline.map({ $0 <= now }) == true { links[handle]?.deadline = nil }
         }
       }
