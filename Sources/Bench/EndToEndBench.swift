@@ -64,6 +64,10 @@ extension Bench {
       }
     }
 
+    /// The watch's `run()` is over: nothing more will be counted (a watch that never
+    /// reached the phone emits no `disconnected`).
+    func runEnded() { finish(.infinity) }
+
     /// The first outcome holds.
     private func finish(_ seconds: Double) {
       counted.store(true, ordering: .relaxed)
@@ -180,7 +184,10 @@ extension Bench {
     // From before the watch runs: on one loop, the whole exchange may be over before this
     // task runs again, so the clock starts here rather than at the watch's `connected`.
     let fetched = FetchCount(engine, count: count, since: .now)
-    let running = Task { await engine.run() }
+    let running = Task {
+      await engine.run()
+      fetched.runEnded()
+    }
     let seconds = await fetched.seconds()
     // Only now a stream too, for one notification at a time.
     var iterator = engine.events().makeAsyncIterator()
@@ -206,7 +213,10 @@ extension Bench {
       let bearer = try await LinkAddress.unix(path: path).connect(on: loop)
       let engine = WatchEngine(options: Self.benchWatchOptions, executor: loop) { bearer }
       let fetched = FetchCount(engine, count: count)
-      let running = Task { await engine.run() }
+      let running = Task {
+        await engine.run()
+        fetched.runEnded()
+      }
       let seconds = await fetched.seconds()
       engine.stop()
       await running.value
@@ -235,7 +245,11 @@ extension Bench {
         let bearer = try await LinkAddress.unix(path: path).connect(on: loops)
         let engine = WatchEngine(options: options) { bearer }
         let fetched = FetchCount(engine, count: 10)
-        tasks.append(Task { await engine.run() })
+        tasks.append(
+          Task {
+            await engine.run()
+            fetched.runEnded()
+          })
         _ = await fetched.seconds()
         engines.append(engine)
       }

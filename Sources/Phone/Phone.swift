@@ -324,8 +324,8 @@ public actor Phone: HomedActor {
   /// Has `body` called with everything that happens from now on, in the step that reports
   /// it (`EventHub.observe`): on the phone's executor, or for bond events and connection
   /// parameter requests on the thread that reports them (the Bluetooth host's loop), with
-  /// no queue or task between. One observer per phone: false when one is set already.
-  /// `body` must not block, and must bear calls from two threads.
+  /// no queue or task between. One observer per phone, for its life: false when one is set
+  /// already. `body` must not block, and must bear calls from two threads.
   @discardableResult
   public nonisolated func observe(_ body: @escaping @Sendable (PhoneEvent) -> Void) -> Bool { hub.observe(body) }
 

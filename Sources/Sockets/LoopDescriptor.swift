@@ -184,7 +184,16 @@ public class LoopDescriptor: @unchecked Sendable {
     let clear = onTheWay.load(ordering: .acquiring) == 0
     if loop.inEventLoop && clear { return end(then: then) }
     if !loop.inEventLoop && clear && waiting.load(ordering: .acquiring) == 0 {
-      loop.execute { [self] in backlog.modify { $0.ended = true } }
+      // The loop drops what a write it was making meanwhile left (the end has come).
+      loop.execute { [self] in
+        backlog.modify { backlog in
+          backlog = Backlog()
+          backlog.ended = true
+          publish(backlog)
+        }
+        loop.watchWritable(self, false)
+        if !isSocket { tcflush(descriptor.fd, TCOFLUSH) }
+      }
       return finishEnd(then)
     }
     loop.execute { [self] in end(then: then) }

@@ -193,7 +193,8 @@ final class SocketCore: LoopDescriptor, @unchecked Sendable {
       return state.pendingPairs
     }
     guard let waiters else { return }
-    // The peer sees the end once what waits has gone (on the loop).
+    // The peer sees the end once what waits has gone (on the loop), or at once when nothing
+    // does (`writeWaitingOnce`).
     writeWaitingOnce { [self] in descriptor.shutdown() }
     inbox.close()
     for waiter in waiters { waiter.resume(returning: .failure(.disconnected)) }

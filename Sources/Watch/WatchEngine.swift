@@ -305,10 +305,11 @@ public final class WatchEngine: Sendable {
   public func events() -> EventStream<WatchEvent> { hub.stream() }
 
   /// Has `body` called with everything the watch reports from now on, in the step that
-  /// reports it (`EventHub.observe`): on the engine's executor, or for the link's comings
-  /// and goings on the task that runs `run()` (in `ancs`, both are the loop's thread), with
-  /// no queue or task between. One observer per engine: false when one is set already.
-  /// `body` must not block, and must bear calls from two threads.
+  /// reports it (`EventHub.observe`): on the engine's executor; bond events on the thread
+  /// of the link's bond book, and a failure to connect on the task that runs `run()` (in
+  /// `ancs`, all of them the loop's thread), with no queue or task between. One observer
+  /// per engine, for its life (it still hears what comes after `run()` ends): false when one
+  /// is set already. `body` must not block, and must bear calls from two threads.
   @discardableResult
   public func observe(_ body: @escaping @Sendable (WatchEvent) -> Void) -> Bool { hub.observe(body) }
 

@@ -2,6 +2,7 @@ import ATT
 import Links
 import Phone
 import Processes
+import Runtime
 import Sockets
 import Watch
 
@@ -70,11 +71,14 @@ enum DemoCommand {
     // The scenario plays to the watch: from its first session, however long the watch took
     // to connect, pair and subscribe (a step before that could come and go unseen). Without
     // --duration a single round ends the demo 2 s after its last step.
-    let events = phone.events()
+    // Let go of once the session has started: a stream kept would hold every later event.
+    let waiting = Locked<EventStream<PhoneEvent>?>(phone.events())
     let endsAfterRound = duration == nil && !loop
     let player = Task {
-      for await event in events {
-        if case .sessionStarted = event { break }
+      if let events = waiting.withLock({ $0.take() }) {
+        for await event in events {
+          if case .sessionStarted = event { break }
+        }
       }
       guard !Task.isCancelled else { return }
       try? await ScenarioPlayer(scenario, loop: loop).play(on: phone, clock: SystemClock())

@@ -289,6 +289,20 @@ struct SecurityManagerTests {
     try await expectNoSMP(fake)
   }
 
+  @Test("pair on a link that ended since it was looked at fails at once, and leaves nothing behind")
+  func pairAfterTheEnd() async throws {
+    let clock = ManualClock()
+    let security = SMPSecurityManager(store: nil, clock: clock)
+    let (fake, _, connection) = try await connectedHost(role: .peripheral, roomy, clock: clock, security: security)
+    fake.send(
+      .disconnectionComplete(DisconnectionComplete(connectionHandle: 0x0040, reason: .remoteUserTerminatedConnection)))
+    #expect(try await connection.waitForDisconnection() == .remoteUserTerminatedConnection)
+    // As a caller that looked just before the end would: no Security Request, no state,
+    // no SMP deadline kept for the handle (a new link may take it).
+    await #expect(throws: BearerError.disconnected) { try await security.pair(.encrypted, on: connection) }
+    #expect(await testLoop.submit { security.deadline } == nil)
+  }
+
   @Test("malformed SMP gets 0x0A, an unknown code 0x07, a stray Pairing Confirm 0x08")
   func malformed() async throws {
     let (fake, _, _) = try await connectedHost(role: .peripheral, roomy, security: SMPSecurityManager(store: nil))

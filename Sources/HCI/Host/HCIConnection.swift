@@ -271,8 +271,11 @@ public final class HCIConnection: ATTBearer {
 }
 
 /// Handles the Security Manager channel (L2CAP CID 0x0006) and the controller's Long Term Key
-/// requests. Called in the host's reads, on its loop's thread: it must not wait for the controller or the peer
-/// (send with `HCIConnection.sendSMP` and `sendCommand`, which do not wait).
+/// requests. Called on the host's loop's thread (in its reads, and `deadline` and
+/// `timerFired` from its timer's task there), except `pair`, from any task, and
+/// `disconnected`, also from the thread that closes the host: it must not wait for the
+/// controller or the peer (send with `HCIConnection.sendSMP` and `sendCommand`, which do
+/// not wait).
 public protocol HCISecurityManager: Sendable {
   /// One SMP PDU from the peer.
   func received(_ pdu: [UInt8], on connection: HCIConnection)

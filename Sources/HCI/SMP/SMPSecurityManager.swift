@@ -20,8 +20,8 @@ import Wire
 /// the time), and a timed-out link stays silent.
 ///
 /// Each link's pairing state belongs to the host's event loop, with no lock: the SMP PDUs,
-/// the controller's key requests and encryption events, and the host's timer all reach it
-/// in the host's reads, on that loop. What comes from elsewhere goes there: `pair` (awaiting
+/// the controller's key requests and encryption events (in the host's reads) and the
+/// host's timer (a task on that loop) all reach it there. What comes from elsewhere goes there: `pair` (awaiting
 /// the loop), a user's answer (`answer`, which waits for the loop), a link ended from
 /// another thread. One manager serves one host.
 public final class SMPSecurityManager: HCISecurityManager {
@@ -405,6 +405,7 @@ public final class SMPSecurityManager: HCISecurityManager {
   private enum PairStart {
     case reached
     case timedOut
+    case disconnected
     case waiting
   }
 
@@ -415,6 +416,9 @@ public final class SMPSecurityManager: HCISecurityManager {
     // controller's Encryption Change is taken: a change that came since the look above is
     // seen there, one still to come finds the waiter.
     let started = await links(connection).loop.submit { [self] () -> PairStart in
+      // Ended since the caller looked (its state forgotten, its handle free for another):
+      // nothing of it is kept again.
+      guard connection.isConnected else { return .disconnected }
       let (timedOut, reached) = update(connection) { link -> (Bool, Bool) in
         if connection.securityLevel >= level { return (false, true) }
         link.waiters.append(waiter)
@@ -442,6 +446,7 @@ public final class SMPSecurityManager: HCISecurityManager {
     switch started {
     case .reached: return connection.securityLevel
     case .timedOut: throw .pairingFailed(SMPPairingError.timeout.description)
+    case .disconnected: throw .disconnected
     case .waiting: break
     }
     // The SMP timer (on the host's clock) ends a pairing that stalls, and marks the link
