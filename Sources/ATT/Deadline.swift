@@ -22,93 +22,14 @@ package func withDeadline<T: Sendable>(
   }
 }
 
-/// The one timer of an owner that keeps its deadlines in its own state and is no actor (the
-/// HCI host's commands and SMP's 30-second timers; an actor keeps an `OwnedTimer`): `run` sleeps until the
-/// earliest deadline the owner reports, tells it the time, and asks again; while there is
-/// none it parks, costing nothing. The owner calls `wake(for:)` whenever it sets a deadline: a parked loop starts,
-/// and a sleep to a later deadline is cut short. So no deadline costs a task of its own, and
-/// an owner told the time early (a cut sleep) finds nothing due and loses nothing.
-package final class Watchdog: Sendable {
-  private struct State {
-    /// A deadline was set since the loop last asked the owner.
-    var woken = false
-    var parked: CheckedContinuation<Void, Never>?
-    /// The deadline slept to, and the sleep.
-    var sleeping: (until: Duration, task: Task<Void, Never>)?
-    var ended = false
-  }
-
-  private let clock: any EngineClock
-  private let state = Locked(State())
-
-  package init(clock: any EngineClock) { self.clock = clock }
-
-  /// The owner set `deadline`.
-  package func wake(for deadline: Duration) {
-    let (parked, cut) = state.withLock { state -> (CheckedContinuation<Void, Never>?, Task<Void, Never>?) in
-      state.woken = true
-      guard let sleeping = state.sleeping, deadline < sleeping.until else { return (state.parked.take(), nil) }
-      state.sleeping = nil
-      return (state.parked.take(), sleeping.task)
-    }
-    parked?.resume()
-    cut?.cancel()
-  }
-
-  /// Runs until its task is cancelled: `next` reads the owner's earliest deadline (nil:
-  /// none), and `fire` is called with the time once one has passed.
-  package func run(
-    isolation: isolated (any Actor)? = #isolation, next: () -> Duration?, fire: (Duration) async -> Void
-  ) async {
-    await withTaskCancellationHandler {
-      // Captured, so that the loop runs isolated to it (SE-0420): `next` and `fire` are the
-      // owner's, called where its other code runs.
-      _ = isolation
-      while !state.withLock({ $0.ended }) {
-        state.withLock { $0.woken = false }
-        guard let deadline = next() else {
-          await park()
-          continue
-        }
-        let clock = self.clock
-        let sleep = state.withLock { state -> Task<Void, Never>? in
-          // A deadline set since `next` may be earlier: ask again.
-          guard !state.woken, !state.ended else { return nil }
-          let task = Task { _ = try? await clock.sleep(until: deadline) }
-          state.sleeping = (deadline, task)
-          return task
-        }
-        guard let sleep else { continue }
-        await sleep.value
-        state.withLock { $0.sleeping = nil }
-        let now = clock.now
-        if now >= deadline, !state.withLock({ $0.ended }) { await fire(now) }
-      }
-    } onCancel: {
-      let (parked, sleep) = state.withLock { state in
-        state.ended = true
-        return (state.parked.take(), state.sleeping.take()?.task)
-      }
-      parked?.resume()
-      sleep?.cancel()
-    }
-  }
-
-  private func park() async {
-    await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-      let now = state.withLock { state -> Bool in
-        if state.woken || state.ended { return true }
-        state.parked = continuation
-        return false
-      }
-      if now { continuation.resume() }
-    }
-  }
-}
-
-/// `Watchdog` for an owner that is an actor (an ATT connection, the watch engine's loop):
-/// the same one timer, its state touched only on the owner's executor, so it takes no lock
-/// when the owner moves a deadline (once per ATT request). Not `Sendable`: it lives in its
+/// The one timer of an owner that keeps its deadlines in its own state and is an actor (an
+/// ATT connection, the watch engine's loop, the HCI host's `HostTimer`): `run` sleeps until
+/// the earliest deadline the owner reports, tells it the time, and asks again; while there
+/// is none it parks, costing nothing. The owner calls `wake(for:)` whenever it sets a
+/// deadline: a parked timer starts, and a sleep to a later deadline is cut short. So no
+/// deadline costs a task of its own, and an owner told the time early (a cut sleep) finds
+/// nothing due and loses nothing. Its state is touched only on the owner's executor, so
+/// it takes no lock when the owner moves a deadline (once per ATT request). Not `Sendable`: it lives in its
 /// owner's isolation; `wake(for:)`, `run` and `stop()` are called there. The owner ends it
 /// with `stop()` (not by cancelling `run`'s task).
 ///
@@ -166,7 +87,7 @@ package final class OwnedTimer {
   /// `fire` is called with the time once one has passed. Isolated to the owner (SE-0420),
   /// so nothing else the owner does runs between asking and sleeping.
   package func run(
-    isolation: isolated (any Actor) = #isolation, next: () -> Duration?, fire: (Duration) async -> Void
+    isolation: isolated (any Actor) = #isolation, next: () -> Duration?, fire: (Duration) -> Void
   ) async {
     while !ended {
       woken = false
@@ -188,7 +109,8 @@ package final class OwnedTimer {
         if case .task(let task)? = sleeping?.sleep, task == sleep { sleeping = nil }
       }
       let now = clock.now
-      if now >= deadline, !ended { await fire(now) }
+      // A plain call, in the owner's isolation (an async one would leave its executor).
+      if now >= deadline, !ended { fire(now) }
     }
   }
 

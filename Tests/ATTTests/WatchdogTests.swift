@@ -3,7 +3,7 @@ import Runtime
 import TestSupport
 import Testing
 
-/// What the tests of the two timers drive: an owner that sets deadlines, hears them fire,
+/// What the timer's tests drive: an owner that sets deadlines, hears them fire,
 /// and starts and ends its timer.
 private protocol DeadlineOwner: Sendable {
   func set(_ deadline: Duration) async
@@ -16,44 +16,6 @@ private protocol DeadlineOwner: Sendable {
   func start() -> Task<Void, Never>
   /// Ends the timer and waits for its task.
   func end(_ running: Task<Void, Never>) async
-}
-
-/// An owner of deadlines that is no actor, as the HCI host is: its `Watchdog` tells it the
-/// time, and cancelling the timer's task ends it.
-private final class WatchdogOwner: DeadlineOwner {
-  let watchdog: Watchdog
-  let deadlines = Locked<[Duration]>([])
-  let fired = Inbox<Duration>()
-  let asked = Locked(0)
-  let duringAsk = Locked<Duration?>(nil)
-
-  init(clock: any EngineClock) { watchdog = Watchdog(clock: clock) }
-
-  private var next: Duration? {
-    let value = deadlines.withLock { $0.min() }
-    asked.withLock { $0 += 1 }
-    if let late = duringAsk.withLock({ $0.take() }) { set(late) }
-    return value
-  }
-
-  func set(_ deadline: Duration) {
-    deadlines.withLock { $0.append(deadline) }
-    watchdog.wake(for: deadline)
-  }
-
-  private func fire(_ now: Duration) {
-    deadlines.withLock { $0.removeAll { $0 <= now } }
-    fired.push(now)
-  }
-
-  func setDuringNextAsk(_ deadline: Duration) { duringAsk.withLock { $0 = deadline } }
-  var askedCount: Int { asked.withLock { $0 } }
-  func start() -> Task<Void, Never> { Task { await watchdog.run(next: { self.next }, fire: { self.fire($0) }) } }
-
-  func end(_ running: Task<Void, Never>) async {
-    running.cancel()
-    await running.value
-  }
 }
 
 /// An actor that owns its deadlines and their `OwnedTimer`, as an ATT connection does; it
@@ -139,26 +101,6 @@ private func endsParked(_ owner: some DeadlineOwner) async {
   let running = owner.start()
   while await owner.askedCount == 0 { await Task.yield() }
   await owner.end(running)
-}
-
-@Suite("Watchdog: one timer for an owner's deadlines", .timeLimit(scaledMinutes(2)))
-struct WatchdogTests {
-  @Test("an earlier deadline cuts a later sleep short; each fires at its time; none parks; cancelling ends it")
-  func earlierDeadlineCutsTheSleep() async {
-    let clock = ManualClock()
-    await cutsParksRestartsAndEnds(WatchdogOwner(clock: clock), clock)
-  }
-
-  @Test("a deadline set while the loop asks the owner (it read none) is not lost to parking")
-  func deadlineSetWhileTheLoopAsks() async {
-    let clock = ManualClock()
-    await notLostWhileAsking(WatchdogOwner(clock: clock), clock)
-  }
-
-  @Test("cancelling ends a parked loop")
-  func cancellingEndsAParkedLoop() async {
-    await endsParked(WatchdogOwner(clock: ManualClock()))
-  }
 }
 
 @Suite("OwnedTimer: the watchdog of an actor, with no lock", .timeLimit(scaledMinutes(2)))

@@ -147,6 +147,22 @@ struct HostCommandTests {
     #expect(await fake.nextCommand()?.opcode == Reset.opcode)
   }
 
+  @Test("with the real clock the host's timer waits on its loop's own timers: no task sleeps for a command")
+  func timerOnTheLoop() async throws {
+    let loop = EventLoop()
+    var settings = FakeController.Settings()
+    settings.silent = [ReadBufferSize.opcode]
+    let (_, host) = try await startHost(settings, options: HCIHost.Options(commandTimeout: .seconds(3600)), loop: loop)
+    let waiting = Task { try await host.execute(ReadBufferSize()) }
+    // Once the timer has asked for the command's deadline and gone to sleep.
+    while !Task.isCancelled, await loop.submit({ loop.pendingTimers }) == 0 { await Task.yield() }
+    #expect(await loop.submit { loop.pendingTimers } == 1)
+    waiting.cancel()
+    _ = await waiting.result
+    host.close()
+    try await loop.shutdown()
+  }
+
   @Test("commands share the host's one timer: five waiting put one sleeper on the clock; each fails at its deadline")
   func commandsShareOneTimer() async throws {
     let (fake, clock, host) = try await hostWithoutCredits()

@@ -25,7 +25,7 @@ public enum CommandAnswer: Hashable, Sendable {
 /// (a connection that runs there) goes out in place, with no lock; one sent from elsewhere
 /// reaches the loop first (`EventLoop.execute`). So every packet to the controller is
 /// written on the loop, in the order the flows released it; the write never blocks. The
-/// host's one timer (`Watchdog`), on the loop too, fails the commands past their deadline
+/// host's one timer (`HostTimer`), on the loop too, fails the commands past their deadline
 /// and tells the security manager the time. Nothing a controller or peer sends can trap:
 /// a malformed packet is logged and dropped, and an H4 desynchronisation (the stream cannot
 /// find packet boundaries again) or the end of the stream closes the host, failing every wait
@@ -97,8 +97,8 @@ public final class HCIHost: Sendable {
   let capture: BtsnoopWriter?
   public let security: any HCISecurityManager
   let state = Locked(State())
-  /// The host's one timer.
-  let watchdog: Watchdog
+  /// The host's one timer, on its loop.
+  let timer: HostTimer
   /// The number of the last command submitted.
   private let lastID = Atomic<UInt64>(0)
 
@@ -139,26 +139,26 @@ public final class HCIHost: Sendable {
     self.logger = logger
     self.capture = capture
     self.security = security
-    watchdog = Watchdog(clock: clock)
+    let timer = HostTimer(clock: clock, loop: stream.loop)
+    self.timer = timer
     loopState = LoopBound(LoopState(), on: stream.loop)
     // On the loop, whose state it reads and changes.
-    let timer = Task(executorPreference: stream.loop) {
-      await self.watchdog.run(next: { self.deadline }, fire: { self.timerFired(now: $0) })
-    }
+    Task { await timer.run(next: { self.deadline }, fire: { self.timerFired(now: $0) }) }
     do {
       // The stream holds the host (through its receiver) until it ends.
       try stream.start { [self] event in
         switch event {
         case .bytes(let chunk): read(chunk)
         case .ended(let fault):
-          timer.cancel()
+          timer.stop()
           // The connections were told by the shutdown, if it came first; let go of them.
           loopState.modify { $0.routes = [:] }
           shutdown(fault.map { "\(stream.name): \($0)" } ?? "\(stream.name): the controller's stream ended")
         }
       }
     } catch {
-      timer.cancel()
+      // Off the loop, perhaps: the timer ends on it.
+      Task { await timer.end() }
       shutdown("\(error)")
     }
   }
@@ -293,7 +293,7 @@ public final class HCIHost: Sendable {
         commands: loopState.modify {
           $0.commands.submit(id: id, opcode: packet.opcode, packet: packet.encoded, deadline: deadline, waiter: waiter)
         })
-      watchdog.wake(for: deadline)
+      timer.wake(for: deadline)
     }
     return ticket
   }
@@ -317,7 +317,7 @@ public final class HCIHost: Sendable {
 
   /// A security manager set `deadline`: the host's timer tells it the time then
   /// (`HCISecurityManager.timerFired(now:on:)`).
-  public func wakeTimer(for deadline: Duration) { watchdog.wake(for: deadline) }
+  public func wakeTimer(for deadline: Duration) { timer.wake(for: deadline) }
 
   /// The earliest time the watchdog must tell the host: a command's deadline, or the
   /// security manager's. On the loop.
@@ -567,4 +567,40 @@ public final class HCIHost: Sendable {
 
 func hex16(_ value: UInt16) -> String {
   Hex.encode([UInt8(value >> 8), UInt8(value & 0xFF)], separator: "")
+}
+
+/// The host's one timer (`OwnedTimer`): an actor on the host's loop, where the host sets
+/// its deadlines (a command's, SMP's) and reads them, so it takes no lock, and with the
+/// real clock it sleeps on the loop's own timers (no task per sleep). The host's calls,
+/// made on the loop, reach it in place.
+final actor HostTimer: HomedActor {
+  private let home: ExecutorHome
+  private let timer: OwnedTimer
+
+  nonisolated var unownedExecutor: UnownedSerialExecutor { home.executor }
+  nonisolated var executorHome: ExecutorHome { home }
+
+  init(clock: any EngineClock, loop: EventLoop) {
+    home = ExecutorHome(loop)
+    timer = OwnedTimer(clock: clock, timers: loop)
+  }
+
+  /// Until `stop()`: tells `fire` the time once the earliest deadline `next` reports has
+  /// passed (both called on the loop).
+  func run(next: () -> Duration?, fire: (Duration) -> Void) async {
+    await timer.run(next: next, fire: fire)
+  }
+
+  /// A deadline was set; on the loop.
+  nonisolated func wake(for deadline: Duration) {
+    assumeIsolated(passing: deadline) { $0.timer.wake(for: $1) }
+  }
+
+  /// Ends `run`; on the loop.
+  nonisolated func stop() {
+    assumeIsolated(passing: ()) { timer, _ in timer.end() }
+  }
+
+  /// Ends `run`.
+  func end() { timer.stop() }
 }
