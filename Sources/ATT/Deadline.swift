@@ -22,8 +22,9 @@ package func withDeadline<T: Sendable>(
   }
 }
 
-/// The one timer of an owner that keeps its deadlines in its own state and is an actor (an
-/// ATT connection, the watch engine's loop, the HCI host's `HostTimer`): `run` sleeps until
+/// The one timer of an owner that keeps its deadlines in its own state and is an actor, or
+/// runs on one (an ATT connection, the watch engine's loop, the HCI host through its
+/// `HostTimer` on its loop): `run` sleeps until
 /// the earliest deadline the owner reports, tells it the time, and asks again; while there
 /// is none it parks, costing nothing. The owner calls `wake(for:)` whenever it sets a
 /// deadline: a parked timer starts, and a sleep to a later deadline is cut short. So no

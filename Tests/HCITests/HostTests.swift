@@ -154,7 +154,8 @@ struct HostCommandTests {
     settings.silent = [ReadBufferSize.opcode]
     let (_, host) = try await startHost(settings, options: HCIHost.Options(commandTimeout: .seconds(3600)), loop: loop)
     let waiting = Task { try await host.execute(ReadBufferSize()) }
-    // Once the timer has asked for the command's deadline and gone to sleep.
+    // Once the timer has gone to sleep (on the earliest deadline it was told: this
+    // command's, or one of the set-up's).
     while !Task.isCancelled, await loop.submit({ loop.pendingTimers }) == 0 { await Task.yield() }
     #expect(await loop.submit { loop.pendingTimers } == 1)
     waiting.cancel()

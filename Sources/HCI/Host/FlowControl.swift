@@ -1,7 +1,7 @@
 /// HCI command flow control (Vol 4 Part E 4.4): the host may send as many commands as the
 /// last Command Complete or Command Status allowed (Num_HCI_Command_Packets), and one before
 /// the first such event. Each command also has a deadline and its waiter (who takes its
-/// answer), kept here with it: the host's one watchdog tells the flow the time
+/// answer), kept here with it: the host's one timer tells the flow the time
 /// (`timerFired(now:)`), and the commands past theirs are abandoned. Pure: takes inputs,
 /// returns the command packets to write now and the waiters to tell.
 struct CommandFlow<Waiter: Sendable>: Sendable {

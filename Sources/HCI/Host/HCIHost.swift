@@ -264,7 +264,7 @@ public final class HCIHost: Sendable {
   }
 
   /// Sends one command packet when a credit allows; `onAnswer` runs exactly once: on the
-  /// loop's read of the controller's answer, on the watchdog when `options.commandTimeout`
+  /// loop's read of the controller's answer, on the host's timer when `options.commandTimeout`
   /// passes first, or when the host closes or the command is abandoned.
   @discardableResult
   func submit(_ packet: HCICommandPacket, name: String, onAnswer: @escaping Answer) -> CommandTicket {
@@ -316,10 +316,11 @@ public final class HCIHost: Sendable {
   }
 
   /// A security manager set `deadline`: the host's timer tells it the time then
-  /// (`HCISecurityManager.timerFired(now:on:)`).
-  public func wakeTimer(for deadline: Duration) { timer.wake(for: deadline) }
+  /// (`HCISecurityManager.timerFired(now:on:)`). From any thread: in place on the loop,
+  /// else through its queue.
+  public func wakeTimer(for deadline: Duration) { atLoop { [timer] in timer.wake(for: deadline) } }
 
-  /// The earliest time the watchdog must tell the host: a command's deadline, or the
+  /// The earliest time the host's timer must tell the host: a command's deadline, or the
   /// security manager's. On the loop.
   private var deadline: Duration? {
     let commands = loopState.value.commands.deadline
@@ -327,7 +328,7 @@ public final class HCIHost: Sendable {
     return min(commands ?? security, security)
   }
 
-  /// The watchdog's call, on the loop: the commands past their deadline fail, and the
+  /// The timer's call, on the loop: the commands past their deadline fail, and the
   /// security manager is told the time.
   private func timerFired(now: Duration) {
     let (expired, writes) = loopState.modify { $0.commands.timerFired(now: now) }
