@@ -87,8 +87,9 @@ public class LoopDescriptor: @unchecked Sendable {
     if isClosed { return false }
     // `onTheWay` before `waiting`: a write that left the way is in the backlog by then.
     let clear = onTheWay.load(ordering: .acquiring) == 0
-    if loop.inEventLoop && clear { return sendOnLoop(bytes) }
-    if !loop.inEventLoop && clear && wholeWrites && waiting.load(ordering: .acquiring) == 0 {
+    let onLoop = loop.inEventLoop
+    if onLoop && clear { return sendOnLoop(bytes) }
+    if !onLoop && clear && wholeWrites && waiting.load(ordering: .acquiring) == 0 {
       switch write(bytes[...]) {
       case .written: return true
       case .failed(let code):
@@ -182,32 +183,27 @@ public class LoopDescriptor: @unchecked Sendable {
   /// it are dropped.
   final func writeWaitingOnce(then: @escaping @Sendable () -> Void) {
     let clear = onTheWay.load(ordering: .acquiring) == 0
-    if loop.inEventLoop && clear { return end(then: then) }
-    if !loop.inEventLoop && clear && waiting.load(ordering: .acquiring) == 0 {
+    let onLoop = loop.inEventLoop
+    if onLoop && clear { return end(writing: true, then: then) }
+    if !onLoop && clear && waiting.load(ordering: .acquiring) == 0 {
       // The loop drops what a write it was making meanwhile left (the end has come).
-      loop.execute { [self] in
-        backlog.modify { backlog in
-          backlog = Backlog()
-          backlog.ended = true
-          publish(backlog)
-        }
-        loop.watchWritable(self, false)
-        if !isSocket { tcflush(descriptor.fd, TCOFLUSH) }
-      }
+      loop.execute { [self] in end(writing: false) {} }
       return finishEnd(then)
     }
-    loop.execute { [self] in end(then: then) }
+    loop.execute { [self] in end(writing: true, then: then) }
   }
 
-  /// The end's last writes (on the loop): what waits is written once more, as far as the
-  /// descriptor takes it, and the rest dropped; nothing is written after.
-  private func end(then: () -> Void) {
+  /// The end on the loop: what waits is written once more (when `writing`), as far as the
+  /// descriptor takes it, and the rest dropped; nothing is written after, and the loop no
+  /// longer watches for room.
+  private func end(writing: Bool, then: () -> Void) {
     backlog.modify { backlog in
-      while let next = backlog.first, case .written = write(next) { backlog.removeFirst(next.count) }
+      while writing, let next = backlog.first, case .written = write(next) { backlog.removeFirst(next.count) }
       backlog = Backlog()
       backlog.ended = true
       publish(backlog)
     }
+    loop.watchWritable(self, false)
     finishEnd(then)
   }
 
